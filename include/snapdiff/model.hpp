@@ -1,0 +1,187 @@
+// snapdiff/model.hpp — the one event model every input format is read into.
+//
+// Nothing after the readers knows which format the data came from. A Trace
+// holds interned strings, frames and stacks (a parent-pointer tree), and one
+// Device per CUDA device with its chronological event array and the
+// dump-time segments and blocks.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace snapdiff {
+
+using StrId = uint32_t;    // index into StringTable; 0 is the empty string
+using FrameId = uint32_t;  // index into Trace::frames
+using StackId = uint32_t;  // node of Trace::stacks; 0 is the empty stack
+
+constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
+constexpr int64_t kNoLine = -1;
+
+// Interned UTF-8 strings (bytes kept as given; lone surrogates untouched).
+class StringTable {
+ public:
+  StringTable();
+  StrId intern(std::string_view s);
+  std::string_view get(StrId id) const { return views_[id]; }
+  size_t size() const { return views_.size(); }
+  // Returns the id if already interned, else UINT32_MAX.
+  StrId find(std::string_view s) const;
+
+ private:
+  std::vector<std::unique_ptr<char[]>> chunks_;
+  size_t chunk_used_ = 0, chunk_cap_ = 0;
+  std::vector<std::string_view> views_;
+  std::unordered_map<std::string_view, StrId> index_;
+};
+
+struct Frame {
+  StrId name = 0;
+  StrId file = 0;
+  int64_t line = kNoLine;  // kNoLine when unknown (negative or >= 2^63 in input)
+  bool operator==(const Frame&) const = default;
+};
+
+// Interned stacks as a tree: node = (frame, parent). The stack id of an
+// allocation is the node of its innermost frame; walking parents goes outward.
+class StackTable {
+ public:
+  StackTable() { nodes_.push_back({0, 0}); }
+  struct Node {
+    FrameId frame;
+    StackId parent;
+  };
+  StackId child(StackId parent, FrameId frame);
+  const Node& node(StackId id) const { return nodes_[id]; }
+  size_t size() const { return nodes_.size(); }
+  // Frames innermost first.
+  std::vector<FrameId> frames(StackId id) const;
+  size_t depth(StackId id) const;
+
+ private:
+  std::vector<Node> nodes_;
+  std::unordered_map<uint64_t, StackId> index_;
+};
+
+enum class EventKind : uint8_t {
+  Alloc,
+  FreeRequested,
+  FreeCompleted,
+  SegmentAlloc,
+  SegmentFree,
+  SegmentMap,
+  SegmentUnmap,
+  Oom,
+  Snapshot,
+  Annotate,
+  UserDefined,
+  Other,  // an action string snapdiff does not know; kept, ignored by replay
+};
+const char* event_kind_name(EventKind k);
+// Maps PyTorch's action string; returns false for unknown strings.
+bool parse_event_kind(std::string_view s, EventKind* out);
+
+struct Event {
+  uint64_t addr = 0;   // block/segment address; for Oom: device_free bytes
+  uint64_t size = 0;   // requested bytes (alloc/free), segment bytes, ...
+  int64_t time_us = kNoTime;
+  uint64_t stream = 0;
+  StackId stack = 0;
+  StrId compile_context = 0;  // 0 when absent or "N/A"
+  StrId user_metadata = 0;    // 0 when absent or ""
+  StrId action = 0;           // original action string (kept for EventKind::Other)
+  EventKind kind = EventKind::Other;
+};
+
+enum class BlockState : uint8_t { ActiveAllocated, ActivePendingFree, Inactive };
+const char* block_state_name(BlockState s);
+
+struct Block {
+  uint64_t addr = 0;
+  uint64_t size = 0;
+  uint64_t requested_size = 0;  // meaningful for active blocks only
+  StackId stack = 0;
+  BlockState state = BlockState::Inactive;
+};
+
+struct Segment {
+  uint64_t addr = 0;
+  uint64_t total_size = 0;
+  uint64_t allocated_size = 0;
+  uint64_t active_size = 0;
+  uint64_t requested_size = 0;
+  uint64_t stream = 0;
+  int64_t pool_id[2] = {0, 0};
+  StackId stack = 0;
+  bool small_pool = false;
+  bool expandable = false;
+  uint32_t first_block = 0;  // index into Device::blocks
+  uint32_t block_count = 0;
+};
+
+struct Device {
+  int index = 0;
+  std::vector<Event> events;      // chronological, oldest first
+  std::vector<Segment> segments;  // at dump time
+  std::vector<Block> blocks;      // at dump time, grouped by segment
+  bool has_trace = false;         // a trace list was present (may be empty)
+};
+
+struct Annotation {
+  int device = -1;
+  int64_t time_us = kNoTime;
+  StrId name = 0;
+  bool start = true;
+};
+
+// Allocator configuration as recorded; only the keys replay depends on are
+// parsed, the rest is kept as text.
+struct AllocatorSettings {
+  bool present = false;
+  bool expandable_segments = false;
+  int64_t max_split_size = -1;  // -1: unlimited
+  // roundup_power2_divisions per power-of-two MiB bucket (index 0 = "1" MiB).
+  std::vector<uint64_t> roundup_power2_divisions;
+  std::vector<std::pair<std::string, std::string>> raw;
+};
+
+struct SourceInfo {
+  std::string format;           // "torch-pickle", "snap"
+  std::string format_detail;    // e.g. "pickle protocol 4"
+  bool gzip = false;
+  uint64_t file_bytes = 0;      // on disk
+  uint64_t decoded_bytes = 0;   // after decompression
+  std::string shape;            // "dict", "segment-list", "legacy-history"
+};
+
+struct Trace {
+  SourceInfo source;
+  StringTable strings;
+  std::vector<Frame> frames;
+  StackTable stacks;
+  std::vector<Device> devices;  // sorted by index
+  AllocatorSettings settings;
+  std::vector<Annotation> annotations;
+  std::vector<std::pair<std::string, std::string>> metadata;  // run metadata (.snap)
+
+  FrameId intern_frame(const Frame& f);
+  size_t event_count() const;
+  Device& device(int index);  // creates it if absent
+  const Device* find_device(int index) const;
+
+ private:
+  struct FrameHash {
+    size_t operator()(const Frame& f) const {
+      return (size_t(f.name) * 0x9E3779B97F4A7C15ull) ^ (size_t(f.file) << 20) ^ size_t(f.line);
+    }
+  };
+  std::unordered_map<Frame, FrameId, FrameHash> frame_index_;
+};
+
+}  // namespace snapdiff

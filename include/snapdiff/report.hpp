@@ -1,0 +1,84 @@
+// snapdiff/report.hpp — the analysis behind `snapdiff report`, and its
+// renderers (text, JSON). Layering: input -> model -> analysis -> report.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "snapdiff/model.hpp"
+#include "snapdiff/replay.hpp"
+
+namespace snapdiff {
+
+struct ReportOptions {
+  size_t top_sites = 10;
+  std::string input_name;  // shown in the report (the path as given)
+};
+
+struct Warning {
+  std::string code;
+  std::string message;
+};
+
+struct SiteRow {
+  StackId stack = 0;
+  int64_t requested_bytes = 0;
+  int64_t block_bytes = 0;
+  uint64_t count = 0;
+};
+
+struct Fragmentation {
+  int64_t reserved = 0;
+  int64_t allocated = 0;
+  int64_t requested = 0;
+  int64_t free_cached = 0;          // in free blocks (reserved - allocated - pending)
+  int64_t pending_free = 0;         // freed, waiting for other streams
+  int64_t internal = 0;             // allocated - requested (rounding, unsplit remainders)
+  uint64_t free_blocks = 0;
+  uint64_t largest_free_block = 0;
+  uint64_t too_small_threshold = 0; // rounded size of the request that set the peak
+  int64_t too_small_bytes = 0;      // free bytes in blocks smaller than that
+};
+
+struct DeviceReport {
+  int device = 0;
+  uint64_t events = 0;
+  DeviceReplay replay;  // timelines included
+  Event peak_event;     // the event that set the allocated peak (valid if index >= 0)
+  StackId peak_stack = 0;
+  uint64_t peak_live_allocations = 0;
+  int64_t peak_live_requested = 0;  // requested bytes live at the allocated peak
+  std::vector<SiteRow> sites;       // top sites live at the allocated peak, by bytes
+  SiteRow other_sites;              // the rest, summed
+  Fragmentation frag;
+  int64_t first_time_us = kNoTime, last_time_us = kNoTime;
+};
+
+struct Report {
+  std::string input_name;
+  SourceInfo source;
+  uint64_t events = 0;
+  bool history_truncated = false;
+  bool has_history = false;
+  std::vector<DeviceReport> devices;
+  size_t peak_device = 0;  // index into devices: highest allocated peak
+  std::vector<Warning> warnings;
+};
+
+Report analyze_report(const Trace& trace, const ReportOptions& opts);
+
+// Innermost frame that belongs to user code rather than PyTorch, Python's
+// standard library or native internals (falls back to the innermost Python
+// frame, then the innermost frame). Returns UINT32_MAX for an empty stack.
+FrameId user_frame(const Trace& trace, StackId stack);
+std::string format_frame(const Trace& trace, FrameId f);
+
+std::string render_text(const Report& r, const Trace& trace);
+std::string render_json(const Report& r, const Trace& trace);  // schemas/report.schema.json
+
+// Binary byte units with one decimal: "1.5 GiB", "512 B".
+std::string human_bytes(int64_t bytes);
+std::string human_delta(int64_t bytes);
+
+}  // namespace snapdiff

@@ -1,0 +1,559 @@
+// Replay of PyTorch's CUDACachingAllocator block layout.
+//
+// The rules (c10/cuda/CUDACachingAllocator.cpp, PyTorch 2.x):
+//  * a request is rounded up to 512 bytes (round_size; optionally to
+//    power-of-two divisions), requests <= 1 MiB use the small pool;
+//  * an allocation takes a free block; the recorded address tells which. The
+//    block is split when the remainder is >= 512 bytes (small pool, or any
+//    expandable segment) or > 1 MiB (large pool, and only below
+//    max_split_size); otherwise the whole block is handed out, and
+//    allocated_bytes counts the whole block;
+//  * allocated/requested bytes drop at free_requested; the block returns to
+//    the pool (merging with free neighbours of the same segment) at
+//    free_completed;
+//  * reserved bytes change at segment_alloc/free and segment_map/unmap.
+// When the history is truncated (the ring buffer wrapped), the state before
+// the first event is rebuilt from frees of unseen allocations and from the
+// blocks alive at dump time.
+#include <algorithm>
+#include <map>
+
+#include "analysis/addr_map.hpp"
+#include "snapdiff/replay.hpp"
+
+namespace snapdiff {
+
+namespace {
+constexpr uint64_t kMinBlock = 512;
+constexpr uint64_t kSmallSize = uint64_t(1) << 20;
+constexpr size_t kMaxNotes = 8;
+}  // namespace
+
+uint64_t allocator_round_size(uint64_t size, const AllocatorSettings& s) {
+  if (size < kMinBlock) return kMinBlock;
+  uint64_t divisions = 0;
+  if (!s.roundup_power2_divisions.empty()) {
+    uint64_t mb = size >> 20;
+    size_t idx = mb == 0 ? 0 : size_t(63 - __builtin_clzll(mb));
+    if (idx >= s.roundup_power2_divisions.size()) idx = s.roundup_power2_divisions.size() - 1;
+    divisions = s.roundup_power2_divisions[idx];
+  }
+  if (divisions > 1 && size > kMinBlock * divisions) {
+    if ((size & (size - 1)) == 0) return size;
+    uint64_t floor2 = uint64_t(1) << (63 - __builtin_clzll(size));
+    uint64_t div = floor2 >> (63 - __builtin_clzll(divisions));
+    if (div == 0) return floor2 << 1;
+    uint64_t rf = size & ~(div - 1);
+    return rf == size ? size : rf + div;
+  }
+  if (size > UINT64_MAX - kMinBlock) return size;
+  return kMinBlock * ((size + kMinBlock - 1) / kMinBlock);
+}
+
+namespace {
+
+enum class BS : uint8_t { Free, Alloc, Pending };
+
+struct RBlock {
+  uint64_t addr, size, requested, stream;
+  int64_t alloc_event;
+  StackId stack;
+  int32_t seg;  // -1: outside any known segment (inconsistent input)
+  BS state;
+  bool live;
+};
+
+struct RSeg {
+  uint64_t addr, size;
+  bool expandable, live;
+};
+
+class Replayer {
+ public:
+  Replayer(const Trace& t, const Device& d) : trace_(t), dev_(d) {}
+
+  DeviceReplay out;
+
+  void reconstruct_initial_state();
+  void step(size_t i);
+  void finish_end_check();
+  AllocatorState state() const;
+  const Counters& counters() const { return c_; }
+
+ private:
+  void note(size_t i, const std::string& msg) {
+    ++out.inconsistencies;
+    if (out.notes.size() < kMaxNotes) out.notes.push_back("event " + std::to_string(i) + ": " + msg);
+  }
+  uint32_t new_block(uint64_t addr, uint64_t size, int32_t seg, BS st) {
+    uint32_t id;
+    if (!free_slots_.empty()) {
+      id = free_slots_.back();
+      free_slots_.pop_back();
+    } else {
+      id = uint32_t(blocks_.size());
+      blocks_.emplace_back();
+    }
+    RBlock& b = blocks_[id];
+    b = RBlock{addr, size, 0, 0, -1, 0, seg, st, true};
+    by_start_.put(addr, id);
+    by_end_.put(addr + size, id);
+    return id;
+  }
+  void drop_block(uint32_t id) {
+    RBlock& b = blocks_[id];
+    if (by_start_.find(b.addr) == id) by_start_.erase(b.addr);
+    if (by_end_.find(b.addr + b.size) == id) by_end_.erase(b.addr + b.size);
+    b.live = false;
+    free_slots_.push_back(id);
+  }
+  void resize_block(uint32_t id, uint64_t new_addr, uint64_t new_size) {
+    RBlock& b = blocks_[id];
+    if (by_start_.find(b.addr) == id) by_start_.erase(b.addr);
+    if (by_end_.find(b.addr + b.size) == id) by_end_.erase(b.addr + b.size);
+    b.addr = new_addr;
+    b.size = new_size;
+    by_start_.put(b.addr, id);
+    by_end_.put(b.addr + b.size, id);
+  }
+  bool mergeable(uint32_t a, const RBlock& b) const {
+    if (a == detail::AddrMap::kNone) return false;
+    const RBlock& n = blocks_[a];
+    return n.live && n.state == BS::Free && n.seg == b.seg && n.seg >= 0;
+  }
+  // Merge free block `id` with its free neighbours; returns the surviving id.
+  uint32_t coalesce(uint32_t id) {
+    RBlock& b = blocks_[id];
+    uint32_t nx = by_start_.find(b.addr + b.size);
+    if (nx != id && mergeable(nx, b)) {
+      uint64_t add = blocks_[nx].size;
+      drop_block(nx);
+      resize_block(id, blocks_[id].addr, blocks_[id].size + add);
+    }
+    uint32_t pv = by_end_.find(blocks_[id].addr);
+    if (pv != id && mergeable(pv, blocks_[id])) {
+      uint64_t add = blocks_[id].size;
+      drop_block(id);
+      resize_block(pv, blocks_[pv].addr, blocks_[pv].size + add);
+      return pv;
+    }
+    return id;
+  }
+  bool seg_expandable(int32_t s) const { return s >= 0 && segs_[size_t(s)].expandable; }
+
+  void do_alloc(size_t i, const Event& e);
+  void do_free_requested(size_t i, uint64_t addr, bool quiet);
+  void do_free_completed(size_t i, const Event& e);
+  void do_segment_alloc(size_t i, const Event& e);
+  void do_segment_free(size_t i, const Event& e);
+  void do_map(size_t i, const Event& e);
+  void do_unmap(size_t i, const Event& e);
+
+  const Trace& trace_;
+  const Device& dev_;
+  Counters c_;
+  std::vector<RBlock> blocks_;
+  std::vector<uint32_t> free_slots_;
+  std::vector<RSeg> segs_;
+  detail::AddrMap by_start_, by_end_, seg_by_addr_;
+};
+
+void Replayer::do_alloc(size_t i, const Event& e) {
+  uint64_t r = allocator_round_size(e.size, trace_.settings);
+  uint32_t id = by_start_.find(e.addr);
+  if (id != detail::AddrMap::kNone && blocks_[id].state != BS::Free) {
+    note(i, "alloc at an address that is still allocated; treating the old block as freed");
+    if (blocks_[id].state == BS::Alloc) do_free_requested(i, e.addr, true);
+    blocks_[id].state = BS::Free;
+    id = coalesce(id);
+    id = by_start_.find(e.addr);
+  }
+  if (id == detail::AddrMap::kNone || blocks_[id].size < r) {
+    if (id == detail::AddrMap::kNone) note(i, "alloc outside every free block of the replayed layout");
+    else note(i, "alloc larger than the free block at its address");
+    if (id != detail::AddrMap::kNone) drop_block(id);
+    id = new_block(e.addr, r, -1, BS::Free);
+  }
+  RBlock& b = blocks_[id];
+  uint64_t remaining = b.size - r;
+  bool small = e.size <= kSmallSize;
+  bool split;
+  if (small || seg_expandable(b.seg) || trace_.settings.expandable_segments) {
+    split = remaining >= kMinBlock;
+  } else {
+    int64_t mss = trace_.settings.max_split_size;
+    split = (mss < 0 || r < uint64_t(mss)) && remaining > kSmallSize;
+  }
+  if (split) {
+    int32_t seg = b.seg;
+    uint64_t rest_addr = b.addr + r;
+    resize_block(id, b.addr, r);
+    new_block(rest_addr, remaining, seg, BS::Free);
+  }
+  RBlock& a = blocks_[id];
+  a.state = BS::Alloc;
+  a.requested = e.size;
+  a.stack = e.stack;
+  a.stream = e.stream;
+  a.alloc_event = int64_t(i);
+  c_.requested += int64_t(e.size);
+  c_.allocated += int64_t(a.size);
+}
+
+void Replayer::do_free_requested(size_t i, uint64_t addr, bool quiet) {
+  uint32_t id = by_start_.find(addr);
+  if (id == detail::AddrMap::kNone || blocks_[id].state != BS::Alloc) {
+    if (!quiet) note(i, "free of an address that is not allocated");
+    return;
+  }
+  RBlock& b = blocks_[id];
+  b.state = BS::Pending;
+  c_.requested -= int64_t(b.requested);
+  c_.allocated -= int64_t(b.size);
+}
+
+void Replayer::do_free_completed(size_t i, const Event& e) {
+  uint32_t id = by_start_.find(e.addr);
+  if (id == detail::AddrMap::kNone || blocks_[id].state == BS::Free) {
+    note(i, "free_completed of an address that is not allocated");
+    return;
+  }
+  if (blocks_[id].state == BS::Alloc) do_free_requested(i, e.addr, true);
+  RBlock& b = blocks_[id];
+  if (b.seg < 0) {  // orphan from inconsistent input: forget it
+    drop_block(id);
+    return;
+  }
+  b.state = BS::Free;
+  b.requested = 0;
+  b.stack = 0;
+  coalesce(id);
+}
+
+void Replayer::do_segment_alloc(size_t i, const Event& e) {
+  c_.reserved += int64_t(e.size);
+  if (by_start_.find(e.addr) != detail::AddrMap::kNone) note(i, "segment_alloc over an existing block");
+  int32_t s = int32_t(segs_.size());
+  segs_.push_back({e.addr, e.size, false, true});
+  seg_by_addr_.put(e.addr, uint32_t(s));
+  new_block(e.addr, e.size, s, BS::Free);
+}
+
+void Replayer::do_segment_free(size_t i, const Event& e) {
+  c_.reserved -= int64_t(e.size);
+  uint32_t s = seg_by_addr_.find(e.addr);
+  if (s != detail::AddrMap::kNone) {
+    segs_[s].live = false;
+    seg_by_addr_.erase(e.addr);
+  }
+  uint32_t id = by_start_.find(e.addr);
+  if (id == detail::AddrMap::kNone || blocks_[id].state != BS::Free || blocks_[id].size != e.size) {
+    note(i, "segment_free of a segment that is not entirely free in the replayed layout");
+    // Drop whatever lies inside the range so the layout stays consistent.
+    for (uint32_t b = 0; b < blocks_.size(); ++b)
+      if (blocks_[b].live && blocks_[b].addr >= e.addr && blocks_[b].addr < e.addr + e.size) {
+        if (blocks_[b].state == BS::Alloc) {
+          c_.requested -= int64_t(blocks_[b].requested);
+          c_.allocated -= int64_t(blocks_[b].size);
+        }
+        drop_block(b);
+      }
+    return;
+  }
+  drop_block(id);
+}
+
+void Replayer::do_map(size_t i, const Event& e) {
+  (void)i;
+  c_.reserved += int64_t(e.size);
+  // Which expandable segment: the one whose mapped part ends here or starts
+  // right after; otherwise a new one.
+  int32_t seg = -1;
+  uint32_t pv = by_end_.find(e.addr);
+  uint32_t nx = by_start_.find(e.addr + e.size);
+  if (pv != detail::AddrMap::kNone && seg_expandable(blocks_[pv].seg)) seg = blocks_[pv].seg;
+  else if (nx != detail::AddrMap::kNone && seg_expandable(blocks_[nx].seg)) seg = blocks_[nx].seg;
+  if (seg < 0) {
+    seg = int32_t(segs_.size());
+    segs_.push_back({e.addr, e.size, true, true});
+  }
+  uint32_t id = new_block(e.addr, e.size, seg, BS::Free);
+  coalesce(id);
+}
+
+void Replayer::do_unmap(size_t i, const Event& e) {
+  c_.reserved -= int64_t(e.size);
+  uint32_t hit = detail::AddrMap::kNone;
+  for (uint32_t b = 0; b < blocks_.size(); ++b) {
+    const RBlock& x = blocks_[b];
+    if (x.live && x.addr <= e.addr && e.addr + e.size <= x.addr + x.size) {
+      hit = b;
+      break;
+    }
+  }
+  if (hit == detail::AddrMap::kNone || blocks_[hit].state != BS::Free) {
+    note(i, "segment_unmap of a range that is not free in the replayed layout");
+    return;
+  }
+  RBlock b = blocks_[hit];
+  drop_block(hit);
+  if (b.addr < e.addr) new_block(b.addr, e.addr - b.addr, b.seg, BS::Free);
+  if (e.addr + e.size < b.addr + b.size)
+    new_block(e.addr + e.size, b.addr + b.size - (e.addr + e.size), b.seg, BS::Free);
+}
+
+void Replayer::step(size_t i) {
+  const Event& e = dev_.events[i];
+  switch (e.kind) {
+    case EventKind::Alloc: do_alloc(i, e); break;
+    case EventKind::FreeRequested: do_free_requested(i, e.addr, false); break;
+    case EventKind::FreeCompleted: do_free_completed(i, e); break;
+    case EventKind::SegmentAlloc: do_segment_alloc(i, e); break;
+    case EventKind::SegmentFree: do_segment_free(i, e); break;
+    case EventKind::SegmentMap: do_map(i, e); break;
+    case EventKind::SegmentUnmap: do_unmap(i, e); break;
+    case EventKind::Oom: ++out.oom_events; break;
+    default: break;
+  }
+}
+
+// Rebuilds what was live before the first recorded event.
+void Replayer::reconstruct_initial_state() {
+  const auto& ev = dev_.events;
+  struct Pre {
+    uint64_t addr, requested, size, stream;
+    StackId stack;
+    bool exact_size, pending;
+  };
+  std::vector<Pre> pre;
+  // 0 = unseen, 1 = allocated in trace, 2 = pending in trace
+  detail::AddrMap st;
+  std::vector<std::pair<uint64_t, uint64_t>> pre_segments;  // (addr,size) freed/unmapped but never created
+  detail::AddrMap seg_seen;
+  std::vector<std::pair<uint64_t, uint64_t>> mapped_in_trace;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const Event& e = ev[i];
+    switch (e.kind) {
+      case EventKind::Alloc: st.put(e.addr, 1); break;
+      case EventKind::FreeRequested: {
+        uint32_t s = st.find(e.addr);
+        if (s != 1) pre.push_back({e.addr, e.size, 0, e.stream, e.stack, false, false});
+        st.put(e.addr, 2);
+        break;
+      }
+      case EventKind::FreeCompleted: {
+        uint32_t s = st.find(e.addr);
+        if (s == detail::AddrMap::kNone) pre.push_back({e.addr, e.size, 0, e.stream, e.stack, false, true});
+        st.erase(e.addr);
+        break;
+      }
+      case EventKind::SegmentAlloc: seg_seen.put(e.addr, 1); break;
+      case EventKind::SegmentFree:
+        if (seg_seen.find(e.addr) == detail::AddrMap::kNone) pre_segments.push_back({e.addr, e.size});
+        seg_seen.erase(e.addr);
+        break;
+      case EventKind::SegmentMap: mapped_in_trace.push_back({e.addr, e.size}); break;
+      case EventKind::SegmentUnmap: {
+        bool seen = false;
+        for (auto& m : mapped_in_trace)
+          if (m.first <= e.addr && e.addr + e.size <= m.first + m.second) seen = true;
+        if (!seen) pre_segments.push_back({e.addr, e.size});
+        break;
+      }
+      default: break;
+    }
+  }
+  // Blocks alive at dump time but never allocated in the trace.
+  for (const Segment& sg : dev_.segments) {
+    for (uint32_t k = 0; k < sg.block_count; ++k) {
+      const Block& b = dev_.blocks[sg.first_block + k];
+      if (b.state == BlockState::Inactive) continue;
+      uint32_t s = st.find(b.addr);
+      if (b.state == BlockState::ActiveAllocated && s != 1)
+        pre.push_back({b.addr, b.requested_size, b.size, sg.stream, b.stack, true, false});
+      else if (b.state == BlockState::ActivePendingFree && s == detail::AddrMap::kNone)
+        pre.push_back({b.addr, b.requested_size, b.size, sg.stream, b.stack, true, true});
+    }
+  }
+  // Segments present before the first event: dump segments not created in
+  // the trace, plus segments released in the trace but never created.
+  struct Seg0 {
+    uint64_t addr, size;
+    bool expandable;
+  };
+  std::vector<Seg0> seg0;
+  detail::AddrMap created;
+  for (const Event& e : ev)
+    if (e.kind == EventKind::SegmentAlloc) created.put(e.addr, 1);
+  for (const Segment& sg : dev_.segments) {
+    if (sg.expandable) {
+      // Mapped extent at dump minus what the trace mapped (approximate when
+      // pages were mapped and unmapped repeatedly).
+      uint64_t lo = sg.addr, hi = sg.addr + sg.total_size;
+      std::vector<std::pair<uint64_t, uint64_t>> cut;
+      for (auto& m : mapped_in_trace)
+        if (m.first < hi && m.first + m.second > lo) cut.push_back(m);
+      std::sort(cut.begin(), cut.end());
+      uint64_t cur = lo;
+      for (auto& m : cut) {
+        if (m.first > cur) seg0.push_back({cur, m.first - cur, true});
+        cur = std::max(cur, m.first + m.second);
+      }
+      if (cur < hi) seg0.push_back({cur, hi - cur, true});
+    } else if (created.find(sg.addr) == detail::AddrMap::kNone) {
+      seg0.push_back({sg.addr, sg.total_size, false});
+    }
+  }
+  for (auto& p : pre_segments) seg0.push_back({p.first, p.second, dev_.segments.empty() ? false : trace_.settings.expandable_segments});
+  std::sort(seg0.begin(), seg0.end(), [](const Seg0& a, const Seg0& b) { return a.addr < b.addr; });
+  std::sort(pre.begin(), pre.end(), [](const Pre& a, const Pre& b) { return a.addr < b.addr; });
+
+  bool truncated = !pre.empty() || !pre_segments.empty();
+  // A trace that exists but whose dump shows segments it never created also
+  // started mid-run.
+  if (dev_.has_trace && !seg0.empty()) truncated = true;
+  out.truncated = truncated && dev_.has_trace;
+  out.pre_trace_allocations = 0;
+
+  size_t pi = 0;
+  for (const Seg0& s0 : seg0) {
+    int32_t sid = int32_t(segs_.size());
+    segs_.push_back({s0.addr, s0.size, s0.expandable, true});
+    if (!s0.expandable) seg_by_addr_.put(s0.addr, uint32_t(sid));
+    c_.reserved += int64_t(s0.size);
+    uint64_t cur = s0.addr, end = s0.addr + s0.size;
+    while (pi < pre.size() && pre[pi].addr < s0.addr) {  // outside every segment
+      ++pi;
+    }
+    for (; pi < pre.size() && pre[pi].addr < end; ++pi) {
+      Pre& p = pre[pi];
+      if (p.addr < cur) continue;  // overlaps the previous one: inconsistent, skip
+      uint64_t next = (pi + 1 < pre.size() && pre[pi + 1].addr < end) ? pre[pi + 1].addr : end;
+      uint64_t size = p.size;
+      if (!p.exact_size) {
+        uint64_t r = allocator_round_size(p.requested, trace_.settings);
+        uint64_t gap = next > p.addr + r ? next - (p.addr + r) : 0;
+        bool small = p.requested <= kSmallSize;
+        size = (gap > 0 && ((small || s0.expandable) ? gap < kMinBlock : gap <= kSmallSize)) ? next - p.addr : r;
+        out.allocated_estimated = true;
+      }
+      if (p.addr + size > end) size = end - p.addr;
+      if (p.addr > cur) new_block(cur, p.addr - cur, sid, BS::Free);
+      uint32_t id = new_block(p.addr, size, sid, p.pending ? BS::Pending : BS::Alloc);
+      RBlock& b = blocks_[id];
+      b.requested = p.requested;
+      b.stack = p.stack;
+      b.stream = p.stream;
+      b.alloc_event = -1;
+      if (!p.pending) {
+        c_.requested += int64_t(p.requested);
+        c_.allocated += int64_t(size);
+        ++out.pre_trace_allocations;
+      }
+      cur = p.addr + size;
+    }
+    if (cur < end) new_block(cur, end - cur, sid, BS::Free);
+  }
+  // Pre-trace allocations outside every known segment: keep them as orphans.
+  for (const Pre& p : pre) {
+    if (by_start_.find(p.addr) != detail::AddrMap::kNone) continue;
+    uint64_t size = p.exact_size ? p.size : allocator_round_size(p.requested, trace_.settings);
+    uint32_t id = new_block(p.addr, size, -1, p.pending ? BS::Pending : BS::Alloc);
+    blocks_[id].requested = p.requested;
+    blocks_[id].stack = p.stack;
+    blocks_[id].stream = p.stream;
+    if (!p.pending) {
+      c_.requested += int64_t(p.requested);
+      c_.allocated += int64_t(size);
+      ++out.pre_trace_allocations;
+    }
+  }
+  out.baseline = c_;
+}
+
+void Replayer::finish_end_check() {
+  out.end = c_;
+  EndStateCheck& ck = out.end_check;
+  ck.replay = c_;
+  ck.have_dump = !dev_.segments.empty() || dev_.has_trace;
+  for (const Segment& sg : dev_.segments) {
+    ck.dump.reserved += int64_t(sg.total_size);
+    for (uint32_t k = 0; k < sg.block_count; ++k) {
+      const Block& b = dev_.blocks[sg.first_block + k];
+      if (b.state == BlockState::ActiveAllocated) {
+        ck.dump.allocated += int64_t(b.size);
+        ck.dump.requested += int64_t(b.requested_size);
+      }
+    }
+  }
+  ck.dump_segments = dev_.segments.size();
+  for (const RSeg& s : segs_) ck.replay_segments += s.live ? 1 : 0;
+}
+
+AllocatorState Replayer::state() const {
+  AllocatorState st;
+  st.counters = c_;
+  for (const RBlock& b : blocks_) {
+    if (!b.live) continue;
+    if (b.state == BS::Alloc)
+      st.live.push_back({b.addr, b.requested, b.size, b.stream, b.stack, b.alloc_event});
+    else if (b.state == BS::Free)
+      st.free_blocks.push_back({b.addr, b.size, seg_expandable(b.seg)});
+    else
+      st.pending_free_bytes += b.size;
+  }
+  return st;
+}
+
+}  // namespace
+
+DeviceReplay replay_device(const Trace& trace, const Device& dev) {
+  Replayer r(trace, dev);
+  r.out.device = dev.index;
+  r.out.has_trace = dev.has_trace;
+  r.reconstruct_initial_state();
+  const size_t n = dev.events.size();
+  r.out.requested.resize(n);
+  r.out.allocated.resize(n);
+  r.out.reserved.resize(n);
+  auto take = [&](PeakPoint& p, int64_t v, int64_t idx) {
+    if (v > p.bytes || (p.event_index == -1 && idx == -1)) {
+      p.bytes = v;
+      p.event_index = idx;
+      p.time_us = idx >= 0 ? dev.events[size_t(idx)].time_us : kNoTime;
+    }
+  };
+  take(r.out.peak_requested, r.counters().requested, -1);
+  take(r.out.peak_allocated, r.counters().allocated, -1);
+  take(r.out.peak_reserved, r.counters().reserved, -1);
+  std::vector<uint64_t> streams;
+  for (size_t i = 0; i < n; ++i) {
+    r.step(i);
+    const Counters& c = r.counters();
+    r.out.requested[i] = c.requested;
+    r.out.allocated[i] = c.allocated;
+    r.out.reserved[i] = c.reserved;
+    take(r.out.peak_requested, c.requested, int64_t(i));
+    take(r.out.peak_allocated, c.allocated, int64_t(i));
+    take(r.out.peak_reserved, c.reserved, int64_t(i));
+  }
+  {
+    std::vector<uint64_t> s;
+    for (const Event& e : dev.events)
+      if (e.kind == EventKind::Alloc && (s.empty() || s.back() != e.stream)) s.push_back(e.stream);
+    std::sort(s.begin(), s.end());
+    r.out.streams = uint64_t(std::unique(s.begin(), s.end()) - s.begin());
+  }
+  r.finish_end_check();
+  return std::move(r.out);
+}
+
+AllocatorState allocator_state_at(const Trace& trace, const Device& dev, int64_t event_index) {
+  Replayer r(trace, dev);
+  r.reconstruct_initial_state();
+  int64_t last = std::min<int64_t>(event_index, int64_t(dev.events.size()) - 1);
+  for (int64_t i = 0; i <= last; ++i) r.step(size_t(i));
+  return r.state();
+}
+
+}  // namespace snapdiff

@@ -1,0 +1,219 @@
+// snapdiff — the command-line front end. Parses options, calls the core
+// library, prints what it returns, and maps errors to exit codes:
+//   0 success, 1 failed check (reserved for `snapdiff check`), 2 usage error,
+//   3 input error, 4 internal error.
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "snapdiff/error.hpp"
+#include "snapdiff/input.hpp"
+#include "snapdiff/report.hpp"
+
+namespace po = boost::program_options;
+using namespace snapdiff;
+
+namespace {
+
+constexpr int kExitOk = 0, kExitUsage = 2, kExitInput = 3, kExitInternal = 4;
+
+const char* kTopHelp =
+    "snapdiff " SNAPDIFF_VERSION " - offline analyzer for PyTorch GPU memory snapshots\n"
+    "\n"
+    "Usage:\n"
+    "  snapdiff FILE                      same as `snapdiff report FILE`\n"
+    "  snapdiff report FILE [options]     peak memory, what was live at the peak, fragmentation\n"
+    "  snapdiff convert IN -o OUT.snap    write any input as a .snap file\n"
+    "  snapdiff COMMAND --help            options of a command\n"
+    "  snapdiff --version\n"
+    "\n"
+    "Inputs: torch.cuda.memory._dump_snapshot pickles (protocols 0-5, also the C++\n"
+    "_memory_snapshot_pickled output and legacy segment lists), .snap files; either\n"
+    "may be gzip-compressed. Formats are detected from the bytes, not the name.\n"
+    "\n"
+    "Exit codes:\n"
+    "  0  success\n"
+    "  1  a check failed (reserved for `snapdiff check`)\n"
+    "  2  usage error (bad option or argument)\n"
+    "  3  input error: unreadable, truncated, corrupt, hostile or not a snapshot;\n"
+    "     one line on stderr: snapdiff: error: FILE: offset N: what is wrong\n"
+    "  4  internal error (a bug in snapdiff; please report it)\n";
+
+struct Progress {
+  std::string name;
+  bool tty = ::isatty(2) != 0;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  bool shown = false;
+  void operator()(uint64_t done, uint64_t total) {
+    if (!tty) return;
+    auto el = std::chrono::steady_clock::now() - start;
+    if (el < std::chrono::seconds(1)) return;
+    std::fprintf(stderr, "\rsnapdiff: reading %s: %3d%%", name.c_str(), total ? int(100 * done / total) : 0);
+    shown = true;
+  }
+  void clear() {
+    if (shown) std::fprintf(stderr, "\r\033[K");
+    shown = false;
+  }
+};
+
+Trace load(const std::string& path, uint64_t max_bytes, Progress& prog) {
+  LoadOptions o;
+  o.max_decoded_bytes = max_bytes;
+  o.progress = [&prog](uint64_t d, uint64_t t) { prog(d, t); };
+  try {
+    Trace t = load_trace(path, o);
+    prog.clear();
+    return t;
+  } catch (...) {
+    prog.clear();
+    throw;
+  }
+}
+
+// Writes the whole text at once: to stdout, or atomically to a file.
+void emit(const std::string& text, const std::string& out_path) {
+  if (out_path.empty() || out_path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return;
+  }
+  std::string tmp = out_path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw UsageError("cannot write " + out_path);
+    f << text;
+    if (!f) throw UsageError("cannot write " + out_path);
+  }
+  if (std::rename(tmp.c_str(), out_path.c_str()) != 0) throw UsageError("cannot write " + out_path);
+}
+
+po::options_description common_input_options() {
+  po::options_description d("Input options");
+  d.add_options()("max-input-bytes", po::value<uint64_t>()->default_value(uint64_t(16) << 30),
+                  "refuse inputs that decompress to more than this many bytes");
+  return d;
+}
+
+int cmd_report(const std::vector<std::string>& args) {
+  po::options_description d("snapdiff report FILE [options]\n\nOptions");
+  d.add_options()("help,h", "show this help")(
+      "format,f", po::value<std::string>()->default_value("text"), "output format: text | json")(
+      "output,o", po::value<std::string>(), "write the report to this file instead of stdout")(
+      "top,n", po::value<size_t>()->default_value(10), "number of allocation sites to list");
+  d.add(common_input_options());
+  po::options_description hidden;
+  hidden.add_options()("input", po::value<std::vector<std::string>>(), "input");
+  po::options_description all;
+  all.add(d).add(hidden);
+  po::positional_options_description pos;
+  pos.add("input", -1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << d << "\nThe JSON output is described by schemas/report.schema.json.\n";
+    return kExitOk;
+  }
+  if (!vm.count("input") || vm["input"].as<std::vector<std::string>>().size() != 1)
+    throw UsageError("report needs exactly one input file");
+  std::string fmt = vm["format"].as<std::string>();
+  if (fmt != "text" && fmt != "json") throw UsageError("unknown --format '" + fmt + "' (text, json)");
+  std::string path = vm["input"].as<std::vector<std::string>>()[0];
+  Progress prog{path};
+  Trace t = load(path, vm["max-input-bytes"].as<uint64_t>(), prog);
+  ReportOptions ro;
+  ro.top_sites = vm["top"].as<size_t>();
+  ro.input_name = path;
+  Report r = analyze_report(t, ro);
+  std::string text = fmt == "json" ? render_json(r, t) : render_text(r, t);
+  emit(text, vm.count("output") ? vm["output"].as<std::string>() : "");
+  return kExitOk;
+}
+
+int cmd_convert(const std::vector<std::string>& args) {
+  po::options_description d("snapdiff convert IN -o OUT.snap [options]\n\nOptions");
+  d.add_options()("help,h", "show this help")("output,o", po::value<std::string>(), "the .snap file to write")(
+      "no-gzip", "write plain JSON instead of gzip-compressed");
+  d.add(common_input_options());
+  po::options_description hidden;
+  hidden.add_options()("input", po::value<std::vector<std::string>>(), "input");
+  po::options_description all;
+  all.add(d).add(hidden);
+  po::positional_options_description pos;
+  pos.add("input", -1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << d << "\nThe .snap format is described by schemas/snap.schema.json and docs/formats.md.\n";
+    return kExitOk;
+  }
+  if (!vm.count("input") || vm["input"].as<std::vector<std::string>>().size() != 1)
+    throw UsageError("convert needs exactly one input file");
+  if (!vm.count("output")) throw UsageError("convert needs -o OUT.snap");
+  std::string path = vm["input"].as<std::vector<std::string>>()[0];
+  Progress prog{path};
+  Trace t = load(path, vm["max-input-bytes"].as<uint64_t>(), prog);
+  try {
+    write_snap_file(t, vm["output"].as<std::string>(), !vm.count("no-gzip"));
+  } catch (const std::runtime_error& e) {
+    throw UsageError(e.what());
+  }
+  return kExitOk;
+}
+
+int run(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::cerr << kTopHelp;
+    return kExitUsage;
+  }
+  const std::string& a0 = args[0];
+  if (a0 == "--help" || a0 == "-h" || a0 == "help") {
+    std::cout << kTopHelp;
+    return kExitOk;
+  }
+  if (a0 == "--version" || a0 == "-V") {
+    std::cout << "snapdiff " SNAPDIFF_VERSION "\n";
+    return kExitOk;
+  }
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (a0 == "report") return cmd_report(rest);
+  if (a0 == "convert") return cmd_convert(rest);
+  if (!a0.empty() && a0[0] == '-') {
+    // Options before the file: `snapdiff --format json FILE`.
+    return cmd_report(args);
+  }
+  return cmd_report(args);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const InputError& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "snapdiff: error: %s\n", e.describe().c_str());
+    return kExitInput;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "snapdiff: error: %s (see snapdiff --help)\n", e.what());
+    return kExitUsage;
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "snapdiff: error: %s (see snapdiff --help)\n", e.what());
+    return kExitUsage;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "snapdiff: error: out of memory\n");
+    return kExitInternal;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "snapdiff: internal error: %s\n", e.what());
+    return kExitInternal;
+  }
+}

@@ -1,0 +1,159 @@
+#include "input/file_source.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "snapdiff/error.hpp"
+
+namespace snapdiff::detail {
+
+FileBytes::FileBytes(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw InputError(std::string("cannot open: ") + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int e = errno;
+    ::close(fd);
+    throw InputError(std::string("cannot stat: ") + std::strerror(e));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    throw InputError("is a directory, not a snapshot file");
+  }
+  if (S_ISREG(st.st_mode)) {
+    size_ = size_t(st.st_size);
+    if (size_ > 0) {
+      map_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (map_ == MAP_FAILED) {
+        map_ = nullptr;
+      } else {
+        ::madvise(map_, size_, MADV_SEQUENTIAL);
+        data_ = static_cast<const uint8_t*>(map_);
+      }
+    }
+    if (map_ != nullptr || size_ == 0) {
+      ::close(fd);
+      return;
+    }
+  }
+  // Pipes, character devices, or mmap failure: read to EOF. Clear O_NONBLOCK
+  // so a FIFO without a writer waits like any reader would.
+  int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  buffer_.clear();
+  uint8_t tmp[1 << 16];
+  for (;;) {
+    ssize_t r = ::read(fd, tmp, sizeof tmp);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      ::close(fd);
+      throw InputError(buffer_.size(), std::string("read failed: ") + std::strerror(e));
+    }
+    if (r == 0) break;
+    buffer_.insert(buffer_.end(), tmp, tmp + r);
+  }
+  ::close(fd);
+  data_ = buffer_.data();
+  size_ = buffer_.size();
+}
+
+FileBytes::~FileBytes() {
+  if (map_) ::munmap(map_, size_);
+}
+
+void FileBytes::release_before(size_t offset) {
+  if (!map_) return;
+  const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+  size_t end = offset / page * page;
+  if (end <= released_ + (size_t(16) << 20)) return;
+  ::madvise(static_cast<uint8_t*>(map_) + released_, end - released_, MADV_DONTNEED);
+  released_ = end;
+}
+
+bool is_gzip(const uint8_t* p, size_t n) { return n >= 2 && p[0] == 0x1f && p[1] == 0x8b; }
+
+std::vector<uint8_t> gunzip(const uint8_t* p, size_t n, uint64_t max_out) {
+  std::vector<uint8_t> out;
+  z_stream zs{};
+  if (inflateInit2(&zs, 15 + 32) != Z_OK) throw InputError(uint64_t(0), "zlib initialisation failed");
+  size_t first = n < (size_t(1) << 20) ? (size_t(1) << 20) : n * 4;
+  if (first > max_out) first = size_t(max_out);
+  if (first == 0) first = 1;
+  out.resize(first);
+  size_t in_off = 0;
+  size_t produced = 0;
+  for (;;) {
+    if (produced == out.size()) {
+      if (out.size() >= max_out) {
+        inflateEnd(&zs);
+        throw InputError(in_off, "gzip data decompresses to more than " + std::to_string(max_out) +
+                                     " bytes (the limit; raise it with --max-input-bytes)");
+      }
+      size_t grow = out.size() * 2;
+      if (grow > max_out) grow = size_t(max_out);
+      out.resize(grow);
+    }
+    zs.next_in = const_cast<Bytef*>(p + in_off);
+    size_t avail_in = n - in_off;
+    zs.avail_in = uInt(avail_in > (1u << 30) ? (1u << 30) : avail_in);
+    zs.next_out = out.data() + produced;
+    size_t avail_out = out.size() - produced;
+    zs.avail_out = uInt(avail_out > (1u << 30) ? (1u << 30) : avail_out);
+    uInt in_before = zs.avail_in, out_before = zs.avail_out;
+    int rc = inflate(&zs, Z_NO_FLUSH);
+    in_off += in_before - zs.avail_in;
+    produced += out_before - zs.avail_out;
+    if (rc == Z_STREAM_END) {
+      // Concatenated members: continue when more gzip data follows.
+      if (in_off < n && is_gzip(p + in_off, n - in_off)) {
+        inflateReset(&zs);
+        continue;
+      }
+      break;
+    }
+    if (rc == Z_BUF_ERROR && in_before == 0) {
+      inflateEnd(&zs);
+      throw InputError(in_off, "gzip data is truncated");
+    }
+    if (rc != Z_OK && rc != Z_BUF_ERROR) {
+      inflateEnd(&zs);
+      throw InputError(in_off, std::string("corrupt gzip data: ") + (zs.msg ? zs.msg : "inflate failed"));
+    }
+    if (in_off == n && zs.avail_out != 0) {
+      inflateEnd(&zs);
+      throw InputError(in_off, "gzip data is truncated");
+    }
+  }
+  inflateEnd(&zs);
+  out.resize(produced);
+  out.shrink_to_fit();
+  return out;
+}
+
+std::vector<uint8_t> gzip_compress(std::string_view data, int level) {
+  z_stream zs{};
+  if (deflateInit2(&zs, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    throw std::runtime_error("zlib deflateInit2 failed");
+  std::vector<uint8_t> out(deflateBound(&zs, uLong(data.size())) + 64);
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  zs.avail_in = uInt(data.size());
+  zs.next_out = out.data();
+  zs.avail_out = uInt(out.size());
+  int rc = deflate(&zs, Z_FINISH);
+  if (rc != Z_STREAM_END) {
+    deflateEnd(&zs);
+    throw std::runtime_error("zlib deflate failed");
+  }
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+}  // namespace snapdiff::detail

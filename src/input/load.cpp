@@ -1,0 +1,86 @@
+// Format detection and the top-level readers. Formats are told apart by
+// their first bytes, never by the file name.
+#include <cstring>
+
+#include "input/file_source.hpp"
+#include "snapdiff/error.hpp"
+#include "snapdiff/input.hpp"
+
+namespace snapdiff {
+namespace {
+
+bool looks_like_json(const uint8_t* p, size_t n) {
+  size_t i = 0;
+  if (n >= 3 && p[0] == 0xEF && p[1] == 0xBB && p[2] == 0xBF) i = 3;
+  while (i < n && (p[i] == ' ' || p[i] == '\n' || p[i] == '\r' || p[i] == '\t')) ++i;
+  return i < n && (p[i] == '{' || p[i] == '[');
+}
+
+bool looks_like_pickle(const uint8_t* p, size_t n) {
+  if (n == 0) return false;
+  // PROTO (protocol 2+), or what protocol 0/1 pickles of a dict/list start with.
+  return p[0] == 0x80 || p[0] == '(' || p[0] == '}' || p[0] == ']';
+}
+
+void read_any(const uint8_t* p, size_t n, Trace& t, const LoadOptions& opts) {
+  if (n == 0) throw InputError(uint64_t(0), "empty file");
+  if (looks_like_pickle(p, n)) {
+    read_torch_pickle(p, n, t, opts.progress);
+    return;
+  }
+  if (looks_like_json(p, n)) {
+    read_snap(std::string_view(reinterpret_cast<const char*>(p), n), t);
+    return;
+  }
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02x", p[0]);
+  throw InputError(uint64_t(0), std::string("unrecognised input (first byte ") + hex +
+                                    "): expected a PyTorch memory snapshot pickle, a .snap file, or either gzip-compressed");
+}
+
+}  // namespace
+
+Trace load_trace_from_memory(std::string_view bytes, const std::string& name, const LoadOptions& opts) {
+  Trace t;
+  try {
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(bytes.data());
+    t.source.file_bytes = bytes.size();
+    if (detail::is_gzip(p, bytes.size())) {
+      std::vector<uint8_t> raw = detail::gunzip(p, bytes.size(), opts.max_decoded_bytes);
+      t.source.gzip = true;
+      t.source.decoded_bytes = raw.size();
+      read_any(raw.data(), raw.size(), t, opts);
+    } else {
+      t.source.decoded_bytes = bytes.size();
+      read_any(p, bytes.size(), t, opts);
+    }
+  } catch (InputError& e) {
+    e.set_file(name);
+    throw;
+  }
+  return t;
+}
+
+Trace load_trace(const std::string& path, const LoadOptions& opts) {
+  try {
+    detail::FileBytes fb(path);
+    if (!fb.mapped() || detail::is_gzip(fb.data(), fb.size())) {
+      return load_trace_from_memory(
+          std::string_view(reinterpret_cast<const char*>(fb.data()), fb.size()), path, opts);
+    }
+    // Plain file, memory-mapped: parse in place and drop pages behind the
+    // reader so resident memory does not grow with the file.
+    LoadOptions o = opts;
+    detail::FileBytes* fbp = &fb;
+    o.progress = [fbp, &opts](uint64_t done, uint64_t total) {
+      fbp->release_before(size_t(done) > (size_t(1) << 20) ? size_t(done) - (size_t(1) << 20) : 0);
+      if (opts.progress) opts.progress(done, total);
+    };
+    return load_trace_from_memory(std::string_view(reinterpret_cast<const char*>(fb.data()), fb.size()), path, o);
+  } catch (InputError& e) {
+    if (e.file().empty()) e.set_file(path);
+    throw;
+  }
+}
+
+}  // namespace snapdiff

@@ -1,0 +1,553 @@
+// The restricted unpickler.
+//
+// A pickle is a program for a small stack machine. This VM implements only
+// the opcodes that build plain data (dict, list, tuple, str, bytes, int,
+// float, bool, None) and refuses, with the opcode's name and byte offset,
+// every opcode that would import a name or call an object. Nothing in a file
+// can make snapdiff run code.
+//
+// Speed: values are 16-byte tagged words; containers live in two flat pools;
+// strings are interned on sight. Trace-entry dicts (those with an "action"
+// key) are turned into Events the moment they are appended to a list, so a
+// million-entry trace never exists as a tree.
+#include <cstring>
+#include <string>
+#include <unordered_map>
+
+#include "input/pickle_doc.hpp"
+#include "snapdiff/error.hpp"
+#include "snapdiff/input.hpp"
+
+namespace snapdiff {
+namespace detail {
+namespace {
+
+// Text/marker for diagnostics.
+const char* opcode_name(uint8_t op) {
+  switch (op) {
+    case 'c': return "GLOBAL";
+    case 0x93: return "STACK_GLOBAL";
+    case 'R': return "REDUCE";
+    case 'b': return "BUILD";
+    case 'i': return "INST";
+    case 'o': return "OBJ";
+    case 0x81: return "NEWOBJ";
+    case 0x92: return "NEWOBJ_EX";
+    case 'P': return "PERSID";
+    case 'Q': return "BINPERSID";
+    case 0x82: return "EXT1";
+    case 0x83: return "EXT2";
+    case 0x84: return "EXT4";
+    case 0x97: return "NEXT_BUFFER";
+    case 0x98: return "READONLY_BUFFER";
+    case 0x8f: return "EMPTY_SET";
+    case 0x90: return "ADDITEMS";
+    case 0x91: return "FROZENSET";
+    default: return nullptr;
+  }
+}
+
+class VM {
+ public:
+  VM(const uint8_t* data, size_t size, PickleDoc& doc, Converter& conv, const ProgressFn& progress)
+      : p_(data), n_(size), doc_(doc), conv_(conv), progress_(progress) {}
+
+  Value run();
+
+ private:
+  [[noreturn]] void fail(uint64_t off, const std::string& msg) { throw InputError(off, msg); }
+  void need(size_t k) {
+    if (n_ - pos_ < k) fail(op_off_, "truncated input: opcode needs " + std::to_string(k) +
+                                         " more bytes, " + std::to_string(n_ - pos_) + " left");
+  }
+  uint64_t read_le(size_t k) {
+    need(k);
+    uint64_t v = 0;
+    for (size_t i = 0; i < k; ++i) v |= uint64_t(p_[pos_ + i]) << (8 * i);
+    pos_ += k;
+    return v;
+  }
+  std::string_view read_bytes(uint64_t len) {
+    if (len > n_ - pos_)
+      fail(op_off_, "declared length " + std::to_string(len) + " exceeds the " +
+                        std::to_string(n_ - pos_) + " bytes left in the input");
+    std::string_view s(reinterpret_cast<const char*>(p_ + pos_), size_t(len));
+    pos_ += size_t(len);
+    return s;
+  }
+  std::string_view read_line() {
+    const void* nl = std::memchr(p_ + pos_, '\n', n_ - pos_);
+    if (!nl) fail(op_off_, "truncated input: missing end of line");
+    size_t e = size_t(static_cast<const uint8_t*>(nl) - p_);
+    std::string_view s(reinterpret_cast<const char*>(p_ + pos_), e - pos_);
+    pos_ = e + 1;
+    return s;
+  }
+
+  void push(const Value& v) { stack_.push_back(v); }
+  Value pop() {
+    if (stack_.size() <= mark_base()) fail(op_off_, "stack underflow");
+    Value v = stack_.back();
+    stack_.pop_back();
+    return v;
+  }
+  Value& top() {
+    if (stack_.size() <= mark_base()) fail(op_off_, "stack underflow");
+    return stack_.back();
+  }
+  size_t mark_base() const { return marks_.empty() ? 0 : marks_.back(); }
+  size_t pop_mark() {
+    if (marks_.empty()) fail(op_off_, "no MARK on the stack");
+    size_t m = marks_.back();
+    marks_.pop_back();
+    return m;
+  }
+
+  Value new_container(VT kind) {
+    if (doc_.conts.size() >= UINT32_MAX - 1) fail(op_off_, "too many containers");
+    Container c;
+    c.kind = kind;
+    c.src_off = op_off_;
+    doc_.conts.push_back(c);
+    Value v;
+    v.t = kind;
+    v.v = doc_.conts.size() - 1;
+    return v;
+  }
+  Container& cont_of(const Value& v, VT want, const char* what) {
+    if (v.t != want) fail(op_off_, std::string(what) + " applied to a " + vt_name(v.t));
+    return doc_.conts[v.v];
+  }
+  // Reserve room for `k` more items in container c (relocating to the pool end).
+  void grow(Container& c, std::vector<Value>& pool, size_t per_item, size_t k) {
+    size_t want = size_t(c.size) + k;
+    if (want > UINT32_MAX) fail(op_off_, "container too large");
+    if (want <= c.cap) return;
+    if (c.off + size_t(c.cap) * per_item == pool.size()) {  // at the end: extend in place
+      size_t ncap = want < 2 * size_t(c.cap) ? 2 * size_t(c.cap) : want;
+      if (ncap > UINT32_MAX) ncap = UINT32_MAX;
+      pool.resize(c.off + ncap * per_item);
+      c.cap = uint32_t(ncap);
+      return;
+    }
+    size_t ncap = want < 2 * size_t(c.cap) ? 2 * size_t(c.cap) : want;
+    if (ncap < 4) ncap = 4;
+    if (ncap > UINT32_MAX) ncap = UINT32_MAX;
+    size_t noff = pool.size();
+    pool.resize(noff + ncap * per_item);
+    std::copy(pool.begin() + long(c.off), pool.begin() + long(c.off + size_t(c.size) * per_item),
+              pool.begin() + long(noff));
+    c.off = noff;
+    c.cap = uint32_t(ncap);
+  }
+
+  void list_extend(const Value& lst, const Value* items, size_t k) {
+    Container* c = &cont_of(lst, VT::List, "APPEND");
+    uint32_t cidx = uint32_t(lst.v);
+    size_t kept = 0;
+    // Trace entries go straight to the list's event batch.
+    for (size_t i = 0; i < k; ++i) {
+      const Value& it = items[i];
+      if (it.t == VT::Dict && doc_.conts[it.v].consumed)
+        fail(op_off_, "the same trace entry appended twice (unsupported sharing)");
+      if (it.t == VT::Dict && conv_.is_entry(doc_.conts[it.v])) {
+        if (doc_.conts[cidx].batch == UINT32_MAX) {
+          doc_.conts[cidx].batch = uint32_t(doc_.batches.size());
+          doc_.batches.emplace_back();
+          doc_.batch_other_items.push_back(doc_.conts[cidx].size);
+        }
+        Container& d = doc_.conts[it.v];
+        Event ev;
+        conv_.entry_to_event(d, ev);
+        d.consumed = true;
+        doc_.batches[doc_.conts[cidx].batch].push_back(ev);
+        reclaim(it.v);
+      } else {
+        ++kept;
+      }
+    }
+    c = &doc_.conts[cidx];
+    if (kept == 0) return;
+    if (c->batch != UINT32_MAX) doc_.batch_other_items[c->batch] += kept;
+    grow(*c, doc_.list_pool, 1, kept);
+    Value* dst = doc_.list_pool.data() + c->off + c->size;
+    for (size_t i = 0; i < k; ++i) {
+      const Value& it = items[i];
+      if (it.t == VT::Dict && doc_.conts[it.v].consumed) continue;
+      *dst++ = it;
+    }
+    c->size += uint32_t(kept);
+  }
+
+  // A consumed entry dict whose items sit at the end of the dict pool gives
+  // the space back (the usual case: entries are written one after another).
+  void reclaim(uint64_t cidx) {
+    Container& d = doc_.conts[cidx];
+    if (d.off + size_t(d.cap) * 2 == doc_.dict_pool.size()) {
+      doc_.dict_pool.resize(d.off);
+      d.cap = 0;
+      d.off = 0;
+      d.size = 0;
+    }
+  }
+
+  void dict_set(const Value& dv, const Value* kv, size_t pairs) {
+    Container& c = cont_of(dv, VT::Dict, "SETITEM");
+    if (c.consumed) fail(op_off_, "trace entry modified after it was appended (unsupported)");
+    grow(c, doc_.dict_pool, 2, pairs);
+    Value* dst = doc_.dict_pool.data() + c.off + size_t(c.size) * 2;
+    // Python semantics: a repeated key overwrites. Keys are interned, so a
+    // linear check is cheap for the few keys snapshot dicts have.
+    for (size_t i = 0; i < pairs; ++i) {
+      const Value& k = kv[2 * i];
+      const Value& v = kv[2 * i + 1];
+      bool replaced = false;
+      if (k.t == VT::Str && c.size < 64) {
+        Value* base = doc_.dict_pool.data() + c.off;
+        for (uint32_t j = 0; j < c.size; ++j)
+          if (base[2 * j].t == VT::Str && base[2 * j].v == k.v) {
+            base[2 * j + 1] = v;
+            replaced = true;
+            break;
+          }
+      }
+      if (!replaced) {
+        *dst++ = k;
+        *dst++ = v;
+        ++c.size;
+      }
+    }
+  }
+
+  Value make_tuple(const Value* items, size_t k) {
+    Value t = new_container(VT::Tuple);
+    Container& c = doc_.conts[t.v];
+    grow(c, doc_.list_pool, 1, k);
+    std::copy(items, items + k, doc_.list_pool.begin() + long(c.off));
+    c.size = uint32_t(k);
+    return t;
+  }
+
+  Value make_str(std::string_view s, VT t = VT::Str) {
+    Value v;
+    v.t = t;
+    v.v = conv_.trace().strings.intern(s);
+    return v;
+  }
+  Value make_int(int64_t i) {
+    Value v;
+    v.t = VT::Int;
+    v.v = uint64_t(i);
+    return v;
+  }
+  Value make_long(std::string_view bytes);
+  Value parse_decimal(std::string_view s, bool is_long);
+
+  void memo_put(uint64_t idx, const Value& v) {
+    if (idx < (uint64_t(1) << 26) && idx <= memo_.size() + (1u << 20)) {
+      if (idx >= memo_.size()) memo_.resize(size_t(idx) + 1);
+      memo_[size_t(idx)] = v;
+      present_.resize(memo_.size(), false);
+      present_[size_t(idx)] = true;
+    } else {
+      sparse_memo_[idx] = v;
+    }
+  }
+  Value memo_get(uint64_t idx) {
+    if (idx < memo_.size() && present_[size_t(idx)]) return memo_[size_t(idx)];
+    auto it = sparse_memo_.find(idx);
+    if (it == sparse_memo_.end()) fail(op_off_, "memo index " + std::to_string(idx) + " was never stored");
+    return it->second;
+  }
+  size_t memo_count() const { return memo_.size() + sparse_memo_.size(); }
+
+  const uint8_t* p_;
+  size_t n_;
+  size_t pos_ = 0;
+  size_t op_off_ = 0;
+  PickleDoc& doc_;
+  Converter& conv_;
+  const ProgressFn& progress_;
+  std::vector<Value> stack_;
+  std::vector<size_t> marks_;
+  std::vector<Value> memo_;
+  std::vector<bool> present_;
+  std::unordered_map<uint64_t, Value> sparse_memo_;
+};
+
+Value VM::make_long(std::string_view b) {
+  Value v;
+  size_t k = b.size();
+  if (k == 0) return make_int(0);
+  const uint8_t* u = reinterpret_cast<const uint8_t*>(b.data());
+  bool neg = (u[k - 1] & 0x80) != 0;
+  // Strip redundant sign-extension bytes.
+  size_t sig = k;
+  while (sig > 1 && u[sig - 1] == (neg ? 0xff : 0x00)) {
+    --sig;
+  }
+  if (sig <= 8) {
+    uint64_t x = 0;
+    for (size_t i = 0; i < sig; ++i) x |= uint64_t(u[i]) << (8 * i);
+    if (neg) {
+      if (sig < 8) x |= ~uint64_t(0) << (8 * sig);
+      // Representable as int64 only if the top bit is set after extension.
+      if (int64_t(x) < 0) return make_int(int64_t(x));
+      v.t = VT::BigInt;
+      v.x = 2;
+      return v;
+    }
+    if (x >> 63) {
+      v.t = VT::UInt64;
+      v.v = x;
+      return v;
+    }
+    return make_int(int64_t(x));
+  }
+  v.t = VT::BigInt;
+  v.x = neg ? 2 : 1;
+  return v;
+}
+
+Value VM::parse_decimal(std::string_view s, bool is_long) {
+  if (is_long && !s.empty() && s.back() == 'L') s.remove_suffix(1);
+  if (!is_long && (s == "00" || s == "01")) {
+    Value v;
+    v.t = VT::Bool;
+    v.v = s == "01";
+    return v;
+  }
+  bool neg = false;
+  size_t i = 0;
+  if (i < s.size() && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
+  if (i == s.size()) fail(op_off_, "malformed integer literal");
+  __extension__ typedef unsigned __int128 u128;
+  u128 acc = 0;
+  bool big = false;
+  for (; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') fail(op_off_, "malformed integer literal");
+    if (!big) {
+      acc = acc * 10 + unsigned(s[i] - '0');
+      if (acc > u128(~uint64_t(0))) big = true;
+    }
+  }
+  Value v;
+  if (big) {
+    v.t = VT::BigInt;
+    v.x = neg ? 2 : 1;
+    return v;
+  }
+  uint64_t x = uint64_t(acc);
+  if (neg) {
+    if (x <= (uint64_t(1) << 63)) return make_int(int64_t(0 - x));
+    v.t = VT::BigInt;
+    v.x = 2;
+    return v;
+  }
+  if (x >> 63) {
+    v.t = VT::UInt64;
+    v.v = x;
+    return v;
+  }
+  return make_int(int64_t(x));
+}
+
+Value VM::run() {
+  if (n_ == 0) fail(0, "empty input");
+  uint64_t next_progress = uint64_t(16) << 20;
+  for (;;) {
+    if (pos_ >= n_) fail(pos_, "truncated input: no STOP opcode before the end");
+    if (pos_ >= next_progress) {
+      next_progress = pos_ + (uint64_t(16) << 20);
+      if (progress_) progress_(pos_, n_);
+    }
+    op_off_ = pos_;
+    uint8_t op = p_[pos_++];
+    switch (op) {
+      case 0x80: {  // PROTO
+        uint64_t v = read_le(1);
+        if (v > 5) fail(op_off_, "unsupported pickle protocol " + std::to_string(v));
+        doc_.protocol = int(v);
+        break;
+      }
+      case 0x95: read_le(8); break;  // FRAME: a hint only
+      case '.': {                      // STOP
+        // Like Python: the value on top is the result; bytes after STOP are ignored.
+        if (stack_.size() <= mark_base()) fail(op_off_, "STOP with an empty stack");
+        return stack_.back();
+      }
+      case '(': marks_.push_back(stack_.size()); break;
+      case '}': push(new_container(VT::Dict)); break;
+      case ']': push(new_container(VT::List)); break;
+      case ')': push(make_tuple(nullptr, 0)); break;
+      case 'd': {  // DICT
+        size_t m = pop_mark();
+        size_t k = stack_.size() - m;
+        if (k % 2) fail(op_off_, "DICT with an odd number of items");
+        Value d = new_container(VT::Dict);
+        dict_set(d, stack_.data() + m, k / 2);
+        stack_.resize(m);
+        push(d);
+        break;
+      }
+      case 'l': {  // LIST
+        size_t m = pop_mark();
+        Value l = new_container(VT::List);
+        list_extend(l, stack_.data() + m, stack_.size() - m);
+        stack_.resize(m);
+        push(l);
+        break;
+      }
+      case 't': {  // TUPLE
+        size_t m = pop_mark();
+        Value t = make_tuple(stack_.data() + m, stack_.size() - m);
+        stack_.resize(m);
+        push(t);
+        break;
+      }
+      case 0x85: case 0x86: case 0x87: {  // TUPLE1/2/3
+        size_t k = size_t(op - 0x84);
+        if (stack_.size() < mark_base() + k) fail(op_off_, "stack underflow");
+        Value t = make_tuple(stack_.data() + stack_.size() - k, k);
+        stack_.resize(stack_.size() - k);
+        push(t);
+        break;
+      }
+      case 's': {  // SETITEM
+        if (stack_.size() < mark_base() + 3) fail(op_off_, "stack underflow");
+        size_t b = stack_.size() - 2;
+        dict_set(stack_[b - 1], stack_.data() + b, 1);
+        stack_.resize(b);
+        break;
+      }
+      case 'u': {  // SETITEMS
+        size_t m = pop_mark();
+        if (m == 0 || m <= mark_base()) fail(op_off_, "SETITEMS without a dict below the MARK");
+        size_t k = stack_.size() - m;
+        if (k % 2) fail(op_off_, "SETITEMS with an odd number of items");
+        dict_set(stack_[m - 1], stack_.data() + m, k / 2);
+        stack_.resize(m);
+        break;
+      }
+      case 'a': {  // APPEND
+        if (stack_.size() < mark_base() + 2) fail(op_off_, "stack underflow");
+        list_extend(stack_[stack_.size() - 2], &stack_.back(), 1);
+        stack_.pop_back();
+        break;
+      }
+      case 'e': {  // APPENDS
+        size_t m = pop_mark();
+        if (m == 0 || m <= mark_base()) fail(op_off_, "APPENDS without a list below the MARK");
+        list_extend(stack_[m - 1], stack_.data() + m, stack_.size() - m);
+        stack_.resize(m);
+        break;
+      }
+      case 0x8c: { uint64_t l = read_le(1); push(make_str(read_bytes(l))); break; }  // SHORT_BINUNICODE
+      case 'X': { uint64_t l = read_le(4); push(make_str(read_bytes(l))); break; }   // BINUNICODE
+      case 0x8d: { uint64_t l = read_le(8); push(make_str(read_bytes(l))); break; }  // BINUNICODE8
+      case 'U': { uint64_t l = read_le(1); push(make_str(read_bytes(l))); break; }   // SHORT_BINSTRING
+      case 'T': {                                                                    // BINSTRING
+        uint64_t l = read_le(4);
+        if (l >> 31) fail(op_off_, "BINSTRING with a negative length");
+        push(make_str(read_bytes(l)));
+        break;
+      }
+      case 'C': { uint64_t l = read_le(1); push(make_str(read_bytes(l), VT::Bytes)); break; }   // SHORT_BINBYTES
+      case 'B': { uint64_t l = read_le(4); push(make_str(read_bytes(l), VT::Bytes)); break; }   // BINBYTES
+      case 0x8e: case 0x96: { uint64_t l = read_le(8); push(make_str(read_bytes(l), VT::Bytes)); break; }  // BINBYTES8, BYTEARRAY8
+      case 'V': {  // UNICODE (raw-unicode-escape text); kept as written
+        push(make_str(read_line()));
+        break;
+      }
+      case 'S': {  // STRING (quoted repr); strip the quotes
+        std::string_view s = read_line();
+        if (s.size() >= 2 && (s.front() == '\'' || s.front() == '"') && s.back() == s.front())
+          s = s.substr(1, s.size() - 2);
+        push(make_str(s));
+        break;
+      }
+      case 'K': push(make_int(int64_t(read_le(1)))); break;
+      case 'M': push(make_int(int64_t(read_le(2)))); break;
+      case 'J': push(make_int(int64_t(int32_t(uint32_t(read_le(4)))))); break;
+      case 0x8a: { uint64_t l = read_le(1); push(make_long(read_bytes(l))); break; }  // LONG1
+      case 0x8b: {                                                                    // LONG4
+        uint64_t l = read_le(4);
+        if (l >> 31) fail(op_off_, "LONG4 with a negative length");
+        push(make_long(read_bytes(l)));
+        break;
+      }
+      case 'I': push(parse_decimal(read_line(), false)); break;
+      case 'L': push(parse_decimal(read_line(), true)); break;
+      case 'G': {  // BINFLOAT, big-endian
+        need(8);
+        uint64_t b = 0;
+        for (int i = 0; i < 8; ++i) b = (b << 8) | p_[pos_ + size_t(i)];
+        pos_ += 8;
+        Value v;
+        v.t = VT::Float;
+        v.v = b;
+        push(v);
+        break;
+      }
+      case 'F': {
+        std::string s(read_line());
+        char* end = nullptr;
+        double d = std::strtod(s.c_str(), &end);
+        if (s.empty() || end != s.c_str() + s.size()) fail(op_off_, "malformed float literal");
+        Value v;
+        v.t = VT::Float;
+        v.v = std::bit_cast<uint64_t>(d);
+        push(v);
+        break;
+      }
+      case 0x88: case 0x89: { Value v; v.t = VT::Bool; v.v = op == 0x88; push(v); break; }
+      case 'N': push(Value{}); break;
+      case 0x94: memo_put(memo_count(), top()); break;  // MEMOIZE
+      case 'q': { uint64_t i = read_le(1); memo_put(i, top()); break; }
+      case 'r': { uint64_t i = read_le(4); memo_put(i, top()); break; }
+      case 'p': {
+        std::string_view s = read_line();
+        Value v = parse_decimal(s, false);
+        if (v.t != VT::Int || v.i() < 0) fail(op_off_, "malformed PUT index");
+        memo_put(uint64_t(v.i()), top());
+        break;
+      }
+      case 'h': push(memo_get(read_le(1))); break;
+      case 'j': push(memo_get(read_le(4))); break;
+      case 'g': {
+        std::string_view s = read_line();
+        Value v = parse_decimal(s, false);
+        if (v.t != VT::Int || v.i() < 0) fail(op_off_, "malformed GET index");
+        push(memo_get(uint64_t(v.i())));
+        break;
+      }
+      case '0': pop(); break;  // POP
+      case '1': stack_.resize(pop_mark()); break;  // POP_MARK
+      case '2': push(top()); break;               // DUP
+      default: {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "0x%02x", op);
+        if (const char* nm = opcode_name(op))
+          fail(op_off_, std::string("refused pickle opcode ") + nm + " (" + hex +
+                            "): it imports or calls objects, which a memory snapshot never needs");
+        fail(op_off_, std::string("unknown pickle opcode ") + hex + " (not a PyTorch memory snapshot?)");
+      }
+    }
+    if (stack_.size() > (size_t(1) << 32)) fail(op_off_, "stack too deep");
+  }
+}
+
+}  // namespace
+}  // namespace detail
+
+void read_torch_pickle(const uint8_t* data, size_t size, Trace& out, const ProgressFn& progress) {
+  detail::PickleDoc doc;
+  detail::Converter conv(doc, out);
+  detail::VM vm(data, size, doc, conv, progress);
+  doc.root = vm.run();
+  out.source.format = "torch-pickle";
+  out.source.format_detail = "pickle protocol " + std::to_string(doc.protocol);
+  detail::build_trace_from_doc(doc, conv, out);
+}
+
+}  // namespace snapdiff

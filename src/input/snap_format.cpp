@@ -1,0 +1,360 @@
+// The native .snap format: one JSON document (gzip-compressed by default)
+// with interned strings, frames and stacks, and column arrays per device.
+// schemas/snap.schema.json documents it; docs/formats.md explains it.
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "input/file_source.hpp"
+#include "snapdiff/error.hpp"
+#include "snapdiff/input.hpp"
+
+namespace snapdiff {
+
+namespace {
+using J = nlohmann::json;
+constexpr const char* kMagic = "snapdiff.snap";
+}  // namespace
+
+std::string write_snap_json(const Trace& t) {
+  J j;
+  j["format"] = kMagic;
+  j["version"] = kSnapVersion;
+  j["producer"] = {{"name", "snapdiff"}, {"version", SNAPDIFF_VERSION}};
+  j["source"] = {{"format", t.source.format},
+                 {"format_detail", t.source.format_detail},
+                 {"shape", t.source.shape},
+                 {"gzip", t.source.gzip},
+                 {"file_bytes", t.source.file_bytes}};
+  J meta = J::object();
+  for (auto& kv : t.metadata) meta[kv.first] = kv.second;
+  j["metadata"] = meta;
+  J strings = J::array();
+  for (size_t i = 0; i < t.strings.size(); ++i) strings.push_back(std::string(t.strings.get(StrId(i))));
+  j["strings"] = std::move(strings);
+  J frames = J::array();
+  for (const Frame& f : t.frames) frames.push_back(J::array({f.name, f.file, f.line}));
+  j["frames"] = std::move(frames);
+  J stacks = J::array();
+  for (size_t i = 1; i < t.stacks.size(); ++i) {
+    const auto& n = t.stacks.node(StackId(i));
+    stacks.push_back(J::array({n.parent, n.frame}));
+  }
+  j["stacks"] = std::move(stacks);
+  const AllocatorSettings& s = t.settings;
+  J raw = J::array();
+  for (auto& kv : s.raw) raw.push_back(J::array({kv.first, kv.second}));
+  j["allocator_settings"] = {{"present", s.present},
+                             {"expandable_segments", s.expandable_segments},
+                             {"max_split_size", s.max_split_size},
+                             {"roundup_power2_divisions", s.roundup_power2_divisions},
+                             {"raw", raw}};
+  J ann = J::array();
+  for (const Annotation& a : t.annotations)
+    ann.push_back(J::array({a.device, a.time_us == kNoTime ? J(nullptr) : J(a.time_us), a.name, a.start ? 1 : 0}));
+  j["annotations"] = std::move(ann);
+  J devs = J::array();
+  for (const Device& d : t.devices) {
+    J dj;
+    dj["device"] = d.index;
+    dj["has_trace"] = d.has_trace;
+    std::vector<uint64_t> streams;
+    J kind = J::array(), time = J::array(), addr = J::array(), size = J::array(), stream = J::array(),
+      stack = J::array(), cc = J::array(), um = J::array(), action = J::array();
+    int64_t last_t = 0;
+    for (const Event& e : d.events) {
+      kind.push_back(int(e.kind));
+      if (e.time_us == kNoTime) {
+        time.push_back(nullptr);
+      } else {
+        time.push_back(e.time_us - last_t);
+        last_t = e.time_us;
+      }
+      addr.push_back(e.addr);
+      size.push_back(e.size);
+      size_t si = 0;
+      while (si < streams.size() && streams[si] != e.stream) ++si;
+      if (si == streams.size()) streams.push_back(e.stream);
+      stream.push_back(si);
+      stack.push_back(e.stack);
+      cc.push_back(e.compile_context);
+      um.push_back(e.user_metadata);
+      action.push_back(e.kind == EventKind::Other ? e.action : 0);
+    }
+    dj["streams"] = streams;
+    dj["events"] = {{"count", d.events.size()}, {"kind", kind},   {"time_us_delta", time},
+                    {"addr", addr},             {"size", size},   {"stream", stream},
+                    {"stack", stack},           {"compile_context", cc}, {"user_metadata", um},
+                    {"action", action}};
+    J segs = J::array();
+    for (const Segment& sg : d.segments)
+      segs.push_back(J::array({sg.addr, sg.total_size, sg.allocated_size, sg.active_size, sg.requested_size,
+                               sg.stream, sg.small_pool ? 1 : 0, sg.expandable ? 1 : 0, sg.pool_id[0], sg.pool_id[1],
+                               sg.stack, sg.block_count}));
+    dj["segments"] = std::move(segs);
+    J blocks = J::array();
+    for (const Block& b : d.blocks)
+      blocks.push_back(J::array({b.addr, b.size, b.requested_size, b.stack, int(b.state)}));
+    dj["blocks"] = std::move(blocks);
+    devs.push_back(std::move(dj));
+  }
+  j["devices"] = std::move(devs);
+  return j.dump();
+}
+
+void write_snap_file(const Trace& t, const std::string& path, bool gzip) {
+  std::string text = write_snap_json(t);
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw std::runtime_error("cannot write " + path);
+    if (gzip) {
+      auto z = detail::gzip_compress(text);
+      f.write(reinterpret_cast<const char*>(z.data()), std::streamsize(z.size()));
+    } else {
+      f.write(text.data(), std::streamsize(text.size()));
+    }
+    if (!f) throw std::runtime_error("write failed: " + path);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot rename to " + path);
+}
+
+namespace {
+
+class SnapReader {
+ public:
+  explicit SnapReader(Trace& t) : t_(t) {}
+
+  void read(const J& j) {
+    if (!j.is_object()) fail("$", "not a .snap document (top level is not an object)");
+    if (!j.contains("format") || !j["format"].is_string() || j["format"].get<std::string>() != kMagic)
+      fail("$.format", "not a .snap document (expected \"format\": \"snapdiff.snap\"; JSON profiler traces are not read by this version)");
+    int64_t v = i64(j, "version", "$.version");
+    if (v > kSnapVersion)
+      fail("$.version", "written by a newer snapdiff (.snap format version " + std::to_string(v) +
+                            "; this build reads up to version " + std::to_string(kSnapVersion) + ")");
+    if (v < 1) fail("$.version", "invalid .snap format version " + std::to_string(v));
+    const J& strings = arr(j, "strings", "$.strings");
+    if (strings.empty() || !strings[0].is_string() || !strings[0].get_ref<const std::string&>().empty())
+      fail("$.strings[0]", "string 0 must be the empty string");
+    remap_.resize(strings.size());
+    for (size_t i = 0; i < strings.size(); ++i) {
+      if (!strings[i].is_string()) fail("$.strings[" + std::to_string(i) + "]", "expected a string");
+      remap_[i] = t_.strings.intern(strings[i].get_ref<const std::string&>());
+    }
+    const J& frames = arr(j, "frames", "$.frames");
+    frame_map_.resize(frames.size());
+    for (size_t i = 0; i < frames.size(); ++i) {
+      std::string p = "$.frames[" + std::to_string(i) + "]";
+      const J& f = frames[i];
+      if (!f.is_array() || f.size() != 3) fail(p, "expected [name, file, line]");
+      Frame fr;
+      fr.name = str(f[0], p + "[0]");
+      fr.file = str(f[1], p + "[1]");
+      fr.line = num_i64(f[2], p + "[2]");
+      if (fr.line < 0) fr.line = kNoLine;
+      frame_map_[i] = t_.intern_frame(fr);
+    }
+    const J& stacks = arr(j, "stacks", "$.stacks");
+    stack_map_.assign(stacks.size() + 1, 0);
+    for (size_t i = 0; i < stacks.size(); ++i) {
+      std::string p = "$.stacks[" + std::to_string(i) + "]";
+      const J& s = stacks[i];
+      if (!s.is_array() || s.size() != 2) fail(p, "expected [parent, frame]");
+      uint64_t parent = num_u64(s[0], p + "[0]");
+      uint64_t frame = num_u64(s[1], p + "[1]");
+      if (parent > i) fail(p + "[0]", "parent must refer to an earlier stack node");
+      if (frame >= frame_map_.size()) fail(p + "[1]", "frame index out of range");
+      stack_map_[i + 1] = t_.stacks.child(stack_map_[parent], frame_map_[frame]);
+    }
+    if (j.contains("source") && j["source"].is_object()) {
+      const J& s = j["source"];
+      if (s.contains("format") && s["format"].is_string()) t_.source.format_detail = "from " + s["format"].get<std::string>();
+      if (s.contains("shape") && s["shape"].is_string()) t_.source.shape = s["shape"].get<std::string>();
+    }
+    if (j.contains("metadata") && j["metadata"].is_object())
+      for (auto it = j["metadata"].begin(); it != j["metadata"].end(); ++it)
+        if (it.value().is_string()) t_.metadata.emplace_back(it.key(), it.value().get<std::string>());
+    if (j.contains("allocator_settings") && j["allocator_settings"].is_object()) {
+      const J& s = j["allocator_settings"];
+      AllocatorSettings& st = t_.settings;
+      st.present = s.value("present", false);
+      st.expandable_segments = s.value("expandable_segments", false);
+      if (s.contains("max_split_size")) st.max_split_size = num_i64(s["max_split_size"], "$.allocator_settings.max_split_size");
+      if (s.contains("roundup_power2_divisions") && s["roundup_power2_divisions"].is_array())
+        for (size_t i = 0; i < s["roundup_power2_divisions"].size() && i < 64; ++i)
+          st.roundup_power2_divisions.push_back(
+              num_u64(s["roundup_power2_divisions"][i], "$.allocator_settings.roundup_power2_divisions"));
+      if (s.contains("raw") && s["raw"].is_array())
+        for (const J& kv : s["raw"])
+          if (kv.is_array() && kv.size() == 2 && kv[0].is_string() && kv[1].is_string())
+            st.raw.emplace_back(kv[0].get<std::string>(), kv[1].get<std::string>());
+    }
+    if (j.contains("annotations") && j["annotations"].is_array()) {
+      const J& an = j["annotations"];
+      for (size_t i = 0; i < an.size(); ++i) {
+        std::string p = "$.annotations[" + std::to_string(i) + "]";
+        const J& a = an[i];
+        if (!a.is_array() || a.size() != 4) fail(p, "expected [device, time_us, name, start]");
+        Annotation x;
+        x.device = int(num_i64(a[0], p + "[0]"));
+        x.time_us = a[1].is_null() ? kNoTime : num_i64(a[1], p + "[1]");
+        x.name = str(a[2], p + "[2]");
+        x.start = num_i64(a[3], p + "[3]") != 0;
+        t_.annotations.push_back(x);
+      }
+    }
+    const J& devs = arr(j, "devices", "$.devices");
+    for (size_t i = 0; i < devs.size(); ++i) device(devs[i], "$.devices[" + std::to_string(i) + "]");
+    t_.source.format = "snap";
+    if (t_.source.format_detail.empty()) t_.source.format_detail = "version " + std::to_string(v);
+    else t_.source.format_detail = "version " + std::to_string(v) + ", " + t_.source.format_detail;
+  }
+
+ private:
+  [[noreturn]] static void fail(const std::string& path, const std::string& msg) { throw InputError(path, msg); }
+  static const J& arr(const J& j, const char* key, const std::string& path) {
+    if (!j.contains(key)) fail(path, "missing");
+    const J& a = j[key];
+    if (!a.is_array()) fail(path, "expected an array");
+    return a;
+  }
+  static int64_t num_i64(const J& v, const std::string& p) {
+    if (v.is_number_integer()) {
+      if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)) fail(p, "integer out of range");
+      return v.get<int64_t>();
+    }
+    fail(p, "expected an integer");
+  }
+  static uint64_t num_u64(const J& v, const std::string& p) {
+    if (v.is_number_unsigned()) return v.get<uint64_t>();
+    if (v.is_number_integer() && v.get<int64_t>() >= 0) return uint64_t(v.get<int64_t>());
+    fail(p, "expected a non-negative integer");
+  }
+  static int64_t i64(const J& j, const char* key, const std::string& p) {
+    if (!j.contains(key)) fail(p, "missing");
+    return num_i64(j[key], p);
+  }
+  StrId str(const J& v, const std::string& p) const {
+    uint64_t id = num_u64(v, p);
+    if (id >= remap_.size()) fail(p, "string index out of range");
+    return remap_[id];
+  }
+  StackId stack(const J& v, const std::string& p) const {
+    uint64_t id = num_u64(v, p);
+    if (id >= stack_map_.size()) fail(p, "stack index out of range");
+    return stack_map_[id];
+  }
+
+  void device(const J& d, const std::string& p) {
+    if (!d.is_object()) fail(p, "expected an object");
+    int64_t idx = i64(d, "device", p + ".device");
+    if (idx < -1 || idx > (1 << 20)) fail(p + ".device", "device index out of range");
+    Device& dev = t_.device(int(idx));
+    dev.has_trace = d.value("has_trace", true);
+    const J& streams = arr(d, "streams", p + ".streams");
+    std::vector<uint64_t> sv;
+    for (size_t i = 0; i < streams.size(); ++i) sv.push_back(num_u64(streams[i], p + ".streams[" + std::to_string(i) + "]"));
+    if (!d.contains("events") || !d["events"].is_object()) fail(p + ".events", "expected an object");
+    const J& ev = d["events"];
+    std::string ep = p + ".events";
+    uint64_t n = num_u64(ev.contains("count") ? ev["count"] : J(), ep + ".count");
+    const char* cols[] = {"kind", "time_us_delta", "addr", "size", "stream", "stack", "compile_context", "user_metadata", "action"};
+    for (const char* c : cols) {
+      const J& a = arr(ev, c, ep + "." + c);
+      if (a.size() != n) fail(ep + "." + c, "has " + std::to_string(a.size()) + " entries, expected " + std::to_string(n));
+    }
+    const J &kind = ev["kind"], &time = ev["time_us_delta"], &addr = ev["addr"], &size = ev["size"],
+              &stream = ev["stream"], &stk = ev["stack"], &cc = ev["compile_context"], &um = ev["user_metadata"],
+              &action = ev["action"];
+    dev.events.resize(size_t(n));
+    int64_t last_t = 0;
+    for (size_t i = 0; i < n; ++i) {
+      Event& e = dev.events[i];
+      std::string ix = "[" + std::to_string(i) + "]";
+      uint64_t k = num_u64(kind[i], ep + ".kind" + ix);
+      if (k > uint64_t(EventKind::Other)) fail(ep + ".kind" + ix, "unknown event kind " + std::to_string(k));
+      e.kind = EventKind(k);
+      if (time[i].is_null()) {
+        e.time_us = kNoTime;
+      } else {
+        int64_t dt = num_i64(time[i], ep + ".time_us_delta" + ix);
+        e.time_us = last_t + dt;
+        last_t = e.time_us;
+      }
+      e.addr = num_u64(addr[i], ep + ".addr" + ix);
+      e.size = num_u64(size[i], ep + ".size" + ix);
+      uint64_t s = num_u64(stream[i], ep + ".stream" + ix);
+      if (s >= sv.size()) fail(ep + ".stream" + ix, "stream index out of range");
+      e.stream = sv[s];
+      e.stack = stack(stk[i], ep + ".stack" + ix);
+      e.compile_context = str(cc[i], ep + ".compile_context" + ix);
+      e.user_metadata = str(um[i], ep + ".user_metadata" + ix);
+      e.action = str(action[i], ep + ".action" + ix);
+      if (e.kind != EventKind::Other) e.action = t_.strings.intern(event_kind_name(e.kind));
+    }
+    const J& blocks = arr(d, "blocks", p + ".blocks");
+    const J& segs = arr(d, "segments", p + ".segments");
+    uint64_t next_block = 0;
+    for (size_t i = 0; i < segs.size(); ++i) {
+      std::string sp = p + ".segments[" + std::to_string(i) + "]";
+      const J& s = segs[i];
+      if (!s.is_array() || s.size() != 12) fail(sp, "expected a 12-element segment row");
+      Segment sg;
+      sg.addr = num_u64(s[0], sp + "[0]");
+      sg.total_size = num_u64(s[1], sp + "[1]");
+      sg.allocated_size = num_u64(s[2], sp + "[2]");
+      sg.active_size = num_u64(s[3], sp + "[3]");
+      sg.requested_size = num_u64(s[4], sp + "[4]");
+      sg.stream = num_u64(s[5], sp + "[5]");
+      sg.small_pool = num_i64(s[6], sp + "[6]") != 0;
+      sg.expandable = num_i64(s[7], sp + "[7]") != 0;
+      sg.pool_id[0] = num_i64(s[8], sp + "[8]");
+      sg.pool_id[1] = num_i64(s[9], sp + "[9]");
+      sg.stack = stack(s[10], sp + "[10]");
+      uint64_t bc = num_u64(s[11], sp + "[11]");
+      if (bc > blocks.size() - next_block) fail(sp + "[11]", "more blocks than the blocks array holds");
+      sg.first_block = uint32_t(dev.blocks.size());
+      sg.block_count = uint32_t(bc);
+      for (uint64_t b = 0; b < bc; ++b, ++next_block) {
+        std::string bp = p + ".blocks[" + std::to_string(next_block) + "]";
+        const J& bj = blocks[size_t(next_block)];
+        if (!bj.is_array() || bj.size() != 5) fail(bp, "expected [addr, size, requested_size, stack, state]");
+        Block blk;
+        blk.addr = num_u64(bj[0], bp + "[0]");
+        blk.size = num_u64(bj[1], bp + "[1]");
+        blk.requested_size = num_u64(bj[2], bp + "[2]");
+        blk.stack = stack(bj[3], bp + "[3]");
+        uint64_t st = num_u64(bj[4], bp + "[4]");
+        if (st > 2) fail(bp + "[4]", "unknown block state");
+        blk.state = BlockState(st);
+        dev.blocks.push_back(blk);
+      }
+      dev.segments.push_back(sg);
+    }
+    if (next_block != blocks.size()) fail(p + ".blocks", "blocks not owned by any segment");
+  }
+
+  Trace& t_;
+  std::vector<StrId> remap_;
+  std::vector<FrameId> frame_map_;
+  std::vector<StackId> stack_map_;
+};
+
+}  // namespace
+
+void read_snap(std::string_view text, Trace& out) {
+  J j;
+  try {
+    j = J::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    std::string m = e.what();
+    // nlohmann: "[json.exception.parse_error.101] parse error at line 1, column 5: ..."
+    size_t c = m.find("parse error");
+    throw InputError(uint64_t(e.byte > 0 ? e.byte - 1 : 0), "invalid JSON: " + (c != std::string::npos ? m.substr(c) : m));
+  }
+  SnapReader(out).read(j);
+  std::sort(out.devices.begin(), out.devices.end(), [](const Device& a, const Device& b) { return a.index < b.index; });
+}
+
+}  // namespace snapdiff

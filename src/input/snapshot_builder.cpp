@@ -1,0 +1,389 @@
+// Walks the document the unpickler built (everything but the streamed trace
+// entries) and fills the event model: segments and blocks, device traces,
+// allocator settings, annotations. Accepts the legacy shapes: a bare list of
+// segments, and blocks with `history` (PyTorch <= 2.0).
+#include <algorithm>
+#include <string>
+
+#include "input/pickle_doc.hpp"
+#include "snapdiff/error.hpp"
+
+namespace snapdiff::detail {
+
+const char* vt_name(VT t) {
+  switch (t) {
+    case VT::None: return "None";
+    case VT::Bool: return "bool";
+    case VT::Int: case VT::UInt64: case VT::BigInt: return "int";
+    case VT::Float: return "float";
+    case VT::Str: return "str";
+    case VT::Bytes: return "bytes";
+    case VT::List: return "list";
+    case VT::Tuple: return "tuple";
+    case VT::Dict: return "dict";
+  }
+  return "?";
+}
+
+Converter::Converter(PickleDoc& doc, Trace& trace) : doc_(doc), trace_(trace) {
+  StringTable& s = trace.strings;
+  k_action = s.intern("action");
+  k_addr = s.intern("addr");
+  k_size = s.intern("size");
+  k_stream = s.intern("stream");
+  k_time_us = s.intern("time_us");
+  k_frames = s.intern("frames");
+  k_compile_context = s.intern("compile_context");
+  k_user_metadata = s.intern("user_metadata");
+  k_device_free = s.intern("device_free");
+  k_name = s.intern("name");
+  k_filename = s.intern("filename");
+  k_line = s.intern("line");
+  s_na = s.intern("N/A");
+  k_real_size = s.intern("real_size");
+  k_history = s.intern("history");
+}
+
+const Value* Converter::get(const Container& d, StrId k) const {
+  const Value* it = doc_.dict_pool.data() + d.off;
+  for (uint32_t i = 0; i < d.size; ++i)
+    if (it[2 * i].t == VT::Str && it[2 * i].v == k) return &it[2 * i + 1];
+  return nullptr;
+}
+
+namespace {
+[[noreturn]] void type_error(const Container& d, std::string_view key, const Value& v, const char* want) {
+  throw InputError(d.src_off, "field '" + std::string(key) + "' is a " + vt_name(v.t) + ", expected " + want);
+}
+}  // namespace
+
+bool Converter::get_u64(const Container& d, StrId k, uint64_t* out) const {
+  const Value* v = get(d, k);
+  if (!v) return false;
+  if (v->t == VT::Int || v->t == VT::UInt64) {
+    *out = v->v;
+    return true;
+  }
+  if (v->t == VT::Bool) {
+    *out = v->v;
+    return true;
+  }
+  if (v->t == VT::None) return false;
+  type_error(d, trace_.strings.get(k), *v, "int");
+}
+
+bool Converter::get_i64(const Container& d, StrId k, int64_t* out) const {
+  const Value* v = get(d, k);
+  if (!v) return false;
+  if (v->t == VT::Int || v->t == VT::Bool) {
+    *out = v->i();
+    return true;
+  }
+  if (v->t == VT::None) return false;
+  if (v->t == VT::UInt64 || v->t == VT::BigInt)
+    throw InputError(d.src_off, "field '" + std::string(trace_.strings.get(k)) + "' is out of range");
+  type_error(d, trace_.strings.get(k), *v, "int");
+}
+
+bool Converter::is_entry(const Container& d) const {
+  if (d.kind != VT::Dict || d.consumed) return false;
+  const Value* a = get(d, k_action);
+  return a && a->t == VT::Str;
+}
+
+FrameId Converter::frame_of(const Value& fv) {
+  if (fv.t != VT::Dict) throw InputError(uint64_t(0), std::string("stack frame is a ") + vt_name(fv.t) + ", expected dict");
+  const Container& d = doc_.conts[fv.v];
+  if (frame_cache_.size() <= fv.v) frame_cache_.resize(doc_.conts.size());
+  auto& slot = frame_cache_[fv.v];
+  if (slot.first == d.size + 1) return slot.second;
+  Frame f;
+  if (const Value* v = get(d, k_name); v && v->t == VT::Str) f.name = StrId(v->v);
+  if (const Value* v = get(d, k_filename); v && v->t == VT::Str) f.file = StrId(v->v);
+  if (const Value* v = get(d, k_line)) {
+    if (v->t == VT::Int && v->i() >= 0) f.line = v->i();
+  }
+  FrameId id = trace_.intern_frame(f);
+  slot = {d.size + 1, id};
+  return id;
+}
+
+StackId Converter::stack_of(const Value& lv) {
+  if (lv.t == VT::None) return 0;
+  if (lv.t != VT::List && lv.t != VT::Tuple)
+    throw InputError(uint64_t(0), std::string("'frames' is a ") + vt_name(lv.t) + ", expected list");
+  const Container& l = doc_.conts[lv.v];
+  if (stack_cache_.size() <= lv.v) stack_cache_.resize(doc_.conts.size());
+  auto& slot = stack_cache_[lv.v];
+  if (slot.first == l.size + 1) return slot.second;
+  const Value* items = doc_.list_pool.data() + l.off;
+  StackId node = 0;
+  for (uint32_t i = l.size; i-- > 0;) {
+    if (items[i].t != VT::Dict)
+      throw InputError(l.src_off, std::string("stack frame is a ") + vt_name(items[i].t) + ", expected dict");
+    node = trace_.stacks.child(node, frame_of(items[i]));
+  }
+  // frame_of may have grown caches; re-fetch the slot.
+  stack_cache_[lv.v] = {l.size + 1, node};
+  return node;
+}
+
+void Converter::entry_to_event(const Container& d, Event& ev) {
+  const Value* a = get(d, k_action);
+  StrId aid = StrId(a->v);
+  if (kind_cache_.size() <= aid) kind_cache_.resize(trace_.strings.size() + 16, -2);
+  if (kind_cache_[aid] == -2) {
+    EventKind k;
+    kind_cache_[aid] = parse_event_kind(trace_.strings.get(aid), &k) ? int8_t(k) : int8_t(-1);
+  }
+  ev.kind = kind_cache_[aid] < 0 ? EventKind::Other : EventKind(kind_cache_[aid]);
+  ev.action = aid;
+  // One pass over the items; snapshot entries have ~8 keys.
+  const Value* it = doc_.dict_pool.data() + d.off;
+  for (uint32_t i = 0; i < d.size; ++i) {
+    const Value& k = it[2 * i];
+    const Value& v = it[2 * i + 1];
+    if (k.t != VT::Str) continue;
+    StrId key = StrId(k.v);
+    auto as_u64 = [&](uint64_t* out) {
+      if (v.t == VT::Int || v.t == VT::UInt64) *out = v.v;
+      else if (v.t != VT::None) type_error(d, trace_.strings.get(key), v, "int");
+    };
+    if (key == k_addr || key == k_device_free) {
+      as_u64(&ev.addr);
+    } else if (key == k_size) {
+      as_u64(&ev.size);
+    } else if (key == k_stream) {
+      as_u64(&ev.stream);
+    } else if (key == k_time_us) {
+      if (v.t == VT::Int) ev.time_us = v.i();
+      else if (v.t != VT::None) type_error(d, "time_us", v, "int");
+    } else if (key == k_frames) {
+      ev.stack = stack_of(v);
+    } else if (key == k_compile_context) {
+      if (v.t == VT::Str && v.v != s_na) ev.compile_context = StrId(v.v);
+    } else if (key == k_user_metadata) {
+      if (v.t == VT::Str) ev.user_metadata = StrId(v.v);
+    }
+  }
+}
+
+namespace {
+
+class Builder {
+ public:
+  Builder(PickleDoc& doc, Converter& conv, Trace& out) : doc_(doc), conv_(conv), out_(out) {}
+
+  void build() {
+    const Value& root = doc_.root;
+    if (root.t == VT::List) {
+      out_.source.shape = "segment-list";
+      segments(root);
+    } else if (root.t == VT::Dict) {
+      out_.source.shape = "dict";
+      const Container& d = doc_.conts[root.v];
+      const Value* segs = conv_.get(d, s("segments"));
+      const Value* traces = conv_.get(d, s("device_traces"));
+      if (!traces) traces = conv_.get(d, s("traces"));
+      if (!segs && !traces)
+        throw InputError(d.src_off, "not a PyTorch memory snapshot: the top-level dict has neither 'segments' nor 'device_traces'");
+      if (segs) segments(*segs);
+      if (traces) device_traces(*traces);
+      if (const Value* st = conv_.get(d, s("allocator_settings")); st && st->t == VT::Dict) settings(*st);
+      if (const Value* an = conv_.get(d, s("external_annotations")); an && an->t == VT::List) annotations(*an);
+    } else {
+      throw InputError(uint64_t(0), std::string("not a PyTorch memory snapshot: the pickle holds a ") + vt_name(root.t) +
+                                        ", expected a dict or a list of segments");
+    }
+    std::sort(out_.devices.begin(), out_.devices.end(), [](const Device& a, const Device& b) { return a.index < b.index; });
+    if (legacy_history_) out_.source.shape += "+legacy-history";
+  }
+
+ private:
+  StrId s(std::string_view k) { return out_.strings.intern(k); }
+  const Container& list(const Value& v, const char* what, uint64_t off) {
+    if (v.t != VT::List && v.t != VT::Tuple)
+      throw InputError(off, std::string("'") + what + "' is a " + vt_name(v.t) + ", expected list");
+    return doc_.conts[v.v];
+  }
+  const Container& dict(const Value& v, const char* what, uint64_t off) {
+    if (v.t != VT::Dict) throw InputError(off, std::string(what) + " is a " + vt_name(v.t) + ", expected dict");
+    return doc_.conts[v.v];
+  }
+  uint64_t req_u64(const Container& d, const char* key) {
+    uint64_t x = 0;
+    if (!conv_.get_u64(d, s(key), &x)) throw InputError(d.src_off, std::string("missing field '") + key + "'");
+    return x;
+  }
+  uint64_t opt_u64(const Container& d, const char* key, uint64_t dflt = 0) {
+    uint64_t x = dflt;
+    conv_.get_u64(d, s(key), &x);
+    return x;
+  }
+
+  void segments(const Value& v) {
+    const Container& l = list(v, "segments", 0);
+    for (uint32_t i = 0; i < l.size; ++i) {
+      const Value item = doc_.items(l)[i];
+      segment(dict(item, "segment", l.src_off));
+    }
+  }
+
+  void segment(const Container& d) {
+    Segment seg;
+    int64_t dev = 0;
+    conv_.get_i64(d, s("device"), &dev);
+    if (dev < -1 || dev > 1 << 20) throw InputError(d.src_off, "segment device index out of range");
+    seg.addr = opt_u64(d, "address");
+    seg.total_size = req_u64(d, "total_size");
+    seg.allocated_size = opt_u64(d, "allocated_size");
+    seg.active_size = opt_u64(d, "active_size");
+    seg.requested_size = opt_u64(d, "requested_size");
+    seg.stream = opt_u64(d, "stream");
+    if (const Value* t = conv_.get(d, s("segment_type")); t && t->t == VT::Str)
+      seg.small_pool = out_.strings.get(StrId(t->v)) == "small";
+    if (const Value* e = conv_.get(d, s("is_expandable")); e && e->t == VT::Bool) seg.expandable = e->v != 0;
+    if (const Value* p = conv_.get(d, s("segment_pool_id")); p && (p->t == VT::Tuple || p->t == VT::List)) {
+      const Container& pc = doc_.conts[p->v];
+      for (uint32_t j = 0; j < pc.size && j < 2; ++j)
+        if (doc_.items(pc)[j].t == VT::Int) seg.pool_id[j] = doc_.items(pc)[j].i();
+    }
+    if (const Value* f = conv_.get(d, conv_.k_frames)) seg.stack = conv_.stack_of(*f);
+    Device& devr = out_.device(int(dev));
+    seg.first_block = uint32_t(devr.blocks.size());
+    if (const Value* bl = conv_.get(d, s("blocks"))) {
+      const Container& bc = list(*bl, "blocks", d.src_off);
+      uint64_t cursor = seg.addr;
+      for (uint32_t j = 0; j < bc.size; ++j) {
+        const Container& bd = dict(doc_.items(bc)[j], "block", bc.src_off);
+        Block b;
+        b.size = req_u64(bd, "size");
+        b.addr = opt_u64(bd, "address", cursor);
+        cursor = b.addr + b.size;
+        b.requested_size = opt_u64(bd, "requested_size", 0);
+        bool has_req = conv_.get(bd, s("requested_size")) != nullptr;
+        b.state = BlockState::Inactive;
+        if (const Value* st = conv_.get(bd, s("state")); st && st->t == VT::Str) {
+          std::string_view sv = out_.strings.get(StrId(st->v));
+          if (sv == "active_allocated") b.state = BlockState::ActiveAllocated;
+          else if (sv == "active_pending_free" || sv == "active_awaiting_free") b.state = BlockState::ActivePendingFree;
+        }
+        if (const Value* f = conv_.get(bd, conv_.k_frames)) b.stack = conv_.stack_of(*f);
+        if (const Value* h = conv_.get(bd, conv_.k_history); h && (h->t == VT::List)) {
+          // PyTorch <= 2.0: per-block history of (addr, real_size, frames).
+          legacy_history_ = true;
+          const Container& hc = doc_.conts[h->v];
+          if (hc.size > 0 && doc_.items(hc)[0].t == VT::Dict) {
+            const Container& h0 = doc_.conts[doc_.items(hc)[0].v];
+            if (!has_req) b.requested_size = opt_u64(h0, "real_size", b.size);
+            if (b.stack == 0)
+              if (const Value* f = conv_.get(h0, conv_.k_frames)) b.stack = conv_.stack_of(*f);
+          }
+        }
+        if (!has_req && b.requested_size == 0 && b.state != BlockState::Inactive) b.requested_size = b.size;
+        devr.blocks.push_back(b);
+      }
+    }
+    seg.block_count = uint32_t(devr.blocks.size() - seg.first_block);
+    devr.segments.push_back(seg);
+  }
+
+  void device_traces(const Value& v) {
+    const Container& l = list(v, "device_traces", 0);
+    for (uint32_t i = 0; i < l.size; ++i) {
+      const Value item = doc_.items(l)[i];
+      const Container& tl = list(item, "device_traces[i]", l.src_off);
+      Device& dev = out_.device(int(i));
+      dev.has_trace = true;
+      if (tl.batch != UINT32_MAX) {
+        if (doc_.batch_other_items[tl.batch] != 0)
+          throw InputError(tl.src_off, "device trace list mixes trace entries with other values");
+        dev.events = std::move(doc_.batches[tl.batch]);
+        doc_.batches[tl.batch].clear();
+        doc_.batches[tl.batch].shrink_to_fit();
+      }
+      for (uint32_t j = 0; j < tl.size; ++j) {
+        const Value e = doc_.items(tl)[j];
+        const Container& ed = dict(e, "trace entry", tl.src_off);
+        if (!conv_.is_entry(ed)) throw InputError(ed.src_off, "trace entry has no 'action' string");
+        Event ev;
+        conv_.entry_to_event(ed, ev);
+        dev.events.push_back(ev);
+      }
+    }
+  }
+
+  void settings(const Value& v) {
+    AllocatorSettings& st = out_.settings;
+    st.present = true;
+    const Container& d = doc_.conts[v.v];
+    for (uint32_t i = 0; i < d.size; ++i) {
+      const Value& k = doc_.items(d)[2 * i];
+      const Value& val = doc_.items(d)[2 * i + 1];
+      if (k.t != VT::Str) continue;
+      std::string key(out_.strings.get(StrId(k.v)));
+      std::string text;
+      switch (val.t) {
+        case VT::Bool: text = val.v ? "true" : "false"; break;
+        case VT::Int: text = std::to_string(val.i()); break;
+        case VT::UInt64: text = std::to_string(val.v); break;
+        case VT::Float: text = std::to_string(val.f()); break;
+        case VT::Str: text = std::string(out_.strings.get(StrId(val.v))); break;
+        case VT::None: text = "None"; break;
+        default: text = std::string("<") + vt_name(val.t) + ">"; break;
+      }
+      if (key == "expandable_segments" && val.t == VT::Bool) st.expandable_segments = val.v != 0;
+      if (key == "max_split_size" && val.t == VT::Int) st.max_split_size = val.i();
+      if (key == "roundup_power2_divisions" && val.t == VT::Dict) {
+        const Container& rd = doc_.conts[val.v];
+        std::string parts;
+        for (uint32_t j = 0; j < rd.size; ++j) {
+          const Value& rk = doc_.items(rd)[2 * j];
+          const Value& rv = doc_.items(rd)[2 * j + 1];
+          if (rk.t != VT::Str || rv.t != VT::Int) continue;
+          std::string ks(out_.strings.get(StrId(rk.v)));
+          uint64_t mb = std::strtoull(ks.c_str(), nullptr, 10);
+          if (mb == 0 || (mb & (mb - 1)) != 0 || mb > (uint64_t(1) << 40)) continue;
+          size_t idx = size_t(std::countr_zero(mb));
+          if (st.roundup_power2_divisions.size() <= idx) st.roundup_power2_divisions.resize(idx + 1, 0);
+          st.roundup_power2_divisions[idx] = uint64_t(rv.i() < 0 ? 0 : rv.i());
+          if (rv.i() != 0) parts += (parts.empty() ? "" : ",") + ks + ":" + std::to_string(rv.i());
+        }
+        text = parts.empty() ? "0" : parts;
+      }
+      st.raw.emplace_back(std::move(key), std::move(text));
+    }
+  }
+
+  void annotations(const Value& v) {
+    const Container& l = doc_.conts[v.v];
+    for (uint32_t i = 0; i < l.size; ++i) {
+      const Value item = doc_.items(l)[i];
+      if (item.t != VT::Dict) continue;
+      const Container& d = doc_.conts[item.v];
+      Annotation a;
+      int64_t dev = -1, t = kNoTime;
+      conv_.get_i64(d, s("device"), &dev);
+      conv_.get_i64(d, s("time_us"), &t);
+      a.device = int(dev);
+      a.time_us = t;
+      if (const Value* n = conv_.get(d, conv_.k_name); n && n->t == VT::Str) a.name = StrId(n->v);
+      if (const Value* st = conv_.get(d, s("stage")); st && st->t == VT::Str)
+        a.start = out_.strings.get(StrId(st->v)) != "END";
+      out_.annotations.push_back(a);
+    }
+  }
+
+  PickleDoc& doc_;
+  Converter& conv_;
+  Trace& out_;
+  bool legacy_history_ = false;
+};
+
+}  // namespace
+
+void build_trace_from_doc(PickleDoc& doc, Converter& conv, Trace& out) {
+  Builder(doc, conv, out).build();
+}
+
+}  // namespace snapdiff::detail

@@ -1,0 +1,149 @@
+#include <cstring>
+
+#include "snapdiff/error.hpp"
+#include "snapdiff/model.hpp"
+
+namespace snapdiff {
+
+std::string InputError::describe() const {
+  std::string s = file_.empty() ? std::string("<input>") : file_;
+  if (has_offset_) s += ": offset " + std::to_string(offset_);
+  else if (!path_.empty()) s += ": " + path_;
+  s += ": ";
+  s += what();
+  return s;
+}
+
+StringTable::StringTable() { intern(""); }
+
+StrId StringTable::intern(std::string_view s) {
+  auto it = index_.find(s);
+  if (it != index_.end()) return it->second;
+  if (chunks_.empty() || s.size() > chunk_cap_ - chunk_used_) {
+    size_t cap = s.size() > (size_t(1) << 20) ? s.size() : (size_t(1) << 20);
+    chunks_.emplace_back(new char[cap]);
+    chunk_used_ = 0;
+    chunk_cap_ = cap;
+  }
+  char* dst = chunks_.back().get() + chunk_used_;
+  if (!s.empty()) std::memcpy(dst, s.data(), s.size());
+  chunk_used_ += s.size();
+  std::string_view stored(dst, s.size());
+  StrId id = StrId(views_.size());
+  views_.push_back(stored);
+  index_.emplace(stored, id);
+  return id;
+}
+
+StrId StringTable::find(std::string_view s) const {
+  auto it = index_.find(s);
+  return it == index_.end() ? UINT32_MAX : it->second;
+}
+
+StackId StackTable::child(StackId parent, FrameId frame) {
+  uint64_t key = (uint64_t(parent) << 32) | frame;
+  auto it = index_.find(key);
+  if (it != index_.end()) return it->second;
+  StackId id = StackId(nodes_.size());
+  nodes_.push_back({frame, parent});
+  index_.emplace(key, id);
+  return id;
+}
+
+std::vector<FrameId> StackTable::frames(StackId id) const {
+  std::vector<FrameId> out;
+  while (id != 0) {
+    out.push_back(nodes_[id].frame);
+    id = nodes_[id].parent;
+  }
+  return out;
+}
+
+size_t StackTable::depth(StackId id) const {
+  size_t d = 0;
+  while (id != 0) {
+    ++d;
+    id = nodes_[id].parent;
+  }
+  return d;
+}
+
+namespace {
+struct KindName {
+  EventKind kind;
+  const char* name;
+};
+constexpr KindName kKinds[] = {
+    {EventKind::Alloc, "alloc"},
+    {EventKind::FreeRequested, "free_requested"},
+    {EventKind::FreeCompleted, "free_completed"},
+    {EventKind::SegmentAlloc, "segment_alloc"},
+    {EventKind::SegmentFree, "segment_free"},
+    {EventKind::SegmentMap, "segment_map"},
+    {EventKind::SegmentUnmap, "segment_unmap"},
+    {EventKind::Oom, "oom"},
+    {EventKind::Snapshot, "snapshot"},
+    {EventKind::Annotate, "annotate"},
+    {EventKind::UserDefined, "user_defined"},
+    {EventKind::Other, "other"},
+};
+}  // namespace
+
+const char* event_kind_name(EventKind k) {
+  for (const auto& kn : kKinds)
+    if (kn.kind == k) return kn.name;
+  return "other";
+}
+
+bool parse_event_kind(std::string_view s, EventKind* out) {
+  for (const auto& kn : kKinds)
+    if (kn.kind != EventKind::Other && s == kn.name) {
+      *out = kn.kind;
+      return true;
+    }
+  if (s == "free") {  // synthetic merged free (viewer-made files)
+    *out = EventKind::FreeCompleted;
+    return true;
+  }
+  return false;
+}
+
+const char* block_state_name(BlockState s) {
+  switch (s) {
+    case BlockState::ActiveAllocated: return "active_allocated";
+    case BlockState::ActivePendingFree: return "active_pending_free";
+    case BlockState::Inactive: return "inactive";
+  }
+  return "inactive";
+}
+
+FrameId Trace::intern_frame(const Frame& f) {
+  auto it = frame_index_.find(f);
+  if (it != frame_index_.end()) return it->second;
+  FrameId id = FrameId(frames.size());
+  frames.push_back(f);
+  frame_index_.emplace(f, id);
+  return id;
+}
+
+size_t Trace::event_count() const {
+  size_t n = 0;
+  for (const auto& d : devices) n += d.events.size();
+  return n;
+}
+
+Device& Trace::device(int index) {
+  for (auto& d : devices)
+    if (d.index == index) return d;
+  devices.emplace_back();
+  devices.back().index = index;
+  return devices.back();
+}
+
+const Device* Trace::find_device(int index) const {
+  for (const auto& d : devices)
+    if (d.index == index) return &d;
+  return nullptr;
+}
+
+}  // namespace snapdiff

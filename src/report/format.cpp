@@ -1,0 +1,25 @@
+#include <cstdio>
+#include <string>
+
+#include "snapdiff/report.hpp"
+
+namespace snapdiff {
+
+std::string human_bytes(int64_t bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  bool neg = bytes < 0;
+  double v = neg ? -double(bytes) : double(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 6) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[48];
+  if (u == 0) std::snprintf(buf, sizeof buf, "%s%lld B", neg ? "-" : "", (long long)(neg ? -bytes : bytes));
+  else std::snprintf(buf, sizeof buf, "%s%.1f %s", neg ? "-" : "", v, units[u]);
+  return buf;
+}
+
+std::string human_delta(int64_t bytes) { return (bytes >= 0 ? "+" : "") + human_bytes(bytes); }
+
+}  // namespace snapdiff

@@ -1,0 +1,157 @@
+// The human-readable report.
+#include <cstdio>
+#include <ctime>
+#include <sstream>
+
+#include "snapdiff/report.hpp"
+
+namespace snapdiff {
+
+namespace {
+
+std::string with_commas(uint64_t v) {
+  std::string s = std::to_string(v);
+  for (int i = int(s.size()) - 3; i > 0; i -= 3) s.insert(size_t(i), ",");
+  return s;
+}
+
+std::string pct(int64_t part, int64_t whole) {
+  char b[16];
+  std::snprintf(b, sizeof b, "%5.1f%%", whole > 0 ? 100.0 * double(part) / double(whole) : 0.0);
+  return b;
+}
+
+std::string pad_left(const std::string& s, size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
+
+std::string utc_time(int64_t us) {
+  if (us == kNoTime) return "?";
+  time_t secs = time_t(us / 1000000);
+  struct tm tmv {};
+  gmtime_r(&secs, &tmv);
+  char b[48];
+  std::snprintf(b, sizeof b, "%04d-%02d-%02d %02d:%02d:%02d.%03d UTC", tmv.tm_year + 1900, tmv.tm_mon + 1,
+                tmv.tm_mday, tmv.tm_hour, tmv.tm_min, tmv.tm_sec, int((us % 1000000) / 1000));
+  return b;
+}
+
+std::string seconds(int64_t us) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f s", double(us) / 1e6);
+  return b;
+}
+
+// "inner ← caller ← caller" from the innermost user frame outward, at most n frames.
+std::string site_text(const Trace& t, StackId stack, size_t n) {
+  if (stack == 0) return "<no stack recorded>";
+  FrameId uf = user_frame(t, stack);
+  std::string out;
+  bool started = false;
+  size_t shown = 0;
+  for (StackId s = stack; s != 0 && shown < n; s = t.stacks.node(s).parent) {
+    FrameId f = t.stacks.node(s).frame;
+    if (!started && f != uf) continue;
+    started = true;
+    if (shown) out += " <- ";
+    out += format_frame(t, f);
+    ++shown;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_text(const Report& r, const Trace& t) {
+  std::ostringstream o;
+  o << "snapdiff report: " << r.input_name << "\n\n";
+  o << "INPUT\n";
+  o << "  format      " << r.source.format;
+  if (!r.source.format_detail.empty()) o << " (" << r.source.format_detail << ")";
+  if (r.source.gzip) o << ", gzip";
+  o << ", " << human_bytes(int64_t(r.source.file_bytes)) << "\n";
+  o << "  shape       " << r.source.shape << "\n";
+  o << "  devices     ";
+  for (size_t i = 0; i < r.devices.size(); ++i) o << (i ? ", " : "") << "cuda:" << r.devices[i].device;
+  if (r.devices.empty()) o << "none";
+  o << "\n";
+  o << "  events      " << with_commas(r.events) << "\n";
+  o << "  history     "
+    << (!r.has_history ? "none (dump-time state only)" : r.history_truncated ? "truncated (ring buffer wrapped)" : "complete")
+    << "\n";
+
+  for (const DeviceReport& d : r.devices) {
+    const DeviceReplay& rp = d.replay;
+    o << "\nPEAK  cuda:" << d.device << "  (" << with_commas(d.events) << " events, " << rp.streams
+      << (rp.streams == 1 ? " stream" : " streams");
+    if (d.first_time_us != kNoTime)
+      o << ", " << utc_time(d.first_time_us) << " + " << seconds(d.last_time_us - d.first_time_us);
+    o << ")\n";
+    auto line = [&](const char* name, const PeakPoint& p) {
+      o << "  " << name << pad_left(human_bytes(p.bytes), 11) << "  " << pad_left(with_commas(uint64_t(p.bytes)), 17)
+        << " B";
+      if (p.event_index >= 0) o << "   at event " << with_commas(uint64_t(p.event_index));
+      else o << "   before the first event";
+      o << "\n";
+    };
+    line("requested ", rp.peak_requested);
+    line("allocated ", rp.peak_allocated);
+    line("reserved  ", rp.peak_reserved);
+    const PeakPoint& pk = rp.peak_allocated;
+    if (pk.event_index >= 0) {
+      o << "  when        event " << with_commas(uint64_t(pk.event_index)) << " of " << with_commas(d.events);
+      if (pk.time_us != kNoTime && d.first_time_us != kNoTime) o << ", t = +" << seconds(pk.time_us - d.first_time_us);
+      o << "\n";
+      o << "  reached by  " << event_kind_name(d.peak_event.kind) << " of " << human_bytes(int64_t(d.peak_event.size))
+        << " at " << format_frame(t, user_frame(t, d.peak_stack)) << "\n";
+    }
+
+    o << "\nLIVE AT THE ALLOCATED PEAK  cuda:" << d.device << "  (" << with_commas(d.peak_live_allocations)
+      << " allocations, " << human_bytes(d.peak_live_requested) << " requested)\n";
+    o << "       BYTES       %   COUNT  SITE (innermost user frame <- callers)\n";
+    for (const SiteRow& s : d.sites) {
+      o << "  " << pad_left(human_bytes(s.requested_bytes), 10) << "  " << pct(s.requested_bytes, d.peak_live_requested)
+        << "  " << pad_left(with_commas(s.count), 6) << "  " << site_text(t, s.stack, 3) << "\n";
+    }
+    if (d.other_sites.count > 0)
+      o << "  " << pad_left(human_bytes(d.other_sites.requested_bytes), 10) << "  "
+        << pct(d.other_sites.requested_bytes, d.peak_live_requested) << "  "
+        << pad_left(with_commas(d.other_sites.count), 6) << "  [other sites]\n";
+    o << "  " << pad_left(human_bytes(d.peak_live_requested), 10) << "  " << pct(d.peak_live_requested, d.peak_live_requested)
+      << "  " << pad_left(with_commas(d.peak_live_allocations), 6) << "  TOTAL\n";
+
+    const Fragmentation& f = d.frag;
+    o << "\nFRAGMENTATION AT THE ALLOCATED PEAK  cuda:" << d.device << "\n";
+    o << "  reserved - allocated   " << pad_left(human_bytes(f.reserved - f.allocated), 10) << "   ("
+      << pct(f.reserved - f.allocated, f.reserved) << " of reserved)\n";
+    o << "    in free blocks       " << pad_left(human_bytes(f.free_cached), 10) << "   (" << with_commas(f.free_blocks)
+      << " blocks, largest " << human_bytes(int64_t(f.largest_free_block)) << ")\n";
+    if (f.pending_free > 0)
+      o << "    pending free         " << pad_left(human_bytes(f.pending_free), 10) << "   (waiting on other streams)\n";
+    if (f.too_small_threshold > 0)
+      o << "    too small to reuse   " << pad_left(human_bytes(f.too_small_bytes), 10)
+        << "   (free blocks smaller than the " << human_bytes(int64_t(f.too_small_threshold))
+        << " block that set the peak)\n";
+    o << "  allocated - requested  " << pad_left(human_bytes(f.internal), 10)
+      << "   (rounding and unsplit block remainders)\n";
+
+    const EndStateCheck& ck = rp.end_check;
+    if (ck.have_dump) {
+      o << "\nEND STATE vs DUMPED SEGMENTS  cuda:" << d.device << "\n";
+      auto cmp = [&](const char* name, int64_t a, int64_t b) {
+        o << "  " << name << pad_left(human_bytes(a), 11) << "  replayed, " << pad_left(human_bytes(b), 11)
+          << "  dumped  " << (a == b ? "match" : "DIFFER by " + human_delta(a - b)) << "\n";
+      };
+      cmp("requested ", ck.replay.requested, ck.dump.requested);
+      cmp("allocated ", ck.replay.allocated, ck.dump.allocated);
+      cmp("reserved  ", ck.replay.reserved, ck.dump.reserved);
+      o << "  segments  " << pad_left(with_commas(ck.replay_segments), 11) << "  replayed, "
+        << pad_left(with_commas(ck.dump_segments), 11) << "  dumped\n";
+    }
+  }
+  if (!r.warnings.empty()) {
+    o << "\nWARNINGS\n";
+    for (const Warning& w : r.warnings) o << "  [" << w.code << "] " << w.message << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace snapdiff
