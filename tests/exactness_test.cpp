@@ -1,1 +1,98 @@
+// The replayed peaks against PyTorch's own counters (memory_stats() in each
+// file's .truth.json, recorded by PyTorch 2.11 on an H200).
+#include <catch2/catch.hpp>
+#include <cstdio>
 
+#include "snapdiff/input.hpp"
+#include "snapdiff/replay.hpp"
+#include "snapdiff/report.hpp"
+#include "test_util.hpp"
+
+using namespace snapdiff;
+
+namespace {
+
+const char* kComplete[] = {"small_bf16",           "small_bf16_cpp", "small_bf16_expandable", "small_fp8",
+                           "small_fp8_pw",         "small_oom",      "med_bf16_cpp"};
+
+}  // namespace
+
+TEST_CASE("peaks equal PyTorch's memory_stats on every complete-history snapshot", "[exact]") {
+  for (const char* stem : kComplete) {
+    INFO(stem);
+    auto path = test::shared_data(std::string(stem) + ".pickle");
+    REQUIRE(test::file_exists(path));
+    Trace t = load_trace(path);
+    ReportOptions o;
+    Report r = analyze_report(t, o);
+    REQUIRE(!r.devices.empty());
+    CHECK_FALSE(r.history_truncated);
+    const DeviceReplay& rp = r.devices[r.peak_device].replay;
+    auto ms = test::truth(stem)["memory_stats"];
+    CHECK(rp.peak_requested.bytes == ms["requested_bytes.all.peak"].get<int64_t>());
+    CHECK(rp.peak_allocated.bytes == ms["allocated_bytes.all.peak"].get<int64_t>());
+    CHECK(rp.peak_reserved.bytes == ms["reserved_bytes.all.peak"].get<int64_t>());
+    // The end of the replay is the state PyTorch dumped, and its counters.
+    CHECK(rp.end_check.matches());
+    auto tr = test::truth(stem);
+    CHECK(rp.end.allocated == tr["memory_allocated_end"].get<int64_t>());
+    CHECK(rp.end.reserved == tr["memory_reserved_end"].get<int64_t>());
+    CHECK(rp.inconsistencies == 0);
+  }
+}
+
+TEST_CASE("the OOM run reports its out-of-memory event", "[exact]") {
+  Trace t = load_trace(test::shared_data("small_oom.pickle"));
+  Report r = analyze_report(t, {});
+  bool has = false;
+  for (auto& w : r.warnings) has |= w.code == "oom";
+  CHECK(has);
+  CHECK(r.devices[0].replay.oom_events == 1);
+}
+
+TEST_CASE("every byte live at the allocated peak is in exactly one site row", "[exact]") {
+  Trace t = load_trace(test::shared_data("small_fp8.pickle"));
+  ReportOptions o;
+  o.top_sites = 5;
+  Report r = analyze_report(t, o);
+  const DeviceReport& d = r.devices[0];
+  int64_t sum = d.other_sites.requested_bytes;
+  uint64_t count = d.other_sites.count;
+  for (auto& s : d.sites) {
+    sum += s.requested_bytes;
+    count += s.count;
+  }
+  CHECK(sum == d.peak_live_requested);
+  CHECK(count == d.peak_live_allocations);
+  // At the allocated peak the live requested bytes are the requested counter then.
+  CHECK(d.peak_live_requested == d.replay.requested[size_t(d.replay.peak_allocated.event_index)]);
+  CHECK(d.frag.allocated == d.replay.peak_allocated.bytes);
+  CHECK(d.frag.free_cached + d.frag.pending_free + d.frag.allocated == d.frag.reserved);
+}
+
+TEST_CASE("xxl_fp8: wrapped history, requested peak exact", "[exact][xxl]") {
+  // 170 MB once decompressed; read through xz into memory.
+  std::string xz = test::shared_data("xxl_fp8.pickle.xz");
+  REQUIRE(test::file_exists(xz));
+  std::string cmd = "xz -dc '" + xz + "'";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string data;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) data.append(buf, n);
+  REQUIRE(pclose(p) == 0);
+  Trace t = load_trace_from_memory(data, "xxl_fp8.pickle");
+  data.clear();
+  data.shrink_to_fit();
+  CHECK(t.event_count() == 1000000);
+  Report r = analyze_report(t, {});
+  CHECK(r.history_truncated);
+  bool warned = false;
+  for (auto& w : r.warnings) warned |= w.code == "history_truncated";
+  CHECK(warned);
+  auto ms = test::truth("xxl_fp8")["memory_stats"];
+  const DeviceReplay& rp = r.devices[r.peak_device].replay;
+  CHECK(rp.peak_requested.bytes == ms["requested_bytes.all.peak"].get<int64_t>());
+  CHECK(rp.end_check.matches());
+}

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# End-to-end checks of the snapdiff executable: exit codes, the one-line
+# error contract, stdout hygiene. Usage: cli_test.sh path/to/snapdiff SOURCE_DIR
+set -u
+BIN=$1
+SRC=$2
+DATA=$SRC/../shared/data
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+check() {  # check NAME EXPECTED_RC CMD...
+  local name=$1 want=$2; shift 2
+  "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  if [[ $rc -ne $want ]]; then
+    echo "FAIL $name: exit $rc, expected $want"; sed 's/^/  stderr: /' "$T/err" | head -5; fails=$((fails+1)); return 1
+  fi
+  echo "ok   $name"
+}
+input_error() {  # input_error NAME FILE : exit 3, one stderr line naming the file, empty stdout
+  local name=$1 file=$2
+  check "$name" 3 "$BIN" report "$file" || return
+  local lines; lines=$(wc -l <"$T/err")
+  if [[ $lines -ne 1 ]] || ! grep -q "^snapdiff: error: $file: " "$T/err"; then
+    echo "FAIL $name: stderr is not one 'snapdiff: error: FILE: ...' line:"; cat "$T/err"; fails=$((fails+1))
+  fi
+  if [[ -s $T/out ]]; then echo "FAIL $name: printed to stdout on error"; fails=$((fails+1)); fi
+}
+
+check "--help" 0 "$BIN" --help
+grep -q "Exit codes" "$T/out" || { echo "FAIL --help lacks exit codes"; fails=$((fails+1)); }
+check "--version" 0 "$BIN" --version
+check "report --help" 0 "$BIN" report --help
+check "convert --help" 0 "$BIN" convert --help
+check "no arguments" 2 "$BIN"
+check "bad option" 2 "$BIN" report --no-such-option "$DATA/small_bf16.pickle"
+check "bad format" 2 "$BIN" report --format yaml "$DATA/small_bf16.pickle"
+check "two inputs to report" 2 "$BIN" report "$DATA/small_bf16.pickle" "$DATA/small_fp8.pickle"
+
+input_error "missing file" "$T/does-not-exist.pickle"
+input_error "directory" "$T"
+: >"$T/empty.pickle"; input_error "empty file" "$T/empty.pickle"
+head -c 4096 /dev/urandom >"$T/random.bin"; printf 'Z' | dd of="$T/random.bin" bs=1 count=1 conv=notrunc 2>/dev/null
+input_error "random bytes" "$T/random.bin"
+input_error "os.system pickle" "$SRC/tests/data/evil_os_system.pickle"
+grep -q "refused pickle opcode" "$T/err" || { echo "FAIL os.system: no refusal message"; fails=$((fails+1)); }
+head -c 5000 "$DATA/small_bf16.pickle" >"$T/trunc.pickle"; input_error "truncated pickle" "$T/trunc.pickle"
+grep -q "offset" "$T/err" || { echo "FAIL truncated: no offset"; fails=$((fails+1)); }
+input_error "/dev/null" /dev/null
+
+check "report text" 0 "$BIN" report "$DATA/small_bf16.pickle"
+grep -q "^PEAK" "$T/out" || { echo "FAIL report text: no PEAK section"; fails=$((fails+1)); }
+[[ -s $T/err ]] && { echo "FAIL report text: wrote to stderr"; fails=$((fails+1)); }
+check "bare FILE = report" 0 "$BIN" "$DATA/small_bf16.pickle"
+check "report json" 0 "$BIN" report --format json "$DATA/small_bf16.pickle"
+python3 - "$T/out" "$DATA/small_bf16.truth.json" <<'PY' || fails=$((fails+1))
+import json, sys
+r = json.load(open(sys.argv[1])); t = json.load(open(sys.argv[2]))["memory_stats"]
+assert r["schema"] == "snapdiff/report/1"
+assert r["input"]["format"] == "torch-pickle" and r["input"]["history"] == "complete"
+assert r["peak"]["allocated_bytes"] == t["allocated_bytes.all.peak"], r["peak"]
+assert r["peak"]["requested_bytes"] == t["requested_bytes.all.peak"]
+assert r["peak"]["reserved_bytes"] == t["reserved_bytes.all.peak"]
+assert isinstance(r["devices"], list) and r["devices"][0]["device"] == 0
+for k in ("event_index", "time_us"): assert k in r["peak"]
+print("ok   json fields")
+PY
+check "report -o" 0 "$BIN" report --format json -o "$T/r.json" "$DATA/small_bf16.pickle"
+[[ -s $T/out ]] && { echo "FAIL -o: stdout not empty"; fails=$((fails+1)); }
+[[ -s $T/r.json ]] || { echo "FAIL -o: no file"; fails=$((fails+1)); }
+
+check "convert" 0 "$BIN" convert "$DATA/small_fp8.pickle" -o "$T/x.snap"
+check "report .snap" 0 "$BIN" report "$T/x.snap"
+"$BIN" report "$DATA/small_fp8.pickle" | sed '/^INPUT$/,/^$/d; /^snapdiff report:/d' >"$T/a.txt"
+"$BIN" report "$T/x.snap" | sed '/^INPUT$/,/^$/d; /^snapdiff report:/d' >"$T/b.txt"
+if cmp -s "$T/a.txt" "$T/b.txt"; then echo "ok   pickle and .snap reports identical"; else
+  echo "FAIL pickle and .snap reports differ"; diff "$T/a.txt" "$T/b.txt" | head; fails=$((fails+1)); fi
+check "convert needs -o" 2 "$BIN" convert "$DATA/small_fp8.pickle"
+
+if ((fails)); then echo "$fails CLI check(s) failed"; exit 1; fi
+echo "all CLI checks passed"

@@ -1,0 +1,87 @@
+// Helpers shared by the tests: paths to data, a tiny pickle writer for
+// opcode-level cases, reading the PyTorch truth files.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace snapdiff::test {
+
+inline std::string shared_data(const std::string& name) { return std::string(SNAPDIFF_SHARED_DATA) + "/" + name; }
+inline std::string fixture(const std::string& name) {
+  return std::string(SNAPDIFF_SOURCE_DIR) + "/tests/data/" + name;
+}
+inline std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+inline bool file_exists(const std::string& path) { return std::ifstream(path).good(); }
+inline nlohmann::json truth(const std::string& stem) {
+  return nlohmann::json::parse(read_file(shared_data(stem + ".truth.json")));
+}
+
+// Emits pickle opcodes byte by byte.
+class PickleWriter {
+ public:
+  PickleWriter& raw(std::initializer_list<uint8_t> b) {
+    out.insert(out.end(), b.begin(), b.end());
+    return *this;
+  }
+  PickleWriter& bytes(const std::string& s) {
+    out.insert(out.end(), s.begin(), s.end());
+    return *this;
+  }
+  PickleWriter& le(uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) out.push_back(uint8_t(v >> (8 * i)));
+    return *this;
+  }
+  PickleWriter& proto(int v) { return raw({0x80, uint8_t(v)}); }
+  PickleWriter& mark() { return raw({'('}); }
+  PickleWriter& empty_dict() { return raw({'}'}); }
+  PickleWriter& empty_list() { return raw({']'}); }
+  PickleWriter& setitems() { return raw({'u'}); }
+  PickleWriter& setitem() { return raw({'s'}); }
+  PickleWriter& appends() { return raw({'e'}); }
+  PickleWriter& append() { return raw({'a'}); }
+  PickleWriter& stop() { return raw({'.'}); }
+  PickleWriter& memoize() { return raw({0x94}); }
+  PickleWriter& binput(uint8_t i) { return raw({'q', i}); }
+  PickleWriter& binget(uint8_t i) { return raw({'h', i}); }
+  PickleWriter& long_binput(uint32_t i) { raw({'r'}); return le(i, 4); }
+  PickleWriter& long_binget(uint32_t i) { raw({'j'}); return le(i, 4); }
+  PickleWriter& sstr(const std::string& s) { raw({0x8c, uint8_t(s.size())}); return bytes(s); }
+  PickleWriter& ustr(const std::string& s) { raw({'X'}); le(s.size(), 4); return bytes(s); }
+  PickleWriter& ustr8(const std::string& s) { raw({0x8d}); le(s.size(), 8); return bytes(s); }
+  PickleWriter& int1(uint8_t v) { return raw({'K', v}); }
+  PickleWriter& int2(uint16_t v) { raw({'M'}); return le(v, 2); }
+  PickleWriter& int4(int32_t v) { raw({'J'}); return le(uint32_t(v), 4); }
+  PickleWriter& long1(const std::vector<uint8_t>& le_bytes) {
+    raw({0x8a, uint8_t(le_bytes.size())});
+    out.insert(out.end(), le_bytes.begin(), le_bytes.end());
+    return *this;
+  }
+  PickleWriter& long4(const std::vector<uint8_t>& le_bytes) {
+    raw({0x8b});
+    le(le_bytes.size(), 4);
+    out.insert(out.end(), le_bytes.begin(), le_bytes.end());
+    return *this;
+  }
+  PickleWriter& binfloat(double d) {
+    uint64_t b;
+    std::memcpy(&b, &d, 8);
+    raw({'G'});
+    for (int i = 7; i >= 0; --i) out.push_back(uint8_t(b >> (8 * i)));
+    return *this;
+  }
+  std::string str() const { return std::string(out.begin(), out.end()); }
+  std::vector<uint8_t> out;
+};
+
+}  // namespace snapdiff::test
