@@ -58,6 +58,9 @@ class StackTable {
     StackId parent;
   };
   StackId child(StackId parent, FrameId frame);
+  // Interns a whole stack given innermost first; one hash lookup when the
+  // sequence was seen before.
+  StackId intern(const FrameId* innermost_first, size_t n);
   const Node& node(StackId id) const { return nodes_[id]; }
   size_t size() const { return nodes_.size(); }
   // Frames innermost first.
@@ -67,6 +70,15 @@ class StackTable {
  private:
   std::vector<Node> nodes_;
   std::unordered_map<uint64_t, StackId> index_;
+  // intern(): sequence hash -> the last stack interned with that hash, and
+  // where its frames are kept in seq_frames_ (compared on a hit).
+  struct SeqEntry {
+    StackId node;
+    uint32_t n;
+    size_t off;
+  };
+  std::unordered_map<uint64_t, SeqEntry> seq_index_;
+  std::vector<FrameId> seq_frames_;
 };
 
 enum class EventKind : uint8_t {

@@ -17,8 +17,10 @@
 // blocks alive at dump time.
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "analysis/addr_map.hpp"
+#include "input/file_source.hpp"
 #include "snapdiff/replay.hpp"
 
 namespace snapdiff {
@@ -331,6 +333,7 @@ void Replayer::reconstruct_initial_state() {
   std::vector<std::pair<uint64_t, uint64_t>> pre_segments;  // (addr,size) freed/unmapped but never created
   detail::AddrMap seg_seen;
   std::vector<std::pair<uint64_t, uint64_t>> mapped_in_trace;
+  detail::AddrMap created;  // every address a segment_alloc names
   for (size_t i = 0; i < ev.size(); ++i) {
     const Event& e = ev[i];
     switch (e.kind) {
@@ -347,7 +350,10 @@ void Replayer::reconstruct_initial_state() {
         st.erase(e.addr);
         break;
       }
-      case EventKind::SegmentAlloc: seg_seen.put(e.addr, 1); break;
+      case EventKind::SegmentAlloc:
+        seg_seen.put(e.addr, 1);
+        created.put(e.addr, 1);
+        break;
       case EventKind::SegmentFree:
         if (seg_seen.find(e.addr) == detail::AddrMap::kNone) pre_segments.push_back({e.addr, e.size});
         seg_seen.erase(e.addr);
@@ -382,9 +388,6 @@ void Replayer::reconstruct_initial_state() {
     bool expandable;
   };
   std::vector<Seg0> seg0;
-  detail::AddrMap created;
-  for (const Event& e : ev)
-    if (e.kind == EventKind::SegmentAlloc) created.put(e.addr, 1);
   for (const Segment& sg : dev_.segments) {
     if (sg.expandable) {
       // Mapped extent at dump minus what the trace mapped (approximate when
@@ -507,15 +510,24 @@ AllocatorState Replayer::state() const {
 
 }  // namespace
 
-DeviceReplay replay_device(const Trace& trace, const Device& dev) {
+namespace detail {
+
+// replay_device(), and when `at_peak` is given, also what
+// allocator_state_at(trace, dev, <allocated peak event>) returns: the second
+// replay starts from a copy of the reconstructed initial state.
+DeviceReplay replay_with_peak_state(const Trace& trace, const Device& dev, AllocatorState* at_peak) {
   Replayer r(trace, dev);
   r.out.device = dev.index;
   r.out.has_trace = dev.has_trace;
   r.reconstruct_initial_state();
+  std::optional<Replayer> initial;
+  if (at_peak) initial.emplace(r);
   const size_t n = dev.events.size();
-  r.out.requested.resize(n);
-  r.out.allocated.resize(n);
-  r.out.reserved.resize(n);
+  // Filled below without zeroing first; huge pages spare most page faults.
+  for (std::vector<int64_t>* v : {&r.out.requested, &r.out.allocated, &r.out.reserved}) {
+    v->reserve(n);
+    detail::advise_hugepages(v->data(), n * sizeof(int64_t));
+  }
   auto take = [&](PeakPoint& p, int64_t v, int64_t idx) {
     if (v > p.bytes || (p.event_index == -1 && idx == -1)) {
       p.bytes = v;
@@ -530,9 +542,9 @@ DeviceReplay replay_device(const Trace& trace, const Device& dev) {
   for (size_t i = 0; i < n; ++i) {
     r.step(i);
     const Counters& c = r.counters();
-    r.out.requested[i] = c.requested;
-    r.out.allocated[i] = c.allocated;
-    r.out.reserved[i] = c.reserved;
+    r.out.requested.push_back(c.requested);
+    r.out.allocated.push_back(c.allocated);
+    r.out.reserved.push_back(c.reserved);
     take(r.out.peak_requested, c.requested, int64_t(i));
     take(r.out.peak_allocated, c.allocated, int64_t(i));
     take(r.out.peak_reserved, c.reserved, int64_t(i));
@@ -545,7 +557,18 @@ DeviceReplay replay_device(const Trace& trace, const Device& dev) {
     r.out.streams = uint64_t(std::unique(s.begin(), s.end()) - s.begin());
   }
   r.finish_end_check();
+  if (at_peak) {
+    int64_t last = std::min<int64_t>(r.out.peak_allocated.event_index, int64_t(n) - 1);
+    for (int64_t i = 0; i <= last; ++i) initial->step(size_t(i));
+    *at_peak = initial->state();
+  }
   return std::move(r.out);
+}
+
+}  // namespace detail
+
+DeviceReplay replay_device(const Trace& trace, const Device& dev) {
+  return detail::replay_with_peak_state(trace, dev, nullptr);
 }
 
 AllocatorState allocator_state_at(const Trace& trace, const Device& dev, int64_t event_index) {

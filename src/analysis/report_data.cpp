@@ -8,6 +8,13 @@
 
 namespace snapdiff {
 
+namespace detail {
+// replay.cpp: replay_device() that also returns, in *at_peak, the allocator
+// state after the allocated peak, replaying from a copy of the reconstructed
+// initial state instead of reconstructing it again.
+DeviceReplay replay_with_peak_state(const Trace& trace, const Device& dev, AllocatorState* at_peak);
+}  // namespace detail
+
 namespace {
 
 bool contains(std::string_view s, std::string_view needle) { return s.find(needle) != std::string_view::npos; }
@@ -66,7 +73,8 @@ Report analyze_report(const Trace& trace, const ReportOptions& opts) {
     DeviceReport dr;
     dr.device = dev.index;
     dr.events = dev.events.size();
-    dr.replay = replay_device(trace, dev);
+    AllocatorState st;
+    dr.replay = detail::replay_with_peak_state(trace, dev, &st);
     for (const Event& e : dev.events)
       if (e.time_us != kNoTime) {
         if (dr.first_time_us == kNoTime) dr.first_time_us = e.time_us;
@@ -77,7 +85,6 @@ Report analyze_report(const Trace& trace, const ReportOptions& opts) {
       dr.peak_event = dev.events[size_t(pk.event_index)];
       dr.peak_stack = dr.peak_event.stack;
     }
-    AllocatorState st = allocator_state_at(trace, dev, pk.event_index);
     // Sites live at the peak.
     std::unordered_map<StackId, SiteRow> by_stack;
     for (const LiveAllocation& a : st.live) {

@@ -31,6 +31,11 @@ class FileBytes {
   std::vector<uint8_t> buffer_;
 };
 
+// Asks for transparent huge pages over [p, p+bytes) (the whole pages inside
+// it) before the memory is first touched: on some virtual machines each 4 KiB
+// page fault costs microseconds. Harmless where unsupported.
+void advise_hugepages(void* p, size_t bytes);
+
 bool is_gzip(const uint8_t* p, size_t n);
 // Inflates a (possibly multi-member) gzip stream; refuses output beyond
 // max_out. Errors carry the compressed byte offset.

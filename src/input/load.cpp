@@ -1,8 +1,14 @@
 // Format detection and the top-level readers. Formats are told apart by
 // their first bytes, never by the file name.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 
 #include "input/file_source.hpp"
+#include "input/pickle_doc.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"
 
@@ -61,8 +67,50 @@ Trace load_trace_from_memory(std::string_view bytes, const std::string& name, co
   return t;
 }
 
+namespace {
+
+// A plain (not gzip) pickle in a regular file is parsed as it is read, in
+// chunks through a small buffer: no mapping of the whole file, whose page
+// faults and TLB misses cost more than the copy. Returns false, having read
+// nothing that matters, when the file is anything else.
+bool load_plain_pickle(const std::string& path, const LoadOptions& opts, Trace& t) {
+  struct stat st {};
+  // Only regular files are opened here (opening a FIFO has side effects).
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;  // the general path reports the error
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) return false;
+  uint8_t head[2];
+  ssize_t r;
+  do {
+    r = ::pread(fd, head, sizeof head, 0);
+  } while (r < 0 && errno == EINTR);
+  if (r <= 0) return false;
+  if (detail::is_gzip(head, size_t(r)) || !looks_like_pickle(head, size_t(r))) return false;
+  uint64_t size = uint64_t(st.st_size);
+  t.source.file_bytes = size;
+  t.source.decoded_bytes = size;
+  try {
+    detail::read_torch_pickle_fd(fd, size, t, opts.progress);
+  } catch (InputError& e) {
+    e.set_file(path);
+    throw;
+  }
+  return true;
+}
+
+}  // namespace
+
 Trace load_trace(const std::string& path, const LoadOptions& opts) {
   try {
+    {
+      Trace t;
+      if (load_plain_pickle(path, opts, t)) return t;
+    }
     detail::FileBytes fb(path);
     if (!fb.mapped() || detail::is_gzip(fb.data(), fb.size())) {
       return load_trace_from_memory(

@@ -4,11 +4,17 @@
 // list) and by the builder that walks the rest of the document.
 #pragma once
 
+#include <sys/mman.h>
+
 #include <bit>
 #include <cstdint>
+#include <new>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "snapdiff/input.hpp"
 #include "snapdiff/model.hpp"
 
 namespace snapdiff::detail {
@@ -27,27 +33,135 @@ struct Value {
   double f() const { return std::bit_cast<double>(v); }
 };
 
-struct Container {
-  uint64_t off = 0;       // into list_pool (List/Tuple) or dict_pool (Dict, 2 values per item)
-  uint32_t size = 0;      // items (pairs for dicts)
-  uint32_t cap = 0;
-  VT kind = VT::List;
-  bool consumed = false;  // a trace-entry dict already turned into an Event
-  uint32_t batch = UINT32_MAX;  // List: index of the Event batch its entries went to
-  uint64_t src_off = 0;   // byte offset of the opcode that created it
+// A growable array of trivially copyable values in its own anonymous mapping:
+// large ones are backed by transparent huge pages (page faults are a large
+// part of parsing a big snapshot otherwise) and grow with mremap, which moves
+// page tables instead of copying bytes. Grown items are left uninitialised.
+template <class T>
+class PodVec {
+  static_assert(std::is_trivially_copyable_v<T>);
+
+ public:
+  PodVec() = default;
+  ~PodVec() { release(); }
+  PodVec(const PodVec&) = delete;
+  PodVec& operator=(const PodVec&) = delete;
+
+  T* data() { return p_; }
+  const T* data() const { return p_; }
+  size_t size() const { return n_; }
+  size_t capacity() const { return cap_; }
+  bool empty() const { return n_ == 0; }
+  T& operator[](size_t i) { return p_[i]; }
+  const T& operator[](size_t i) const { return p_[i]; }
+  T& back() { return p_[n_ - 1]; }
+  T* begin() { return p_; }
+  T* end() { return p_ + n_; }
+  void reserve(size_t n) {
+    if (n > cap_) grow_to(n);
+  }
+  // New items (if any) are not initialised.
+  void resize(size_t n) {
+    if (n > cap_) grow_to(n);
+    n_ = n;
+  }
+  void push_back(const T& v) {
+    if (n_ == cap_) grow_to(n_ + 1);
+    p_[n_++] = v;
+  }
+  // Only when size() < capacity().
+  void push_back_unchecked(const T& v) { p_[n_++] = v; }
+  void pop_back() { --n_; }
+  void clear() { n_ = 0; }
+  void swap(PodVec& o) {
+    std::swap(p_, o.p_);
+    std::swap(n_, o.n_);
+    std::swap(cap_, o.cap_);
+    std::swap(bytes_, o.bytes_);
+  }
+
+ private:
+  [[gnu::noinline]] void grow_to(size_t want) {
+    size_t ncap = cap_ * 2 > want ? cap_ * 2 : want;
+    size_t bytes = round_bytes(ncap * sizeof(T));
+    if (bytes / sizeof(T) < want) throw std::bad_alloc();
+    void* q;
+    if (!p_) {
+      q = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    } else {
+      q = ::mremap(p_, bytes_, bytes, MREMAP_MAYMOVE);
+    }
+    if (q == MAP_FAILED) throw std::bad_alloc();
+    if (bytes >= kHuge) ::madvise(q, bytes, MADV_HUGEPAGE);
+    p_ = static_cast<T*>(q);
+    bytes_ = bytes;
+    cap_ = bytes / sizeof(T);
+  }
+  static size_t round_bytes(size_t b) {
+    if (b < (size_t(64) << 10)) return size_t(64) << 10;
+    if (b < kHuge) return (b + 4095) & ~size_t(4095);
+    return (b + kHuge - 1) & ~(kHuge - 1);
+  }
+  void release() {
+    if (p_) ::munmap(p_, bytes_);
+    p_ = nullptr;
+    n_ = cap_ = bytes_ = 0;
+  }
+  static constexpr size_t kHuge = size_t(2) << 20;
+  T* p_ = nullptr;
+  size_t n_ = 0, cap_ = 0, bytes_ = 0;
 };
 
+// 24 bytes; there is one per dict/list/tuple of the input (millions).
+struct Container {
+  // List/Tuple: into list_pool; Dict: into dict_pool (2 values per item);
+  // event-backed dict: index into PickleDoc::events.
+  uint32_t off = 0;
+  uint32_t size = 0;  // items (pairs for dicts)
+  uint32_t cap = 0;
+  // kFrameCached: the FrameId of this dict; kStackCached: the StackId of
+  // this list/tuple.
+  uint32_t cached = 0;
+  uint64_t meta = 0;  // byte offset of the creating opcode (low 48 bits), kind, flags
+
+  enum : uint8_t {
+    // Dict: a trace entry, turned into an Event when its items arrived; its
+    // items are not kept.
+    kEventBacked = 1,
+    // List: interned as a stack; it may be referenced again (memo) but not
+    // modified. Its items may have been released (then size is 0).
+    kFrozen = 2,
+    kFrameCached = 4,
+    kStackCached = 8,
+  };
+  static constexpr uint64_t kOffMask = (uint64_t(1) << 48) - 1;
+
+  static Container make(VT kind, uint64_t src_off) {
+    Container c;
+    c.meta = (src_off & kOffMask) | (uint64_t(kind) << 48);
+    return c;
+  }
+  uint64_t src_off() const { return meta & kOffMask; }
+  VT kind() const { return VT(uint8_t(meta >> 48)); }
+  uint8_t flags() const { return uint8_t(meta >> 56); }
+  bool has(uint8_t f) const { return (flags() & f) != 0; }
+  void set(uint8_t f) { meta |= uint64_t(f) << 56; }
+  void clear(uint8_t f) { meta &= ~(uint64_t(f) << 56); }
+  bool event_backed() const { return has(kEventBacked); }
+  bool frozen() const { return has(kFrozen); }
+};
+static_assert(sizeof(Container) == 24);
+
 struct PickleDoc {
-  std::vector<Container> conts;
-  std::vector<Value> list_pool;
-  std::vector<Value> dict_pool;
-  std::vector<std::vector<Event>> batches;
-  std::vector<uint64_t> batch_other_items;  // non-entry items seen in each batch's list
+  PodVec<Container> conts;
+  PodVec<Value> list_pool;
+  PodVec<Value> dict_pool;
+  std::vector<Event> events;  // one per event-backed dict, in creation order
   Value root;
   int protocol = 0;
 
   const Value* items(const Container& c) const {
-    return (c.kind == VT::Dict ? dict_pool.data() : list_pool.data()) + c.off;
+    return (c.kind() == VT::Dict ? dict_pool.data() : list_pool.data()) + c.off;
   }
 };
 
@@ -58,10 +172,10 @@ class Converter {
   Converter(PickleDoc& doc, Trace& trace);
   StackId stack_of(const Value& frames_list);
   FrameId frame_of(const Value& frame_dict);
-  // Fills `ev` from a trace-entry dict. Returns false if `dict` has no string
-  // "action" key (then it is not a trace entry).
-  bool is_entry(const Container& dict) const;
-  void entry_to_event(const Container& dict, Event& ev);
+  // True if the key/value pairs hold a string "action" key (a trace entry).
+  bool has_action(const Value* kv, size_t pairs) const;
+  // Applies trace-entry key/value pairs to `ev` (later keys override).
+  void apply_entry_items(const Value* kv, size_t pairs, uint64_t src_off, Event& ev);
   // Looks up key `k` (a StrId) in a dict; nullptr when absent.
   const Value* get(const Container& dict, StrId k) const;
   bool get_u64(const Container& dict, StrId k, uint64_t* out) const;
@@ -77,14 +191,16 @@ class Converter {
  private:
   PickleDoc& doc_;
   Trace& trace_;
-  std::vector<std::pair<uint32_t, FrameId>> frame_cache_;  // by container: (size+1, id)
-  std::vector<std::pair<uint32_t, StackId>> stack_cache_;
   std::vector<int8_t> kind_cache_;  // by StrId: -2 unknown yet, -1 not a kind, else EventKind
   std::vector<FrameId> scratch_;
 };
 
-// Builds the Trace from a parsed document (root value). Trace entries
-// already streamed into batches are picked up, the rest converted here.
+// read_torch_pickle() for `size` bytes read from `fd` in chunks (a plain
+// file: no mapping, no copy of the whole input).
+void read_torch_pickle_fd(int fd, uint64_t size, Trace& out, const ProgressFn& progress);
+
+// Builds the Trace from a parsed document (root value). Trace entries are
+// event-backed dicts already converted while parsing.
 void build_trace_from_doc(PickleDoc& doc, Converter& conv, Trace& out);
 
 }  // namespace snapdiff::detail

@@ -10,10 +10,16 @@
 // strings are interned on sight. Trace-entry dicts (those with an "action"
 // key) are turned into Events the moment they are appended to a list, so a
 // million-entry trace never exists as a tree.
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
 #include <cstring>
 #include <string>
 #include <unordered_map>
 
+#include "input/file_source.hpp"
 #include "input/pickle_doc.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"
@@ -50,41 +56,124 @@ const char* opcode_name(uint8_t op) {
 class VM {
  public:
   VM(const uint8_t* data, size_t size, PickleDoc& doc, Converter& conv, const ProgressFn& progress)
-      : p_(data), n_(size), doc_(doc), conv_(conv), progress_(progress) {}
+      : p_(data), n_(size), total_(size), doc_(doc), conv_(conv), progress_(progress) {}
+  // Reads `size` bytes from `fd` (from its current position) in chunks
+  // through a small reused buffer: the input is never mapped or held whole.
+  VM(int fd, uint64_t size, PickleDoc& doc, Converter& conv, const ProgressFn& progress)
+      : p_(nullptr), n_(0), total_(size), fd_(fd), doc_(doc), conv_(conv), progress_(progress) {}
 
   Value run();
+  void reserve_for_input() {
+    // Real snapshots: ~1 container per 100 bytes, ~1 memo entry per 64
+    // bytes, ~1 event per 170 bytes. Reserving address space is free; only
+    // what is used gets touched.
+    doc_.conts.reserve(total_ / 64 + 16);
+    memo_.reserve(total_ / 32 + 16);
+    doc_.events.reserve(total_ / 128 + 16);
+    advise_hugepages(doc_.events.data(), doc_.events.capacity() * sizeof(Event));
+    stack_.reserve(4096);
+  }
 
  private:
   [[noreturn]] void fail(uint64_t off, const std::string& msg) { throw InputError(off, msg); }
-  void need(size_t k) {
-    if (n_ - pos_ < k) fail(op_off_, "truncated input: opcode needs " + std::to_string(k) +
-                                         " more bytes, " + std::to_string(n_ - pos_) + " left");
+  [[noreturn, gnu::noinline]] void fail_truncated(size_t k) {
+    fail(op_off_, "truncated input: opcode needs " + std::to_string(k) + " more bytes, " +
+                      std::to_string(left()) + " left");
   }
-  uint64_t read_le(size_t k) {
-    need(k);
-    uint64_t v = 0;
-    for (size_t i = 0; i < k; ++i) v |= uint64_t(p_[pos_ + i]) << (8 * i);
-    pos_ += k;
-    return v;
+  void need(size_t k) {
+    if (n_ - pos_ < k && !fill(k)) fail_truncated(k);
+  }
+  // Bytes of the input after the current position (window or not).
+  uint64_t left() const { return total_ - (base_ + pos_); }
+  // Chunked input: makes at least k bytes available at p_ + pos_ if the
+  // input holds them. False for in-memory input (all of it is in view).
+  [[gnu::noinline]] bool fill(size_t k) {
+    if (fd_ < 0 || k > left()) return false;
+    size_t have = n_ - pos_;
+    size_t need_cap = std::max(k, kChunk);
+    if (buf_.size() < need_cap) {
+      // k is at most what the input holds (checked above).
+      PodVec<uint8_t> nb;
+      nb.resize(std::max(need_cap, 2 * buf_.size()));
+      if (have) std::memcpy(nb.data(), p_ + pos_, have);
+      buf_.swap(nb);
+    } else if (have) {
+      std::memmove(buf_.data(), p_ + pos_, have);
+    }
+    base_ += pos_;
+    pos_ = 0;
+    n_ = have;
+    p_ = buf_.data();
+    uint64_t unread = total_ - (base_ + n_);
+    while (n_ < buf_.size() && unread > 0) {
+      size_t want = buf_.size() - n_;
+      if (want > unread) want = size_t(unread);
+      ssize_t r = ::read(fd_, buf_.data() + n_, want);
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        throw InputError(base_ + n_, std::string("read failed: ") + std::strerror(errno));
+      }
+      if (r == 0) {  // the file shrank since it was sized
+        total_ = base_ + n_;
+        break;
+      }
+      n_ += size_t(r);
+      unread -= uint64_t(r);
+    }
+    return n_ - pos_ >= k;
+  }
+  template <size_t K>
+  uint64_t read_le() {
+    need(K);
+    const uint8_t* q = p_ + pos_;
+    pos_ += K;
+    if constexpr (std::endian::native == std::endian::little) {
+      if constexpr (K == 1) {
+        return q[0];
+      } else if constexpr (K == 2) {
+        uint16_t v;
+        std::memcpy(&v, q, 2);
+        return v;
+      } else if constexpr (K == 4) {
+        uint32_t v;
+        std::memcpy(&v, q, 4);
+        return v;
+      } else {
+        uint64_t v;
+        std::memcpy(&v, q, 8);
+        return v;
+      }
+    } else {
+      uint64_t v = 0;
+      for (size_t i = 0; i < K; ++i) v |= uint64_t(q[i]) << (8 * i);
+      return v;
+    }
   }
   std::string_view read_bytes(uint64_t len) {
-    if (len > n_ - pos_)
-      fail(op_off_, "declared length " + std::to_string(len) + " exceeds the " +
-                        std::to_string(n_ - pos_) + " bytes left in the input");
+    if (len > left())
+      fail(op_off_, "declared length " + std::to_string(len) + " exceeds the " + std::to_string(left()) +
+                        " bytes left in the input");
+    if (n_ - pos_ < len && !fill(size_t(len))) fail_truncated(size_t(len));
     std::string_view s(reinterpret_cast<const char*>(p_ + pos_), size_t(len));
     pos_ += size_t(len);
     return s;
   }
   std::string_view read_line() {
     const void* nl = std::memchr(p_ + pos_, '\n', n_ - pos_);
-    if (!nl) fail(op_off_, "truncated input: missing end of line");
+    while (!nl) {
+      size_t have = n_ - pos_;
+      if (!fill(have + 1)) fail(op_off_, "truncated input: missing end of line");
+      nl = std::memchr(p_ + pos_ + have, '\n', n_ - pos_ - have);
+    }
     size_t e = size_t(static_cast<const uint8_t*>(nl) - p_);
     std::string_view s(reinterpret_cast<const char*>(p_ + pos_), e - pos_);
     pos_ = e + 1;
     return s;
   }
 
-  void push(const Value& v) { stack_.push_back(v); }
+  // Every opcode pushes at most one value: run() makes room for one before
+  // each, so push() needs no check.
+  void push(const Value& v) { stack_.push_back_unchecked(v); }
   Value pop() {
     if (stack_.size() <= mark_base()) fail(op_off_, "stack underflow");
     Value v = stack_.back();
@@ -105,10 +194,7 @@ class VM {
 
   Value new_container(VT kind) {
     if (doc_.conts.size() >= UINT32_MAX - 1) fail(op_off_, "too many containers");
-    Container c;
-    c.kind = kind;
-    c.src_off = op_off_;
-    doc_.conts.push_back(c);
+    doc_.conts.push_back(Container::make(kind, op_off_));
     Value v;
     v.t = kind;
     v.v = doc_.conts.size() - 1;
@@ -119,81 +205,58 @@ class VM {
     return doc_.conts[v.v];
   }
   // Reserve room for `k` more items in container c (relocating to the pool end).
-  void grow(Container& c, std::vector<Value>& pool, size_t per_item, size_t k) {
+  void grow(Container& c, PodVec<Value>& pool, size_t per_item, size_t k) {
     size_t want = size_t(c.size) + k;
     if (want > UINT32_MAX) fail(op_off_, "container too large");
     if (want <= c.cap) return;
-    if (c.off + size_t(c.cap) * per_item == pool.size()) {  // at the end: extend in place
-      size_t ncap = want < 2 * size_t(c.cap) ? 2 * size_t(c.cap) : want;
-      if (ncap > UINT32_MAX) ncap = UINT32_MAX;
-      pool.resize(c.off + ncap * per_item);
+    size_t ncap = want < 2 * size_t(c.cap) ? 2 * size_t(c.cap) : want;
+    if (ncap > UINT32_MAX) ncap = UINT32_MAX;
+    if (size_t(c.off) + size_t(c.cap) * per_item == pool.size()) {  // at the end: extend in place
+      if (size_t(c.off) + ncap * per_item > UINT32_MAX) fail(op_off_, "too many items in containers");
+      pool.resize(size_t(c.off) + ncap * per_item);
       c.cap = uint32_t(ncap);
       return;
     }
-    size_t ncap = want < 2 * size_t(c.cap) ? 2 * size_t(c.cap) : want;
     if (ncap < 4) ncap = 4;
-    if (ncap > UINT32_MAX) ncap = UINT32_MAX;
     size_t noff = pool.size();
+    if (noff + ncap * per_item > UINT32_MAX) fail(op_off_, "too many items in containers");
     pool.resize(noff + ncap * per_item);
-    std::copy(pool.begin() + long(c.off), pool.begin() + long(c.off + size_t(c.size) * per_item),
-              pool.begin() + long(noff));
-    c.off = noff;
+    if (c.size) std::memcpy(pool.data() + noff, pool.data() + c.off, size_t(c.size) * per_item * sizeof(Value));
+    c.off = uint32_t(noff);
     c.cap = uint32_t(ncap);
   }
 
   void list_extend(const Value& lst, const Value* items, size_t k) {
-    Container* c = &cont_of(lst, VT::List, "APPEND");
-    uint32_t cidx = uint32_t(lst.v);
-    size_t kept = 0;
-    // Trace entries go straight to the list's event batch.
-    for (size_t i = 0; i < k; ++i) {
-      const Value& it = items[i];
-      if (it.t == VT::Dict && doc_.conts[it.v].consumed)
-        fail(op_off_, "the same trace entry appended twice (unsupported sharing)");
-      if (it.t == VT::Dict && conv_.is_entry(doc_.conts[it.v])) {
-        if (doc_.conts[cidx].batch == UINT32_MAX) {
-          doc_.conts[cidx].batch = uint32_t(doc_.batches.size());
-          doc_.batches.emplace_back();
-          doc_.batch_other_items.push_back(doc_.conts[cidx].size);
-        }
-        Container& d = doc_.conts[it.v];
-        Event ev;
-        conv_.entry_to_event(d, ev);
-        d.consumed = true;
-        doc_.batches[doc_.conts[cidx].batch].push_back(ev);
-        reclaim(it.v);
-      } else {
-        ++kept;
-      }
-    }
-    c = &doc_.conts[cidx];
-    if (kept == 0) return;
-    if (c->batch != UINT32_MAX) doc_.batch_other_items[c->batch] += kept;
-    grow(*c, doc_.list_pool, 1, kept);
-    Value* dst = doc_.list_pool.data() + c->off + c->size;
-    for (size_t i = 0; i < k; ++i) {
-      const Value& it = items[i];
-      if (it.t == VT::Dict && doc_.conts[it.v].consumed) continue;
-      *dst++ = it;
-    }
-    c->size += uint32_t(kept);
+    Container& c = cont_of(lst, VT::List, "APPEND");
+    if (c.frozen()) fail(op_off_, "a stack-frame list was modified after use (unsupported)");
+    grow(c, doc_.list_pool, 1, k);
+    if (k) std::memcpy(doc_.list_pool.data() + c.off + c.size, items, k * sizeof(Value));
+    c.size += uint32_t(k);
   }
 
-  // A consumed entry dict whose items sit at the end of the dict pool gives
-  // the space back (the usual case: entries are written one after another).
-  void reclaim(uint64_t cidx) {
-    Container& d = doc_.conts[cidx];
-    if (d.off + size_t(d.cap) * 2 == doc_.dict_pool.size()) {
-      doc_.dict_pool.resize(d.off);
-      d.cap = 0;
-      d.off = 0;
-      d.size = 0;
-    }
-  }
-
+  // Items for a dict. A dict whose items include a string "action" key is a
+  // trace entry: it becomes an Event at once and its items are not stored, so
+  // a million-entry trace never exists as a tree.
   void dict_set(const Value& dv, const Value* kv, size_t pairs) {
     Container& c = cont_of(dv, VT::Dict, "SETITEM");
-    if (c.consumed) fail(op_off_, "trace entry modified after it was appended (unsupported)");
+    c.clear(Container::kFrameCached);
+    if (c.event_backed()) {
+      conv_.apply_entry_items(kv, pairs, c.src_off(), doc_.events[c.off]);
+      return;
+    }
+    if (conv_.has_action(kv, pairs)) {
+      Event ev;
+      const Value* old = doc_.dict_pool.data() + c.off;
+      if (c.size) conv_.apply_entry_items(old, c.size, c.src_off(), ev);
+      conv_.apply_entry_items(kv, pairs, c.src_off(), ev);
+      if (c.cap && size_t(c.off) + size_t(c.cap) * 2 == doc_.dict_pool.size()) doc_.dict_pool.resize(c.off);
+      c.set(Container::kEventBacked);
+      c.off = uint32_t(doc_.events.size());
+      c.size = 0;
+      c.cap = 0;
+      doc_.events.push_back(ev);
+      return;
+    }
     grow(c, doc_.dict_pool, 2, pairs);
     Value* dst = doc_.dict_pool.data() + c.off + size_t(c.size) * 2;
     // Python semantics: a repeated key overwrites. Keys are interned, so a
@@ -223,7 +286,7 @@ class VM {
     Value t = new_container(VT::Tuple);
     Container& c = doc_.conts[t.v];
     grow(c, doc_.list_pool, 1, k);
-    std::copy(items, items + k, doc_.list_pool.begin() + long(c.off));
+    if (k) std::memcpy(doc_.list_pool.data() + c.off, items, k * sizeof(Value));
     c.size = uint32_t(k);
     return t;
   }
@@ -243,35 +306,81 @@ class VM {
   Value make_long(std::string_view bytes);
   Value parse_decimal(std::string_view s, bool is_long);
 
+  // The memo holds 8-byte words: the type in the top byte, the payload in the
+  // low 56 bits (ids, small ints); other values spill to memo_spill_.
+  static constexpr uint64_t kPayload = (uint64_t(1) << 56) - 1;
+  static constexpr uint64_t kAbsentWord = uint64_t(0xff) << 56;
+  static constexpr uint8_t kSpillTag = 0xfe;
+  uint64_t memo_word(const Value& v) {
+    uint64_t tag = uint64_t(v.t) << 56;
+    switch (v.t) {
+      case VT::BigInt: return tag | v.x;
+      case VT::Int:
+        if (v.i() >= -(int64_t(1) << 55) && v.i() < (int64_t(1) << 55)) return tag | (v.v & kPayload);
+        break;
+      case VT::UInt64: case VT::Float: break;
+      default: return tag | v.v;  // None, Bool, string ids, container indices
+    }
+    memo_spill_.push_back(v);
+    return (uint64_t(kSpillTag) << 56) | (memo_spill_.size() - 1);
+  }
+  Value memo_value(uint64_t w) const {
+    uint8_t tag = uint8_t(w >> 56);
+    if (tag == kSpillTag) return memo_spill_[w & kPayload];
+    Value v;
+    v.t = VT(tag);
+    uint64_t p = w & kPayload;
+    if (v.t == VT::Int) v.v = uint64_t(int64_t(p << 8) >> 8);
+    else if (v.t == VT::BigInt) v.x = uint32_t(p);
+    else v.v = p;
+    return v;
+  }
   void memo_put(uint64_t idx, const Value& v) {
-    if (idx < (uint64_t(1) << 26) && idx <= memo_.size() + (1u << 20)) {
-      if (idx >= memo_.size()) memo_.resize(size_t(idx) + 1);
-      memo_[size_t(idx)] = v;
-      present_.resize(memo_.size(), false);
-      present_[size_t(idx)] = true;
+    size_t n = memo_.size();
+    if (idx == n) {
+      memo_.push_back(memo_word(v));
+    } else if (idx < n) {
+      memo_[size_t(idx)] = memo_word(v);
+    } else if (idx < (uint64_t(1) << 26) && idx <= n + (1u << 20)) {
+      memo_.resize(size_t(idx) + 1);
+      for (size_t i = n; i < size_t(idx); ++i) memo_[i] = kAbsentWord;
+      memo_[size_t(idx)] = memo_word(v);
     } else {
       sparse_memo_[idx] = v;
     }
   }
   Value memo_get(uint64_t idx) {
-    if (idx < memo_.size() && present_[size_t(idx)]) return memo_[size_t(idx)];
+    if (idx < memo_.size()) {
+      uint64_t w = memo_[size_t(idx)];
+      if (w != kAbsentWord) return memo_value(w);
+    }
+    return memo_get_sparse(idx);
+  }
+  [[gnu::noinline]] Value memo_get_sparse(uint64_t idx) {
     auto it = sparse_memo_.find(idx);
     if (it == sparse_memo_.end()) fail(op_off_, "memo index " + std::to_string(idx) + " was never stored");
     return it->second;
   }
   size_t memo_count() const { return memo_.size() + sparse_memo_.size(); }
 
+  // The bytes in view: p_[0, n_) is input [base_, base_ + n_); pos_ is
+  // relative to p_, op_off_ absolute.
+  static constexpr size_t kChunk = size_t(256) << 10;
   const uint8_t* p_;
   size_t n_;
   size_t pos_ = 0;
-  size_t op_off_ = 0;
+  uint64_t base_ = 0;
+  uint64_t total_;
+  int fd_ = -1;
+  PodVec<uint8_t> buf_;
+  uint64_t op_off_ = 0;
   PickleDoc& doc_;
   Converter& conv_;
   const ProgressFn& progress_;
-  std::vector<Value> stack_;
+  PodVec<Value> stack_;
   std::vector<size_t> marks_;
-  std::vector<Value> memo_;
-  std::vector<bool> present_;
+  PodVec<uint64_t> memo_;
+  std::vector<Value> memo_spill_;
   std::unordered_map<uint64_t, Value> sparse_memo_;
 };
 
@@ -353,24 +462,25 @@ Value VM::parse_decimal(std::string_view s, bool is_long) {
 }
 
 Value VM::run() {
-  if (n_ == 0) fail(0, "empty input");
+  if (total_ == 0) fail(0, "empty input");
   uint64_t next_progress = uint64_t(16) << 20;
   for (;;) {
-    if (pos_ >= n_) fail(pos_, "truncated input: no STOP opcode before the end");
-    if (pos_ >= next_progress) {
-      next_progress = pos_ + (uint64_t(16) << 20);
-      if (progress_) progress_(pos_, n_);
+    if (pos_ >= n_ && !fill(1)) fail(base_ + pos_, "truncated input: no STOP opcode before the end");
+    if (base_ + pos_ >= next_progress) {
+      next_progress = base_ + pos_ + (uint64_t(16) << 20);
+      if (progress_) progress_(base_ + pos_, total_);
     }
-    op_off_ = pos_;
+    if (stack_.size() == stack_.capacity()) stack_.reserve(stack_.size() + 1);
+    op_off_ = base_ + pos_;
     uint8_t op = p_[pos_++];
     switch (op) {
       case 0x80: {  // PROTO
-        uint64_t v = read_le(1);
+        uint64_t v = read_le<1>();
         if (v > 5) fail(op_off_, "unsupported pickle protocol " + std::to_string(v));
         doc_.protocol = int(v);
         break;
       }
-      case 0x95: read_le(8); break;  // FRAME: a hint only
+      case 0x95: read_le<8>(); break;  // FRAME: a hint only
       case '.': {                      // STOP
         // Like Python: the value on top is the result; bytes after STOP are ignored.
         if (stack_.size() <= mark_base()) fail(op_off_, "STOP with an empty stack");
@@ -442,19 +552,19 @@ Value VM::run() {
         stack_.resize(m);
         break;
       }
-      case 0x8c: { uint64_t l = read_le(1); push(make_str(read_bytes(l))); break; }  // SHORT_BINUNICODE
-      case 'X': { uint64_t l = read_le(4); push(make_str(read_bytes(l))); break; }   // BINUNICODE
-      case 0x8d: { uint64_t l = read_le(8); push(make_str(read_bytes(l))); break; }  // BINUNICODE8
-      case 'U': { uint64_t l = read_le(1); push(make_str(read_bytes(l))); break; }   // SHORT_BINSTRING
+      case 0x8c: { uint64_t l = read_le<1>(); push(make_str(read_bytes(l))); break; }  // SHORT_BINUNICODE
+      case 'X': { uint64_t l = read_le<4>(); push(make_str(read_bytes(l))); break; }   // BINUNICODE
+      case 0x8d: { uint64_t l = read_le<8>(); push(make_str(read_bytes(l))); break; }  // BINUNICODE8
+      case 'U': { uint64_t l = read_le<1>(); push(make_str(read_bytes(l))); break; }   // SHORT_BINSTRING
       case 'T': {                                                                    // BINSTRING
-        uint64_t l = read_le(4);
+        uint64_t l = read_le<4>();
         if (l >> 31) fail(op_off_, "BINSTRING with a negative length");
         push(make_str(read_bytes(l)));
         break;
       }
-      case 'C': { uint64_t l = read_le(1); push(make_str(read_bytes(l), VT::Bytes)); break; }   // SHORT_BINBYTES
-      case 'B': { uint64_t l = read_le(4); push(make_str(read_bytes(l), VT::Bytes)); break; }   // BINBYTES
-      case 0x8e: case 0x96: { uint64_t l = read_le(8); push(make_str(read_bytes(l), VT::Bytes)); break; }  // BINBYTES8, BYTEARRAY8
+      case 'C': { uint64_t l = read_le<1>(); push(make_str(read_bytes(l), VT::Bytes)); break; }   // SHORT_BINBYTES
+      case 'B': { uint64_t l = read_le<4>(); push(make_str(read_bytes(l), VT::Bytes)); break; }   // BINBYTES
+      case 0x8e: case 0x96: { uint64_t l = read_le<8>(); push(make_str(read_bytes(l), VT::Bytes)); break; }  // BINBYTES8, BYTEARRAY8
       case 'V': {  // UNICODE (raw-unicode-escape text); kept as written
         push(make_str(read_line()));
         break;
@@ -466,12 +576,12 @@ Value VM::run() {
         push(make_str(s));
         break;
       }
-      case 'K': push(make_int(int64_t(read_le(1)))); break;
-      case 'M': push(make_int(int64_t(read_le(2)))); break;
-      case 'J': push(make_int(int64_t(int32_t(uint32_t(read_le(4)))))); break;
-      case 0x8a: { uint64_t l = read_le(1); push(make_long(read_bytes(l))); break; }  // LONG1
+      case 'K': push(make_int(int64_t(read_le<1>()))); break;
+      case 'M': push(make_int(int64_t(read_le<2>()))); break;
+      case 'J': push(make_int(int64_t(int32_t(uint32_t(read_le<4>()))))); break;
+      case 0x8a: { uint64_t l = read_le<1>(); push(make_long(read_bytes(l))); break; }  // LONG1
       case 0x8b: {                                                                    // LONG4
-        uint64_t l = read_le(4);
+        uint64_t l = read_le<4>();
         if (l >> 31) fail(op_off_, "LONG4 with a negative length");
         push(make_long(read_bytes(l)));
         break;
@@ -503,8 +613,8 @@ Value VM::run() {
       case 0x88: case 0x89: { Value v; v.t = VT::Bool; v.v = op == 0x88; push(v); break; }
       case 'N': push(Value{}); break;
       case 0x94: memo_put(memo_count(), top()); break;  // MEMOIZE
-      case 'q': { uint64_t i = read_le(1); memo_put(i, top()); break; }
-      case 'r': { uint64_t i = read_le(4); memo_put(i, top()); break; }
+      case 'q': { uint64_t i = read_le<1>(); memo_put(i, top()); break; }
+      case 'r': { uint64_t i = read_le<4>(); memo_put(i, top()); break; }
       case 'p': {
         std::string_view s = read_line();
         Value v = parse_decimal(s, false);
@@ -512,8 +622,20 @@ Value VM::run() {
         memo_put(uint64_t(v.i()), top());
         break;
       }
-      case 'h': push(memo_get(read_le(1))); break;
-      case 'j': push(memo_get(read_le(4))); break;
+      case 'h': case 'j': {  // BINGET, LONG_BINGET
+        // Runs of these (the frames of a stack) are most of a snapshot: take
+        // a whole run here rather than one opcode per dispatch.
+        for (;;) {
+          push(memo_get(op == 'h' ? read_le<1>() : read_le<4>()));
+          if (pos_ >= n_) break;
+          uint8_t nx = p_[pos_];
+          if (nx != 'h' && nx != 'j') break;
+          if (stack_.size() == stack_.capacity()) break;
+          op = nx;
+          op_off_ = base_ + pos_++;
+        }
+        break;
+      }
       case 'g': {
         std::string_view s = read_line();
         Value v = parse_decimal(s, false);
@@ -540,10 +662,24 @@ Value VM::run() {
 }  // namespace
 }  // namespace detail
 
+namespace detail {
+void read_torch_pickle_fd(int fd, uint64_t size, Trace& out, const ProgressFn& progress) {
+  PickleDoc doc;
+  Converter conv(doc, out);
+  VM vm(fd, size, doc, conv, progress);
+  vm.reserve_for_input();
+  doc.root = vm.run();
+  out.source.format = "torch-pickle";
+  out.source.format_detail = "pickle protocol " + std::to_string(doc.protocol);
+  build_trace_from_doc(doc, conv, out);
+}
+}  // namespace detail
+
 void read_torch_pickle(const uint8_t* data, size_t size, Trace& out, const ProgressFn& progress) {
   detail::PickleDoc doc;
   detail::Converter conv(doc, out);
   detail::VM vm(data, size, doc, conv, progress);
+  vm.reserve_for_input();
   doc.root = vm.run();
   out.source.format = "torch-pickle";
   out.source.format_detail = "pickle protocol " + std::to_string(doc.protocol);

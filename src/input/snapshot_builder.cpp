@@ -52,8 +52,8 @@ const Value* Converter::get(const Container& d, StrId k) const {
 }
 
 namespace {
-[[noreturn]] void type_error(const Container& d, std::string_view key, const Value& v, const char* want) {
-  throw InputError(d.src_off, "field '" + std::string(key) + "' is a " + vt_name(v.t) + ", expected " + want);
+[[noreturn]] void type_error(uint64_t src_off, std::string_view key, const Value& v, const char* want) {
+  throw InputError(src_off, "field '" + std::string(key) + "' is a " + vt_name(v.t) + ", expected " + want);
 }
 }  // namespace
 
@@ -69,7 +69,7 @@ bool Converter::get_u64(const Container& d, StrId k, uint64_t* out) const {
     return true;
   }
   if (v->t == VT::None) return false;
-  type_error(d, trace_.strings.get(k), *v, "int");
+  type_error(d.src_off(), trace_.strings.get(k), *v, "int");
 }
 
 bool Converter::get_i64(const Container& d, StrId k, int64_t* out) const {
@@ -81,22 +81,20 @@ bool Converter::get_i64(const Container& d, StrId k, int64_t* out) const {
   }
   if (v->t == VT::None) return false;
   if (v->t == VT::UInt64 || v->t == VT::BigInt)
-    throw InputError(d.src_off, "field '" + std::string(trace_.strings.get(k)) + "' is out of range");
-  type_error(d, trace_.strings.get(k), *v, "int");
+    throw InputError(d.src_off(), "field '" + std::string(trace_.strings.get(k)) + "' is out of range");
+  type_error(d.src_off(), trace_.strings.get(k), *v, "int");
 }
 
-bool Converter::is_entry(const Container& d) const {
-  if (d.kind != VT::Dict || d.consumed) return false;
-  const Value* a = get(d, k_action);
-  return a && a->t == VT::Str;
+bool Converter::has_action(const Value* kv, size_t pairs) const {
+  for (size_t i = 0; i < pairs; ++i)
+    if (kv[2 * i].t == VT::Str && kv[2 * i].v == k_action && kv[2 * i + 1].t == VT::Str) return true;
+  return false;
 }
 
 FrameId Converter::frame_of(const Value& fv) {
   if (fv.t != VT::Dict) throw InputError(uint64_t(0), std::string("stack frame is a ") + vt_name(fv.t) + ", expected dict");
-  const Container& d = doc_.conts[fv.v];
-  if (frame_cache_.size() <= fv.v) frame_cache_.resize(doc_.conts.size());
-  auto& slot = frame_cache_[fv.v];
-  if (slot.first == d.size + 1) return slot.second;
+  Container& d = doc_.conts[fv.v];
+  if (d.has(Container::kFrameCached)) return d.cached;
   Frame f;
   if (const Value* v = get(d, k_name); v && v->t == VT::Str) f.name = StrId(v->v);
   if (const Value* v = get(d, k_filename); v && v->t == VT::Str) f.file = StrId(v->v);
@@ -104,7 +102,9 @@ FrameId Converter::frame_of(const Value& fv) {
     if (v->t == VT::Int && v->i() >= 0) f.line = v->i();
   }
   FrameId id = trace_.intern_frame(f);
-  slot = {d.size + 1, id};
+  // Cached until the dict is modified (VM::dict_set clears the flag).
+  d.cached = id;
+  d.set(Container::kFrameCached);
   return id;
 }
 
@@ -112,44 +112,58 @@ StackId Converter::stack_of(const Value& lv) {
   if (lv.t == VT::None) return 0;
   if (lv.t != VT::List && lv.t != VT::Tuple)
     throw InputError(uint64_t(0), std::string("'frames' is a ") + vt_name(lv.t) + ", expected list");
-  const Container& l = doc_.conts[lv.v];
-  if (stack_cache_.size() <= lv.v) stack_cache_.resize(doc_.conts.size());
-  auto& slot = stack_cache_[lv.v];
-  if (slot.first == l.size + 1) return slot.second;
+  Container& l = doc_.conts[lv.v];
+  // Tuples never change, and a list is frozen below: the id stays valid.
+  if (l.has(Container::kStackCached)) return l.cached;
+  scratch_.resize(l.size);
   const Value* items = doc_.list_pool.data() + l.off;
-  StackId node = 0;
-  for (uint32_t i = l.size; i-- > 0;) {
-    if (items[i].t != VT::Dict)
-      throw InputError(l.src_off, std::string("stack frame is a ") + vt_name(items[i].t) + ", expected dict");
-    node = trace_.stacks.child(node, frame_of(items[i]));
+  FrameId* out = scratch_.data();
+  const Container* conts = doc_.conts.data();
+  for (uint32_t i = 0; i < l.size; ++i) {
+    const Value& it = items[i];
+    if (it.t != VT::Dict)
+      throw InputError(l.src_off(), std::string("stack frame is a ") + vt_name(it.t) + ", expected dict");
+    const Container& d = conts[it.v];
+    out[i] = d.has(Container::kFrameCached) ? d.cached : frame_of(it);
   }
-  // frame_of may have grown caches; re-fetch the slot.
-  stack_cache_[lv.v] = {l.size + 1, node};
+  StackId node = trace_.stacks.intern(scratch_.data(), scratch_.size());
+  l.cached = node;
+  l.set(Container::kStackCached);
+  // The list is now only needed as a key: freeze it, and release its items
+  // when they sit at the end of the pool (the usual case while parsing).
+  if (l.kind() == VT::List) {
+    l.set(Container::kFrozen);
+    if (l.cap && size_t(l.off) + l.cap == doc_.list_pool.size()) {
+      doc_.list_pool.resize(l.off);
+      l.off = 0;
+      l.size = 0;
+      l.cap = 0;
+    }
+  }
   return node;
 }
 
-void Converter::entry_to_event(const Container& d, Event& ev) {
-  const Value* a = get(d, k_action);
-  StrId aid = StrId(a->v);
-  if (kind_cache_.size() <= aid) kind_cache_.resize(trace_.strings.size() + 16, -2);
-  if (kind_cache_[aid] == -2) {
-    EventKind k;
-    kind_cache_[aid] = parse_event_kind(trace_.strings.get(aid), &k) ? int8_t(k) : int8_t(-1);
-  }
-  ev.kind = kind_cache_[aid] < 0 ? EventKind::Other : EventKind(kind_cache_[aid]);
-  ev.action = aid;
-  // One pass over the items; snapshot entries have ~8 keys.
-  const Value* it = doc_.dict_pool.data() + d.off;
-  for (uint32_t i = 0; i < d.size; ++i) {
+void Converter::apply_entry_items(const Value* it, size_t pairs, uint64_t src_off, Event& ev) {
+  for (size_t i = 0; i < pairs; ++i) {
     const Value& k = it[2 * i];
     const Value& v = it[2 * i + 1];
     if (k.t != VT::Str) continue;
     StrId key = StrId(k.v);
     auto as_u64 = [&](uint64_t* out) {
       if (v.t == VT::Int || v.t == VT::UInt64) *out = v.v;
-      else if (v.t != VT::None) type_error(d, trace_.strings.get(key), v, "int");
+      else if (v.t != VT::None) type_error(src_off, trace_.strings.get(key), v, "int");
     };
-    if (key == k_addr || key == k_device_free) {
+    if (key == k_action) {
+      if (v.t != VT::Str) type_error(src_off, "action", v, "str");
+      StrId aid = StrId(v.v);
+      if (kind_cache_.size() <= aid) kind_cache_.resize(trace_.strings.size() + 16, -2);
+      if (kind_cache_[aid] == -2) {
+        EventKind kk;
+        kind_cache_[aid] = parse_event_kind(trace_.strings.get(aid), &kk) ? int8_t(kk) : int8_t(-1);
+      }
+      ev.kind = kind_cache_[aid] < 0 ? EventKind::Other : EventKind(kind_cache_[aid]);
+      ev.action = aid;
+    } else if (key == k_addr || key == k_device_free) {
       as_u64(&ev.addr);
     } else if (key == k_size) {
       as_u64(&ev.size);
@@ -157,7 +171,7 @@ void Converter::entry_to_event(const Container& d, Event& ev) {
       as_u64(&ev.stream);
     } else if (key == k_time_us) {
       if (v.t == VT::Int) ev.time_us = v.i();
-      else if (v.t != VT::None) type_error(d, "time_us", v, "int");
+      else if (v.t != VT::None) type_error(src_off, "time_us", v, "int");
     } else if (key == k_frames) {
       ev.stack = stack_of(v);
     } else if (key == k_compile_context) {
@@ -186,7 +200,7 @@ class Builder {
       const Value* traces = conv_.get(d, s("device_traces"));
       if (!traces) traces = conv_.get(d, s("traces"));
       if (!segs && !traces)
-        throw InputError(d.src_off, "not a PyTorch memory snapshot: the top-level dict has neither 'segments' nor 'device_traces'");
+        throw InputError(d.src_off(), "not a PyTorch memory snapshot: the top-level dict has neither 'segments' nor 'device_traces'");
       if (segs) segments(*segs);
       if (traces) device_traces(*traces);
       if (const Value* st = conv_.get(d, s("allocator_settings")); st && st->t == VT::Dict) settings(*st);
@@ -212,7 +226,7 @@ class Builder {
   }
   uint64_t req_u64(const Container& d, const char* key) {
     uint64_t x = 0;
-    if (!conv_.get_u64(d, s(key), &x)) throw InputError(d.src_off, std::string("missing field '") + key + "'");
+    if (!conv_.get_u64(d, s(key), &x)) throw InputError(d.src_off(), std::string("missing field '") + key + "'");
     return x;
   }
   uint64_t opt_u64(const Container& d, const char* key, uint64_t dflt = 0) {
@@ -225,7 +239,7 @@ class Builder {
     const Container& l = list(v, "segments", 0);
     for (uint32_t i = 0; i < l.size; ++i) {
       const Value item = doc_.items(l)[i];
-      segment(dict(item, "segment", l.src_off));
+      segment(dict(item, "segment", l.src_off()));
     }
   }
 
@@ -233,7 +247,7 @@ class Builder {
     Segment seg;
     int64_t dev = 0;
     conv_.get_i64(d, s("device"), &dev);
-    if (dev < -1 || dev > 1 << 20) throw InputError(d.src_off, "segment device index out of range");
+    if (dev < -1 || dev > 1 << 20) throw InputError(d.src_off(), "segment device index out of range");
     seg.addr = opt_u64(d, "address");
     seg.total_size = req_u64(d, "total_size");
     seg.allocated_size = opt_u64(d, "allocated_size");
@@ -252,10 +266,10 @@ class Builder {
     Device& devr = out_.device(int(dev));
     seg.first_block = uint32_t(devr.blocks.size());
     if (const Value* bl = conv_.get(d, s("blocks"))) {
-      const Container& bc = list(*bl, "blocks", d.src_off);
+      const Container& bc = list(*bl, "blocks", d.src_off());
       uint64_t cursor = seg.addr;
       for (uint32_t j = 0; j < bc.size; ++j) {
-        const Container& bd = dict(doc_.items(bc)[j], "block", bc.src_off);
+        const Container& bd = dict(doc_.items(bc)[j], "block", bc.src_off());
         Block b;
         b.size = req_u64(bd, "size");
         b.addr = opt_u64(bd, "address", cursor);
@@ -292,23 +306,26 @@ class Builder {
     const Container& l = list(v, "device_traces", 0);
     for (uint32_t i = 0; i < l.size; ++i) {
       const Value item = doc_.items(l)[i];
-      const Container& tl = list(item, "device_traces[i]", l.src_off);
+      const Container& tl = list(item, "device_traces[i]", l.src_off());
       Device& dev = out_.device(int(i));
       dev.has_trace = true;
-      if (tl.batch != UINT32_MAX) {
-        if (doc_.batch_other_items[tl.batch] != 0)
-          throw InputError(tl.src_off, "device trace list mixes trace entries with other values");
-        dev.events = std::move(doc_.batches[tl.batch]);
-        doc_.batches[tl.batch].clear();
-        doc_.batches[tl.batch].shrink_to_fit();
+      const Value* items = doc_.items(tl);
+      // Fast path: a single list holding every entry in creation order takes
+      // the event array as it is.
+      bool whole = tl.size == doc_.events.size() && tl.size > 0;
+      for (uint32_t j = 0; j < tl.size && whole; ++j)
+        whole = items[j].t == VT::Dict && doc_.conts[items[j].v].event_backed() && doc_.conts[items[j].v].off == j;
+      if (whole) {
+        dev.events = std::move(doc_.events);
+        doc_.events.clear();
+        continue;
       }
+      dev.events.reserve(tl.size);
       for (uint32_t j = 0; j < tl.size; ++j) {
-        const Value e = doc_.items(tl)[j];
-        const Container& ed = dict(e, "trace entry", tl.src_off);
-        if (!conv_.is_entry(ed)) throw InputError(ed.src_off, "trace entry has no 'action' string");
-        Event ev;
-        conv_.entry_to_event(ed, ev);
-        dev.events.push_back(ev);
+        const Container& ed = dict(items[j], "trace entry", tl.src_off());
+        if (!ed.event_backed() || ed.off >= doc_.events.size())
+          throw InputError(ed.src_off(), "trace entry has no 'action' string");
+        dev.events.push_back(doc_.events[ed.off]);
       }
     }
   }

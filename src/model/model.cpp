@@ -50,6 +50,56 @@ StackId StackTable::child(StackId parent, FrameId frame) {
   return id;
 }
 
+namespace {
+// Hash of a frame sequence: four independent lanes over pairs of ids, so the
+// multiplies overlap instead of forming one long dependency chain.
+uint64_t hash_frames(const FrameId* f, size_t n) {
+  constexpr uint64_t K = 0x9E3779B97F4A7C15ull;
+  uint64_t a = 0xcbf29ce484222325ull ^ n, b = 0x84222325cbf29ce4ull, c = 0x100000001b3ull, d = K;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w[4];
+    std::memcpy(w, f + i, sizeof w);
+    a = (a ^ w[0]) * K;
+    b = (b ^ w[1]) * K;
+    c = (c ^ w[2]) * K;
+    d = (d ^ w[3]) * K;
+    a ^= a >> 29;
+    b ^= b >> 29;
+    c ^= c >> 29;
+    d ^= d >> 29;
+  }
+  for (; i < n; ++i) a = ((a ^ f[i]) * K) ^ (a >> 31);
+  uint64_t h = a ^ ((b << 17) | (b >> 47)) ^ ((c << 31) | (c >> 33)) ^ ((d << 47) | (d >> 17));
+  h ^= h >> 32;
+  h *= K;
+  h ^= h >> 29;
+  return h;
+}
+}  // namespace
+
+StackId StackTable::intern(const FrameId* f, size_t n) {
+  if (n == 0) return 0;
+  uint64_t h = hash_frames(f, n);
+  auto it = seq_index_.find(h);
+  if (it != seq_index_.end()) {
+    const SeqEntry& e = it->second;
+    if (e.n == n && std::memcmp(seq_frames_.data() + e.off, f, n * sizeof(FrameId)) == 0) return e.node;
+  }
+  StackId node = 0;
+  for (size_t i = n; i-- > 0;) node = child(node, f[i]);
+  if (it != seq_index_.end() && it->second.n == n) {
+    // Same length: reuse the slot's storage.
+    std::memcpy(seq_frames_.data() + it->second.off, f, n * sizeof(FrameId));
+    it->second.node = node;
+  } else {
+    size_t off = seq_frames_.size();
+    seq_frames_.insert(seq_frames_.end(), f, f + n);
+    seq_index_[h] = SeqEntry{node, uint32_t(n), off};
+  }
+  return node;
+}
+
 std::vector<FrameId> StackTable::frames(StackId id) const {
   std::vector<FrameId> out;
   while (id != 0) {
