@@ -55,6 +55,17 @@ std::string site_text(const Trace& t, StackId stack, size_t n) {
     out += format_frame(t, f);
     ++shown;
   }
+  // Name the innermost Python frame too when it is not the user frame (e.g.
+  // the optimizer function a training loop line calls).
+  for (StackId s = stack; s != 0; s = t.stacks.node(s).parent) {
+    FrameId f = t.stacks.node(s).frame;
+    if (f == uf) break;
+    std::string_view file = t.strings.get(t.frames[f].file);
+    if (file.size() > 3 && file.substr(file.size() - 3) == ".py") {
+      out += "  [in " + format_frame(t, f) + "]";
+      break;
+    }
+  }
   return out;
 }
 
