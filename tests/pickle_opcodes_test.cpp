@@ -51,9 +51,11 @@ TEST_CASE("integer opcodes", "[pickle]") {
   CHECK(size_of(entry_with_size([](PickleWriter& w) { w.long1({0x00, 0x10, 0x20, 0x30, 0x40, 0x7f}); })) ==
         0x7f4030201000ull);
   CHECK(size_of(entry_with_size([](PickleWriter& w) { w.long1({1, 0, 0, 0, 0, 0, 0, 0}); })) == 1);
-  // LONG1 with 9 bytes: 2^64-1 (a -1 line stored unsigned) still fits uint64.
-  CHECK(size_of(entry_with_size([](PickleWriter& w) { w.long1({0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00}); })) ==
-        ~uint64_t(0));
+  // LONG1 with 9 bytes: 2^64-1 (a -1 line stored unsigned) decodes, but as a
+  // size it is refused: sizes are summed in 64-bit counters.
+  CHECK(error_of(entry_with_size([](PickleWriter& w) { w.long1({0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00}); }).str())
+            .find("implausibly large") != std::string::npos);
+  CHECK(error_of(entry_with_size([](PickleWriter& w) { w.int4(-5); }).str()).find("negative") != std::string::npos);
   CHECK(size_of(entry_with_size([](PickleWriter& w) { w.long4({0x34, 0x12}); })) == 0x1234);
   CHECK(size_of(entry_with_size([](PickleWriter& w) { w.long1({}); })) == 0);
   // Text INT/LONG.

@@ -56,6 +56,11 @@ namespace {
 
 enum class BS : uint8_t { Free, Alloc, Pending };
 
+// Counter updates wrap instead of overflowing (no undefined behaviour on
+// hostile sizes; real sizes never come near 2^63).
+inline void wadd(int64_t& c, uint64_t v) { c = int64_t(uint64_t(c) + v); }
+inline void wsub(int64_t& c, uint64_t v) { c = int64_t(uint64_t(c) - v); }
+
 struct RBlock {
   uint64_t addr, size, requested, stream;
   int64_t alloc_event;
@@ -198,8 +203,8 @@ void Replayer::do_alloc(size_t i, const Event& e) {
   a.stack = e.stack;
   a.stream = e.stream;
   a.alloc_event = int64_t(i);
-  c_.requested += int64_t(e.size);
-  c_.allocated += int64_t(a.size);
+  wadd(c_.requested, e.size);
+  wadd(c_.allocated, a.size);
 }
 
 void Replayer::do_free_requested(size_t i, uint64_t addr, bool quiet) {
@@ -210,8 +215,8 @@ void Replayer::do_free_requested(size_t i, uint64_t addr, bool quiet) {
   }
   RBlock& b = blocks_[id];
   b.state = BS::Pending;
-  c_.requested -= int64_t(b.requested);
-  c_.allocated -= int64_t(b.size);
+  wsub(c_.requested, b.requested);
+  wsub(c_.allocated, b.size);
 }
 
 void Replayer::do_free_completed(size_t i, const Event& e) {
@@ -233,7 +238,7 @@ void Replayer::do_free_completed(size_t i, const Event& e) {
 }
 
 void Replayer::do_segment_alloc(size_t i, const Event& e) {
-  c_.reserved += int64_t(e.size);
+  wadd(c_.reserved, e.size);
   if (by_start_.find(e.addr) != detail::AddrMap::kNone) note(i, "segment_alloc over an existing block");
   int32_t s = int32_t(segs_.size());
   segs_.push_back({e.addr, e.size, false, true});
@@ -242,7 +247,7 @@ void Replayer::do_segment_alloc(size_t i, const Event& e) {
 }
 
 void Replayer::do_segment_free(size_t i, const Event& e) {
-  c_.reserved -= int64_t(e.size);
+  wsub(c_.reserved, e.size);
   uint32_t s = seg_by_addr_.find(e.addr);
   if (s != detail::AddrMap::kNone) {
     segs_[s].live = false;
@@ -255,8 +260,8 @@ void Replayer::do_segment_free(size_t i, const Event& e) {
     for (uint32_t b = 0; b < blocks_.size(); ++b)
       if (blocks_[b].live && blocks_[b].addr >= e.addr && blocks_[b].addr < e.addr + e.size) {
         if (blocks_[b].state == BS::Alloc) {
-          c_.requested -= int64_t(blocks_[b].requested);
-          c_.allocated -= int64_t(blocks_[b].size);
+          wsub(c_.requested, blocks_[b].requested);
+          wsub(c_.allocated, blocks_[b].size);
         }
         drop_block(b);
       }
@@ -267,7 +272,7 @@ void Replayer::do_segment_free(size_t i, const Event& e) {
 
 void Replayer::do_map(size_t i, const Event& e) {
   (void)i;
-  c_.reserved += int64_t(e.size);
+  wadd(c_.reserved, e.size);
   // Which expandable segment: the one whose mapped part ends here or starts
   // right after; otherwise a new one.
   int32_t seg = -1;
@@ -284,7 +289,7 @@ void Replayer::do_map(size_t i, const Event& e) {
 }
 
 void Replayer::do_unmap(size_t i, const Event& e) {
-  c_.reserved -= int64_t(e.size);
+  wsub(c_.reserved, e.size);
   uint32_t hit = detail::AddrMap::kNone;
   for (uint32_t b = 0; b < blocks_.size(); ++b) {
     const RBlock& x = blocks_[b];
@@ -423,7 +428,7 @@ void Replayer::reconstruct_initial_state() {
     int32_t sid = int32_t(segs_.size());
     segs_.push_back({s0.addr, s0.size, s0.expandable, true});
     if (!s0.expandable) seg_by_addr_.put(s0.addr, uint32_t(sid));
-    c_.reserved += int64_t(s0.size);
+    wadd(c_.reserved, s0.size);
     uint64_t cur = s0.addr, end = s0.addr + s0.size;
     while (pi < pre.size() && pre[pi].addr < s0.addr) {  // outside every segment
       ++pi;
@@ -449,8 +454,8 @@ void Replayer::reconstruct_initial_state() {
       b.stream = p.stream;
       b.alloc_event = -1;
       if (!p.pending) {
-        c_.requested += int64_t(p.requested);
-        c_.allocated += int64_t(size);
+        wadd(c_.requested, p.requested);
+        wadd(c_.allocated, size);
         ++out.pre_trace_allocations;
       }
       cur = p.addr + size;
@@ -466,8 +471,8 @@ void Replayer::reconstruct_initial_state() {
     blocks_[id].stack = p.stack;
     blocks_[id].stream = p.stream;
     if (!p.pending) {
-      c_.requested += int64_t(p.requested);
-      c_.allocated += int64_t(size);
+      wadd(c_.requested, p.requested);
+      wadd(c_.allocated, size);
       ++out.pre_trace_allocations;
     }
   }
@@ -480,12 +485,12 @@ void Replayer::finish_end_check() {
   ck.replay = c_;
   ck.have_dump = !dev_.segments.empty() || dev_.has_trace;
   for (const Segment& sg : dev_.segments) {
-    ck.dump.reserved += int64_t(sg.total_size);
+    wadd(ck.dump.reserved, sg.total_size);
     for (uint32_t k = 0; k < sg.block_count; ++k) {
       const Block& b = dev_.blocks[sg.first_block + k];
       if (b.state == BlockState::ActiveAllocated) {
-        ck.dump.allocated += int64_t(b.size);
-        ck.dump.requested += int64_t(b.requested_size);
+        wadd(ck.dump.allocated, b.size);
+        wadd(ck.dump.requested, b.requested_size);
       }
     }
   }

@@ -26,20 +26,84 @@ bool is_library_python(std::string_view f) {
          contains(f, "/lib/python3") || f.rfind("<frozen", 0) == 0;
 }
 
+// "void ns::f<T, U>(int, long) const" -> "ns::f<…>": template arguments and
+// parameter lists make native frames unreadable in a one-line site.
+std::string short_native_name(std::string name) {
+  if (size_t c = name.find(" [clone "); c != std::string::npos) name.erase(c);
+  std::string out;
+  int angle = 0, paren = 0;
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    if (c == '(' && angle == 0) {
+      if (paren++ == 0 && i + 1 < name.size() && name.compare(i, 21, "(anonymous namespace)") == 0) {
+        out += "(anon)";
+        i += 20;
+        --paren;
+        continue;
+      }
+      continue;
+    }
+    if (c == ')' && angle == 0 && paren > 0) {
+      --paren;
+      continue;
+    }
+    if (paren > 0) continue;
+    if (c == '<') {
+      if (angle++ == 0) out += "<…>";
+      continue;
+    }
+    if (c == '>' && angle > 0) {
+      --angle;
+      continue;
+    }
+    if (angle > 0) continue;
+    out += c;
+  }
+  // Drop a leading return type ("void ", "at::Tensor ").
+  size_t sp = out.rfind(' ');
+  if (sp != std::string::npos && sp + 1 < out.size()) out = out.substr(sp + 1);
+  return out.empty() ? name : out;
+}
+
 }  // namespace
 
+bool is_internal_frame(const Trace& t, FrameId f) {
+  // What PyTorch's own viewer filters out (the unwinder, the interpreter, the
+  // dispatcher's boxing layers), plus the caching allocator itself.
+  static const std::string_view names[] = {"unwind::unwind", "CapturedTraceback::gather", "gather_with_cpp",
+                                           "_start", "__libc_start_main", "PyEval_", "PyObject_", "PyFunction_",
+                                           "PyMethod_", "PyVectorcall", "_Py", "CUDACachingAllocator",
+                                           "c10::cuda::", "c10::impl::", "c10::Dispatcher", "c10::BoxedKernel",
+                                           "c10::KernelFunction"};
+  static const std::string_view files[] = {"core/boxing", "/Register", "/Redispatch", "pythonrun.c",
+                                           "Modules/main.c", "Objects/call.c", "Objects/methodobject.c",
+                                           "pycore_ceval.h", "ceval.c", "cpython/abstract.h",
+                                           "CUDACachingAllocator.cpp", "memory_snapshot.cpp"};
+  std::string_view name = t.strings.get(t.frames[f].name);
+  std::string_view file = t.strings.get(t.frames[f].file);
+  for (auto n : names)
+    if (contains(name, n)) return true;
+  for (auto n : files)
+    if (contains(file, n)) return true;
+  return name.empty() && (file.empty() || file == "??");
+}
+
+bool is_python_frame(const Trace& t, FrameId f) { return is_python_file(t.strings.get(t.frames[f].file)); }
+
 FrameId user_frame(const Trace& t, StackId stack) {
-  FrameId first_py = UINT32_MAX, first_any = UINT32_MAX;
+  FrameId first_py = UINT32_MAX, first_any = UINT32_MAX, first_raw = UINT32_MAX;
   for (StackId s = stack; s != 0; s = t.stacks.node(s).parent) {
     FrameId f = t.stacks.node(s).frame;
     std::string_view file = t.strings.get(t.frames[f].file);
-    if (first_any == UINT32_MAX) first_any = f;
+    if (first_raw == UINT32_MAX) first_raw = f;
+    if (first_any == UINT32_MAX && !is_internal_frame(t, f)) first_any = f;
     if (is_python_file(file)) {
       if (first_py == UINT32_MAX) first_py = f;
       if (!is_library_python(file)) return f;
     }
   }
-  return first_py != UINT32_MAX ? first_py : first_any;
+  if (first_py != UINT32_MAX) return first_py;
+  return first_any != UINT32_MAX ? first_any : first_raw;
 }
 
 std::string format_frame(const Trace& t, FrameId f) {
@@ -48,6 +112,7 @@ std::string format_frame(const Trace& t, FrameId f) {
   std::string name(t.strings.get(fr.name));
   std::string file(t.strings.get(fr.file));
   if (name.empty()) name = "??";
+  if (!is_python_file(file)) name = short_native_name(name);
   std::string out = name;
   if (!file.empty() && file != "??") {
     // Keep the last two path components: enough to tell files apart.
@@ -90,10 +155,10 @@ Report analyze_report(const Trace& trace, const ReportOptions& opts) {
     for (const LiveAllocation& a : st.live) {
       SiteRow& row = by_stack[a.stack];
       row.stack = a.stack;
-      row.requested_bytes += int64_t(a.requested);
-      row.block_bytes += int64_t(a.block_size);
+      row.requested_bytes = int64_t(uint64_t(row.requested_bytes) + a.requested);
+      row.block_bytes = int64_t(uint64_t(row.block_bytes) + a.block_size);
       ++row.count;
-      dr.peak_live_requested += int64_t(a.requested);
+      dr.peak_live_requested = int64_t(uint64_t(dr.peak_live_requested) + a.requested);
     }
     dr.peak_live_allocations = st.live.size();
     std::vector<SiteRow> rows;
@@ -122,10 +187,10 @@ Report analyze_report(const Trace& trace, const ReportOptions& opts) {
     fg.too_small_threshold =
         pk.event_index >= 0 ? allocator_round_size(dr.peak_event.size, trace.settings) : 0;
     for (const FreeBlockInfo& fb : st.free_blocks) {
-      fg.free_cached += int64_t(fb.size);
+      fg.free_cached = int64_t(uint64_t(fg.free_cached) + fb.size);
       ++fg.free_blocks;
       fg.largest_free_block = std::max(fg.largest_free_block, fb.size);
-      if (fb.size < fg.too_small_threshold) fg.too_small_bytes += int64_t(fb.size);
+      if (fb.size < fg.too_small_threshold) fg.too_small_bytes = int64_t(uint64_t(fg.too_small_bytes) + fb.size);
     }
     r.devices.push_back(std::move(dr));
   }

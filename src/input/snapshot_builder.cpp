@@ -151,6 +151,8 @@ void Converter::apply_entry_items(const Value* it, size_t pairs, uint64_t src_of
     StrId key = StrId(k.v);
     auto as_u64 = [&](uint64_t* out) {
       if (v.t == VT::Int || v.t == VT::UInt64) *out = v.v;
+      else if (v.t == VT::BigInt)
+        throw InputError(src_off, "field '" + std::string(trace_.strings.get(key)) + "' does not fit in 64 bits");
       else if (v.t != VT::None) type_error(src_off, trace_.strings.get(key), v, "int");
     };
     if (key == k_action) {
@@ -167,6 +169,9 @@ void Converter::apply_entry_items(const Value* it, size_t pairs, uint64_t src_of
       as_u64(&ev.addr);
     } else if (key == k_size) {
       as_u64(&ev.size);
+      // Sizes are summed in 64-bit counters: anything this large is corrupt.
+      if (ev.size >> 56) throw InputError(src_off, "field 'size' is negative or implausibly large (" +
+                                                      std::to_string(int64_t(ev.size)) + ")");
     } else if (key == k_stream) {
       as_u64(&ev.stream);
     } else if (key == k_time_us) {
@@ -299,6 +304,12 @@ class Builder {
       }
     }
     seg.block_count = uint32_t(devr.blocks.size() - seg.first_block);
+    // Sizes are summed in 64-bit counters: anything this large is corrupt.
+    if ((seg.total_size | seg.allocated_size | seg.active_size | seg.requested_size) >> 56)
+      throw InputError(d.src_off(), "segment size is negative or implausibly large");
+    for (uint32_t j = seg.first_block; j < devr.blocks.size(); ++j)
+      if ((devr.blocks[j].size | devr.blocks[j].requested_size) >> 56)
+        throw InputError(d.src_off(), "block size is negative or implausibly large");
     devr.segments.push_back(seg);
   }
 

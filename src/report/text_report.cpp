@@ -47,12 +47,20 @@ std::string site_text(const Trace& t, StackId stack, size_t n) {
   std::string out;
   bool started = false;
   size_t shown = 0;
+  std::string last;
+  const bool py = uf != UINT32_MAX && is_python_frame(t, uf);
   for (StackId s = stack; s != 0 && shown < n; s = t.stacks.node(s).parent) {
     FrameId f = t.stacks.node(s).frame;
     if (!started && f != uf) continue;
+    // Callers of a Python frame are Python frames; of a native one, native
+    // frames that are not interpreter or dispatcher plumbing.
+    if (started && (py ? !is_python_frame(t, f) : is_internal_frame(t, f))) continue;
     started = true;
+    std::string text = format_frame(t, f);
+    if (text == last) continue;  // overloads and inlined copies print alike
     if (shown) out += " <- ";
-    out += format_frame(t, f);
+    out += text;
+    last = std::move(text);
     ++shown;
   }
   // Name the innermost Python frame too when it is not the user frame (e.g.
