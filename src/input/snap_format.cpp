@@ -284,6 +284,7 @@ class SnapReader {
       }
       e.addr = num_u64(addr[i], ep + ".addr" + ix);
       e.size = num_u64(size[i], ep + ".size" + ix);
+      if (e.size >> 56) fail(ep + ".size" + ix, "implausibly large size");
       uint64_t s = num_u64(stream[i], ep + ".stream" + ix);
       if (s >= sv.size()) fail(ep + ".stream" + ix, "stream index out of range");
       e.stream = sv[s];
@@ -306,6 +307,8 @@ class SnapReader {
       sg.allocated_size = num_u64(s[2], sp + "[2]");
       sg.active_size = num_u64(s[3], sp + "[3]");
       sg.requested_size = num_u64(s[4], sp + "[4]");
+      if ((sg.total_size | sg.allocated_size | sg.active_size | sg.requested_size) >> 56)
+        fail(sp, "implausibly large size");
       sg.stream = num_u64(s[5], sp + "[5]");
       sg.small_pool = num_i64(s[6], sp + "[6]") != 0;
       sg.expandable = num_i64(s[7], sp + "[7]") != 0;
@@ -324,6 +327,7 @@ class SnapReader {
         blk.addr = num_u64(bj[0], bp + "[0]");
         blk.size = num_u64(bj[1], bp + "[1]");
         blk.requested_size = num_u64(bj[2], bp + "[2]");
+        if ((blk.size | blk.requested_size) >> 56) fail(bp, "implausibly large size");
         blk.stack = stack(bj[3], bp + "[3]");
         uint64_t st = num_u64(bj[4], bp + "[4]");
         if (st > 2) fail(bp + "[4]", "unknown block state");
