@@ -69,7 +69,7 @@ class VM {
     // what is used gets touched.
     doc_.conts.reserve(total_ / 64 + 16);
     memo_.reserve(total_ / 32 + 16);
-    doc_.events.reserve(total_ / 128 + 16);
+    doc_.events.reserve(total_ / 40 + 16);  // an entry takes >= ~45 bytes even with every key memoized
     advise_hugepages(doc_.events.data(), doc_.events.capacity() * sizeof(Event));
     stack_.reserve(4096);
   }
