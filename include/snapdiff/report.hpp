@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "snapdiff/attribution.hpp"
 #include "snapdiff/model.hpp"
 #include "snapdiff/replay.hpp"
 
@@ -14,6 +16,22 @@ namespace snapdiff {
 struct ReportOptions {
   size_t top_sites = 10;
   std::string input_name;  // shown in the report (the path as given)
+  const RuleSet* rules = nullptr;  // nullptr: the built-in rules
+  std::string explain;             // --explain ADDRESS|SITE ("" = none)
+};
+
+// Why allocations got their category (--explain).
+struct ExplainItem {
+  int device = 0;
+  uint64_t addr = 0;
+  uint64_t requested = 0;
+  StackId stack = 0;
+  int64_t alloc_event = -1, free_event = INT64_MAX;
+  Phase alloc_phase = Phase::PreTrace, free_phase = Phase::Other;
+  int alloc_iteration = 0, free_iteration = 0;
+  std::string category, rule, evidence;
+  uint64_t count = 1;  // for a SITE query: allocations of this stack and category
+  int64_t bytes = 0;   // for a SITE query: their requested bytes in total
 };
 
 struct Warning {
@@ -26,6 +44,18 @@ struct SiteRow {
   int64_t requested_bytes = 0;
   int64_t block_bytes = 0;
   uint64_t count = 0;
+  int category = -1;  // the category holding most of the row's bytes
+  int rule = -1;      // the rule that decided it (for the largest allocation)
+  Phase alloc_phase = Phase::Other;
+  int alloc_iteration = 0;
+};
+
+// Free cached memory at the peak by block size.
+struct FreeSizeClass {
+  const char* label;
+  uint64_t max_bytes;  // exclusive upper bound
+  uint64_t blocks = 0;
+  int64_t bytes = 0;
 };
 
 struct Fragmentation {
@@ -39,17 +69,34 @@ struct Fragmentation {
   uint64_t largest_free_block = 0;
   uint64_t too_small_threshold = 0; // rounded size of the request that set the peak
   int64_t too_small_bytes = 0;      // free bytes in blocks smaller than that
+  std::vector<FreeSizeClass> classes;
+};
+
+// One statement of the plain-language explanation, with its bytes.
+struct Finding {
+  std::string kind;
+  std::string message;
+  int64_t bytes = 0;
 };
 
 struct DeviceReport {
   int device = 0;
   uint64_t events = 0;
   DeviceReplay replay;  // timelines included
-  Event peak_event;     // the event that set the allocated peak (valid if index >= 0)
+  Attribution attr;     // phases and categories
+  // "The peak" is the requested peak: the moment the live tensors' bytes are
+  // highest; categories and sites there sum exactly to peak requested bytes.
+  int64_t peak_index = -1;
+  Phase peak_phase = Phase::PreTrace;
+  int peak_iteration = 0;
+  std::vector<int64_t> categories;  // requested bytes per category at the peak
+  std::vector<SiteRow> unknown_sites;  // allocations no rule placed, live at the peak
+  std::vector<Finding> findings;       // the plain-language explanation
+  Event peak_event;     // the event that set the peak (valid if peak_index >= 0)
   StackId peak_stack = 0;
   uint64_t peak_live_allocations = 0;
-  int64_t peak_live_requested = 0;  // requested bytes live at the allocated peak
-  std::vector<SiteRow> sites;       // top sites live at the allocated peak, by bytes
+  int64_t peak_live_requested = 0;  // requested bytes live at the peak
+  std::vector<SiteRow> sites;       // top sites live at the peak, by bytes
   SiteRow other_sites;              // the rest, summed
   Fragmentation frag;
   int64_t first_time_us = kNoTime, last_time_us = kNoTime;
@@ -63,7 +110,11 @@ struct Report {
   bool has_history = false;
   std::vector<DeviceReport> devices;
   size_t peak_device = 0;  // index into devices: highest allocated peak
+  std::shared_ptr<RuleSet> rules;  // the rules used (names for sites and --explain)
   std::vector<Warning> warnings;
+  std::string explain_query;
+  std::vector<ExplainItem> explain;
+  uint64_t explain_total = 0;  // matches before truncation to the first 50
 };
 
 Report analyze_report(const Trace& trace, const ReportOptions& opts);

@@ -20,7 +20,7 @@
 #include <optional>
 
 #include "analysis/addr_map.hpp"
-#include "input/file_source.hpp"
+#include "util/hugepages.hpp"
 #include "snapdiff/replay.hpp"
 
 namespace snapdiff {
@@ -563,7 +563,7 @@ DeviceReplay replay_with_peak_state(const Trace& trace, const Device& dev, Alloc
   }
   r.finish_end_check();
   if (at_peak) {
-    int64_t last = std::min<int64_t>(r.out.peak_allocated.event_index, int64_t(n) - 1);
+    int64_t last = std::min<int64_t>(r.out.peak_requested.event_index, int64_t(n) - 1);
     for (int64_t i = 0; i <= last; ++i) initial->step(size_t(i));
     *at_peak = initial->state();
   }

@@ -2,6 +2,9 @@
 // the allocation that set the allocated peak, the sites live at that moment,
 // fragmentation at the peak, and the cross-check with the dump.
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <map>
 #include <unordered_map>
 
 #include "snapdiff/report.hpp"
@@ -128,11 +131,235 @@ std::string format_frame(const Trace& t, FrameId f) {
   return out;
 }
 
+namespace {
+
+// The plain-language explanation: statements computed from the data, largest
+// first. Nothing here is keyed on file names; each statement appears only
+// when its measured effect is material.
+void explain(const Trace& t, DeviceReport& d) {
+  const Attribution& a = d.attr;
+  const int64_t peak = d.replay.peak_requested.bytes;
+  if (peak <= 0 || a.categories.empty()) return;
+  auto cat = [&](const char* name) -> int64_t {
+    for (size_t i = 0; i < a.categories.size(); ++i)
+      if (a.categories[i] == name) return d.categories[i];
+    return 0;
+  };
+  // 1. Where the peak is and what it is made of.
+  {
+    std::string m = "The peak, " + human_bytes(peak) + ", is reached";
+    if (d.peak_phase == Phase::PreTrace) m += " before the recorded history";
+    else if (d.peak_iteration > 0)
+      m += " in iteration " + std::to_string(d.peak_iteration) + (d.replay.truncated ? " of the recorded window" : "") +
+           " during the " + phase_name(d.peak_phase);
+    else m += " during " + std::string(phase_name(d.peak_phase));
+    m += ":";
+    std::vector<std::pair<int64_t, size_t>> parts;
+    for (size_t i = 0; i < a.categories.size(); ++i)
+      if (d.categories[i] > 0) parts.push_back({d.categories[i], i});
+    std::sort(parts.begin(), parts.end(), [](auto& x, auto& y) { return x.first > y.first; });
+    for (size_t k = 0; k < parts.size(); ++k) {
+      m += (k ? ", " : " ") + a.categories[parts[k].second] + " " + human_bytes(parts[k].first);
+      if (a.categories[parts[k].second] == "gradient" && d.peak_iteration > 1) {
+        // Gradients allocated in an earlier iteration and still alive.
+        int64_t old = 0;
+        int first_it = d.peak_iteration;
+        for (uint32_t id : a.live_at(d.peak_index)) {
+          const Allocation& al = a.allocations[id];
+          if (a.categories[al.category] != "gradient") continue;
+          int it = a.iteration_at(al.alloc_event);
+          if (it < d.peak_iteration) {
+            old += int64_t(al.requested);
+            first_it = std::min(first_it, it);
+          }
+        }
+        if (old * 2 > parts[k].first)
+          m += " (kept from iteration " + std::to_string(first_it) + ": gradients are not freed between iterations)";
+      }
+    }
+    m += ".";
+    d.findings.push_back({"peak", m, peak});
+  }
+  // 2. Optimizer steps that rise well above their start: the largest one,
+  // and how many others are like it.
+  const PhaseSpan* worst = nullptr;
+  size_t steps = 0, similar = 0;
+  for (const PhaseSpan& s : a.spans) {
+    if (s.phase != Phase::Optimizer) continue;
+    ++steps;
+    if (!worst || s.peak_requested - s.start_requested > worst->peak_requested - worst->start_requested) worst = &s;
+  }
+  std::vector<int64_t> at_start;
+  if (worst) at_start = a.categories_at({worst->start_event - 1})[0];
+  if (worst) {
+    const PhaseSpan& s = *worst;
+    int64_t rise = s.peak_requested - s.start_requested;
+    for (const PhaseSpan& o : a.spans)
+      if (o.phase == Phase::Optimizer && &o != worst && (o.peak_requested - o.start_requested) * 10 >= rise * 9) ++similar;
+    if (rise * 20 >= peak) {  // 5% of the peak or more: material
+      int64_t temp = 0, grads = 0;
+      for (size_t i = 0; i < a.categories.size(); ++i) {
+        if (a.categories[i] == "optimizer_temporary") temp = s.categories[i];
+        if (a.categories[i] == "gradient") grads = s.categories[i];
+      }
+      std::unordered_map<StackId, int64_t> by_site;
+      for (uint32_t id : a.live_at(s.peak_event)) {
+        const Allocation& al = a.allocations[id];
+        if (a.categories[al.category] == "optimizer_temporary") by_site[al.stack] += int64_t(al.requested);
+      }
+      StackId top = 0;
+      int64_t top_b = -1;
+      for (auto& kv : by_site)
+        if (kv.second > top_b || (kv.second == top_b && kv.first < top)) top = kv.first, top_b = kv.second;
+      std::string m = "The optimizer step of iteration " + std::to_string(s.iteration) + " rises " + human_bytes(rise) +
+                      " above its start";
+      for (size_t i = 0; i < a.categories.size(); ++i)
+        if (a.categories[i] == "optimizer_state" && s.categories[i] - at_start[i] > 0)
+          m += " (" + human_bytes(s.categories[i] - at_start[i]) + " of it new optimizer state, created on the first step)";
+      if (similar > 0)
+        m += " (" + std::to_string(similar + 1) + " of the " + std::to_string(steps) + " steps rise as much)";
+      if (temp > 0) {
+        m += ": " + human_bytes(temp) + " of optimizer temporaries live at its peak";
+        if (grads > 0 && temp * 10 >= grads * 9)
+          m += ", about one copy of all gradients (" + human_bytes(grads) +
+               ") — a multi-tensor (foreach) step materializes each stage for every parameter at once";
+        else if (grads > 0)
+          m += " (" + std::to_string(int64_t(100.0 * double(temp) / double(grads) + 0.5)) +
+               "% of the gradients' size: the update works on a part of the parameters at a time)";
+        if (top != 0) {
+          m += "; largest site " + format_frame(t, user_frame(t, top));
+          const FrameId uf = user_frame(t, top);
+          for (StackId x = top; x != 0; x = t.stacks.node(x).parent) {
+            FrameId f = t.stacks.node(x).frame;
+            if (f == uf) break;  // only frames inside the user's call
+            if (is_python_frame(t, f)) {
+              m += " in " + format_frame(t, f);
+              break;
+            }
+          }
+        }
+      }
+      m += ".";
+      d.findings.push_back({"optimizer_transient", m, rise});
+    }
+  }
+  // 3. What no rule could place.
+  int64_t unk = cat("unknown");
+  if (unk * 100 >= peak && unk > 0)
+    d.findings.push_back({"unknown", human_bytes(unk) + " at the peak fits no rule; see UNKNOWN AT THE PEAK for "
+                                                       "each allocation's frames, phase and lifetime.",
+                          unk});
+  std::stable_sort(d.findings.begin() + 1, d.findings.end(),
+                   [](const Finding& x, const Finding& y) { return x.bytes > y.bytes; });
+}
+
+bool parse_address(const std::string& q, uint64_t* out) {
+  if (q.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = (q.size() > 2 && q[0] == '0' && (q[1] == 'x' || q[1] == 'X'))
+                             ? std::strtoull(q.c_str() + 2, &end, 16)
+                             : std::strtoull(q.c_str(), &end, 10);
+  if (errno != 0 || !end || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+// --explain ADDRESS|SITE: every allocation at that address, or every
+// allocation whose stack has a frame matching SITE ("function", "file:line",
+// or a substring of "function (file:line)"), grouped by stack and category.
+void explain_query(const Trace& t, Report& r, const std::string& q) {
+  r.explain_query = q;
+  uint64_t addr = 0;
+  const bool by_addr = parse_address(q, &addr);
+  const RuleSet& rs = *r.rules;
+  auto fill = [&](ExplainItem& it, const DeviceReport& d, const Allocation& al) {
+    const Attribution& a = d.attr;
+    it.device = d.device;
+    it.addr = al.addr;
+    it.requested = al.requested;
+    it.stack = al.stack;
+    it.alloc_event = al.alloc_event;
+    it.free_event = al.free_event;
+    it.alloc_phase = a.phase_at(al.alloc_event);
+    it.alloc_iteration = a.iteration_at(al.alloc_event);
+    if (al.free_event != INT64_MAX) {
+      it.free_phase = a.phase_at(al.free_event);
+      it.free_iteration = a.iteration_at(al.free_event);
+    }
+    it.category = a.categories[al.category];
+    if (al.rule >= 0) {
+      it.rule = rs.rules[size_t(al.rule)].name;
+      it.evidence = rs.rules[size_t(al.rule)].evidence;
+    } else {
+      it.rule = "(none)";
+      it.evidence = "no rule matched: allocated in " + std::string(phase_name(it.alloc_phase)) +
+                    (al.free_event == INT64_MAX ? ", never freed" : ", freed in " + std::string(phase_name(it.free_phase)));
+    }
+    it.bytes = int64_t(al.requested);
+  };
+  for (const DeviceReport& d : r.devices) {
+    const Attribution& a = d.attr;
+    if (by_addr) {
+      for (const Allocation& al : a.allocations) {
+        if (al.addr != addr) continue;
+        ++r.explain_total;
+        if (r.explain.size() >= 50) continue;
+        ExplainItem it;
+        fill(it, d, al);
+        r.explain.push_back(std::move(it));
+      }
+      continue;
+    }
+    // Stacks with a matching frame.
+    std::unordered_map<StackId, bool> match;
+    auto matches = [&](StackId s) {
+      auto f = match.find(s);
+      if (f != match.end()) return f->second;
+      bool m = false;
+      for (StackId x = s; x != 0 && !m; x = t.stacks.node(x).parent) {
+        const Frame& fr = t.frames[t.stacks.node(x).frame];
+        std::string name(t.strings.get(fr.name)), file(t.strings.get(fr.file));
+        std::string base = file.substr(file.rfind('/') == std::string::npos ? 0 : file.rfind('/') + 1);
+        std::string line = fr.line >= 0 ? std::to_string(fr.line) : "";
+        m = name == q || base + ":" + line == q || file + ":" + line == q ||
+            format_frame(t, t.stacks.node(x).frame).find(q) != std::string::npos;
+      }
+      match[s] = m;
+      return m;
+    };
+    std::map<std::pair<StackId, std::string>, ExplainItem> groups;
+    for (const Allocation& al : a.allocations) {
+      if (al.stack == 0 || !matches(al.stack)) continue;
+      ExplainItem it;
+      fill(it, d, al);
+      auto key = std::make_pair(al.stack, it.category + "/" + it.rule);
+      auto g = groups.find(key);
+      if (g == groups.end()) {
+        groups.emplace(key, std::move(it));
+      } else {
+        ++g->second.count;
+        g->second.bytes += int64_t(al.requested);
+      }
+    }
+    std::vector<ExplainItem> items;
+    for (auto& kv : groups) items.push_back(std::move(kv.second));
+    std::sort(items.begin(), items.end(), [](const ExplainItem& x, const ExplainItem& y) { return x.bytes > y.bytes; });
+    r.explain_total += items.size();
+    for (auto& it : items)
+      if (r.explain.size() < 50) r.explain.push_back(std::move(it));
+  }
+}
+
+}  // namespace
+
 Report analyze_report(const Trace& trace, const ReportOptions& opts) {
   Report r;
   r.input_name = opts.input_name;
   r.source = trace.source;
   r.events = trace.event_count();
+  r.rules = std::make_shared<RuleSet>(opts.rules ? *opts.rules : RuleSet::builtin());
+  const RuleSet* rules = r.rules.get();
   for (const Device& dev : trace.devices) {
     if (dev.events.empty() && dev.segments.empty()) continue;
     DeviceReport dr;
@@ -145,29 +372,66 @@ Report analyze_report(const Trace& trace, const ReportOptions& opts) {
         if (dr.first_time_us == kNoTime) dr.first_time_us = e.time_us;
         dr.last_time_us = e.time_us;
       }
-    const PeakPoint& pk = dr.replay.peak_allocated;
+    dr.attr = attribute(trace, dev, dr.replay, *rules);
+    const Attribution& at = dr.attr;
+    const PeakPoint& pk = dr.replay.peak_requested;
+    dr.peak_index = pk.event_index;
+    dr.peak_phase = at.phase_at(pk.event_index);
+    dr.peak_iteration = at.iteration_at(pk.event_index);
+    dr.categories = at.categories_at({pk.event_index})[0];
     if (pk.event_index >= 0) {
       dr.peak_event = dev.events[size_t(pk.event_index)];
       dr.peak_stack = dr.peak_event.stack;
     }
-    // Sites live at the peak.
-    std::unordered_map<StackId, SiteRow> by_stack;
-    for (const LiveAllocation& a : st.live) {
-      SiteRow& row = by_stack[a.stack];
-      row.stack = a.stack;
-      row.requested_bytes = int64_t(uint64_t(row.requested_bytes) + a.requested);
-      row.block_bytes = int64_t(uint64_t(row.block_bytes) + a.block_size);
-      ++row.count;
-      dr.peak_live_requested = int64_t(uint64_t(dr.peak_live_requested) + a.requested);
+    // Sites live at the peak, with their categories.
+    std::unordered_map<uint64_t, uint64_t> block_of;
+    for (const LiveAllocation& la : st.live) block_of[la.addr] = la.block_size;
+    struct Acc {
+      SiteRow row;
+      std::vector<int64_t> by_cat;
+      uint64_t largest = 0;
+    };
+    std::unordered_map<StackId, Acc> by_stack;
+    std::unordered_map<StackId, Acc> unknown_by_stack;
+    const int unknown = at.unknown_index();
+    for (uint32_t id : at.live_at(pk.event_index)) {
+      const Allocation& al = at.allocations[id];
+      for (auto* m : {&by_stack, &unknown_by_stack}) {
+        if (m == &unknown_by_stack && al.category != unknown) continue;
+        Acc& acc = (*m)[al.stack];
+        acc.row.stack = al.stack;
+        acc.row.requested_bytes += int64_t(al.requested);
+        auto b = block_of.find(al.addr);
+        acc.row.block_bytes += int64_t(b != block_of.end() ? b->second : al.requested);
+        ++acc.row.count;
+        if (acc.by_cat.empty()) acc.by_cat.assign(at.categories.size(), 0);
+        acc.by_cat[al.category] += int64_t(al.requested);
+        if (al.requested >= acc.largest) {
+          acc.largest = al.requested;
+          acc.row.rule = al.rule;
+          acc.row.alloc_phase = at.phase_at(al.alloc_event);
+          acc.row.alloc_iteration = at.iteration_at(al.alloc_event);
+        }
+      }
+      dr.peak_live_requested += int64_t(al.requested);
     }
-    dr.peak_live_allocations = st.live.size();
-    std::vector<SiteRow> rows;
-    rows.reserve(by_stack.size());
-    for (auto& kv : by_stack) rows.push_back(kv.second);
-    std::sort(rows.begin(), rows.end(), [](const SiteRow& a, const SiteRow& b) {
-      if (a.requested_bytes != b.requested_bytes) return a.requested_bytes > b.requested_bytes;
-      return a.stack < b.stack;
-    });
+    dr.peak_live_allocations = 0;
+    auto rows_of = [&](std::unordered_map<StackId, Acc>& m) {
+      std::vector<SiteRow> rows;
+      rows.reserve(m.size());
+      for (auto& kv : m) {
+        Acc& acc = kv.second;
+        acc.row.category = int(std::max_element(acc.by_cat.begin(), acc.by_cat.end()) - acc.by_cat.begin());
+        rows.push_back(acc.row);
+      }
+      std::sort(rows.begin(), rows.end(), [](const SiteRow& a, const SiteRow& b) {
+        if (a.requested_bytes != b.requested_bytes) return a.requested_bytes > b.requested_bytes;
+        return a.stack < b.stack;
+      });
+      return rows;
+    };
+    std::vector<SiteRow> rows = rows_of(by_stack);
+    for (const SiteRow& row : rows) dr.peak_live_allocations += row.count;
     for (size_t i = 0; i < rows.size(); ++i) {
       if (i < opts.top_sites) {
         dr.sites.push_back(rows[i]);
@@ -177,6 +441,8 @@ Report analyze_report(const Trace& trace, const ReportOptions& opts) {
         dr.other_sites.count += rows[i].count;
       }
     }
+    dr.unknown_sites = rows_of(unknown_by_stack);
+    if (dr.unknown_sites.size() > opts.top_sites) dr.unknown_sites.resize(opts.top_sites);
     // Fragmentation at the peak.
     Fragmentation& fg = dr.frag;
     fg.reserved = st.counters.reserved;
@@ -186,14 +452,26 @@ Report analyze_report(const Trace& trace, const ReportOptions& opts) {
     fg.internal = fg.allocated - fg.requested;
     fg.too_small_threshold =
         pk.event_index >= 0 ? allocator_round_size(dr.peak_event.size, trace.settings) : 0;
+    fg.classes = {{"< 1 MiB", uint64_t(1) << 20},
+                  {"1-20 MiB", uint64_t(20) << 20},
+                  {"20-200 MiB", uint64_t(200) << 20},
+                  {">= 200 MiB", UINT64_MAX}};
     for (const FreeBlockInfo& fb : st.free_blocks) {
       fg.free_cached = int64_t(uint64_t(fg.free_cached) + fb.size);
       ++fg.free_blocks;
       fg.largest_free_block = std::max(fg.largest_free_block, fb.size);
       if (fb.size < fg.too_small_threshold) fg.too_small_bytes = int64_t(uint64_t(fg.too_small_bytes) + fb.size);
+      for (FreeSizeClass& c : fg.classes)
+        if (fb.size < c.max_bytes) {
+          ++c.blocks;
+          c.bytes = int64_t(uint64_t(c.bytes) + fb.size);
+          break;
+        }
     }
+    explain(trace, dr);
     r.devices.push_back(std::move(dr));
   }
+  if (!opts.explain.empty()) explain_query(trace, r, opts.explain);
   // Top-level peak: the device with the highest allocated peak.
   for (size_t i = 0; i < r.devices.size(); ++i)
     if (r.devices[i].replay.peak_allocated.bytes > r.devices[r.peak_device].replay.peak_allocated.bytes)

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "snapdiff/attribution.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"
 #include "snapdiff/report.hpp"
@@ -106,7 +107,10 @@ int cmd_report(const std::vector<std::string>& args) {
   d.add_options()("help,h", "show this help")(
       "format,f", po::value<std::string>()->default_value("text"), "output format: text | json")(
       "output,o", po::value<std::string>(), "write the report to this file instead of stdout")(
-      "top,n", po::value<size_t>()->default_value(10), "number of allocation sites to list");
+      "top,n", po::value<size_t>()->default_value(10), "number of allocation sites to list")(
+      "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable; tried before the built-in rules)")(
+      "explain", po::value<std::string>(), "why allocations got their category: an ADDRESS (0x... or decimal) or a SITE "
+                                           "(function, file:line, or text in \"function (file:line)\")");
   d.add(common_input_options());
   po::options_description hidden;
   hidden.add_options()("input", po::value<std::vector<std::string>>(), "input");
@@ -126,11 +130,17 @@ int cmd_report(const std::vector<std::string>& args) {
   std::string fmt = vm["format"].as<std::string>();
   if (fmt != "text" && fmt != "json") throw UsageError("unknown --format '" + fmt + "' (text, json)");
   std::string path = vm["input"].as<std::vector<std::string>>()[0];
+  // Rules are read first: a bad rules file fails before a long load.
+  RuleSet rules = RuleSet::builtin();
+  if (vm.count("rules"))
+    for (const std::string& f : vm["rules"].as<std::vector<std::string>>()) rules.add_file(f);
   Progress prog{path};
   Trace t = load(path, vm["max-input-bytes"].as<uint64_t>(), prog);
   ReportOptions ro;
   ro.top_sites = vm["top"].as<size_t>();
   ro.input_name = path;
+  ro.rules = &rules;
+  if (vm.count("explain")) ro.explain = vm["explain"].as<std::string>();
   Report r = analyze_report(t, ro);
   std::string text = fmt == "json" ? render_json(r, t) : render_text(r, t);
   emit(text, vm.count("output") ? vm["output"].as<std::string>() : "");

@@ -77,14 +77,6 @@ void FileBytes::release_before(size_t offset) {
   released_ = end;
 }
 
-void advise_hugepages(void* p, size_t bytes) {
-  constexpr uintptr_t kPage = 4096;
-  if (bytes < (size_t(2) << 20)) return;
-  uintptr_t b = (reinterpret_cast<uintptr_t>(p) + kPage - 1) & ~(kPage - 1);
-  uintptr_t e = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kPage - 1);
-  if (e > b) ::madvise(reinterpret_cast<void*>(b), e - b, MADV_HUGEPAGE);
-}
-
 bool is_gzip(const uint8_t* p, size_t n) { return n >= 2 && p[0] == 0x1f && p[1] == 0x8b; }
 
 std::vector<uint8_t> gunzip(const uint8_t* p, size_t n, uint64_t max_out) {

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "util/hugepages.hpp"
+
 namespace snapdiff::detail {
 
 // A read-only view of a file's bytes: mmap'd for regular files, read into a
@@ -34,7 +36,6 @@ class FileBytes {
 // Asks for transparent huge pages over [p, p+bytes) (the whole pages inside
 // it) before the memory is first touched: on some virtual machines each 4 KiB
 // page fault costs microseconds. Harmless where unsupported.
-void advise_hugepages(void* p, size_t bytes);
 
 bool is_gzip(const uint8_t* p, size_t n);
 // Inflates a (possibly multi-member) gzip stream; refuses output beyond

@@ -35,18 +35,29 @@ J counters_json(const Counters& c) {
   return j;
 }
 
+J categories_json(const Attribution& a, const std::vector<int64_t>& v) {
+  J j = J::object();
+  for (size_t i = 0; i < a.categories.size() && i < v.size(); ++i) j[a.categories[i]] = v[i];
+  return j;
+}
+
 J device_peak(const DeviceReport& d, const Trace& t) {
   const DeviceReplay& rp = d.replay;
   J p;
   p["requested_bytes"] = rp.peak_requested.bytes;
   p["allocated_bytes"] = rp.peak_allocated.bytes;
   p["reserved_bytes"] = rp.peak_reserved.bytes;
-  p["event_index"] = rp.peak_allocated.event_index;
-  p["time_us"] = rp.peak_allocated.time_us == kNoTime ? J(nullptr) : J(rp.peak_allocated.time_us);
+  p["event_index"] = rp.peak_requested.event_index;
+  p["time_us"] = rp.peak_requested.time_us == kNoTime ? J(nullptr) : J(rp.peak_requested.time_us);
+  p["phase"] = phase_name(d.peak_phase);
+  p["iteration"] = d.peak_iteration;
   p["requested"] = peak_json(rp.peak_requested);
   p["allocated"] = peak_json(rp.peak_allocated);
   p["reserved"] = peak_json(rp.peak_reserved);
-  if (rp.peak_allocated.event_index >= 0) {
+  p["allocated_bytes_at_peak"] = rp.peak_requested.event_index >= 0
+                                     ? J(rp.allocated[size_t(rp.peak_requested.event_index)])
+                                     : J(rp.baseline.allocated);
+  if (d.peak_index >= 0) {
     J e;
     e["action"] = event_kind_name(d.peak_event.kind);
     e["size"] = d.peak_event.size;
@@ -61,9 +72,26 @@ J device_peak(const DeviceReport& d, const Trace& t) {
   return p;
 }
 
+J site_json(const Trace& t, const DeviceReport& d, const RuleSet* rules, const SiteRow& s) {
+  J sj;
+  sj["requested_bytes"] = s.requested_bytes;
+  sj["block_bytes"] = s.block_bytes;
+  sj["count"] = s.count;
+  sj["category"] = s.category >= 0 ? J(d.attr.categories[size_t(s.category)]) : J(nullptr);
+  sj["rule"] = (rules && s.rule >= 0) ? J(rules->rules[size_t(s.rule)].name) : J(nullptr);
+  sj["alloc_phase"] = phase_name(s.alloc_phase);
+  sj["alloc_iteration"] = s.alloc_iteration;
+  FrameId uf = user_frame(t, s.stack);
+  sj["user_frame"] = uf == UINT32_MAX ? J(nullptr) : frame_json(t, uf);
+  sj["stack"] = J::array();
+  for (FrameId f : t.stacks.frames(s.stack)) sj["stack"].push_back(frame_json(t, f));
+  return sj;
+}
+
 }  // namespace
 
 std::string render_json(const Report& r, const Trace& t) {
+  const RuleSet* rules = r.rules.get();
   J j;
   j["schema"] = "snapdiff/report/1";
   j["tool"] = {{"name", "snapdiff"}, {"version", SNAPDIFF_VERSION}};
@@ -87,6 +115,22 @@ std::string render_json(const Report& r, const Trace& t) {
     j["peak"] = {{"requested_bytes", 0}, {"allocated_bytes", 0}, {"reserved_bytes", 0}, {"event_index", -1},
                  {"time_us", nullptr}, {"device", nullptr}};
   }
+  if (!r.devices.empty()) {
+    const DeviceReport& top = r.devices[r.peak_device];
+    j["categories"] = categories_json(top.attr, top.categories);
+    J phases = J::array();
+    for (const PhaseSpan& ps : top.attr.spans)
+      phases.push_back({{"iteration", ps.iteration},
+                        {"phase", phase_name(ps.phase)},
+                        {"start_event", ps.start_event},
+                        {"end_event", ps.end_event},
+                        {"peak_requested_bytes", ps.peak_requested},
+                        {"categories", categories_json(top.attr, ps.categories)}});
+    j["phases"] = std::move(phases);
+  } else {
+    j["categories"] = J::object();
+    j["phases"] = J::array();
+  }
   j["devices"] = J::array();
   for (const DeviceReport& d : r.devices) {
     const DeviceReplay& rp = d.replay;
@@ -105,23 +149,36 @@ std::string render_json(const Report& r, const Trace& t) {
     live["allocations"] = d.peak_live_allocations;
     live["requested_bytes"] = d.peak_live_requested;
     live["sites"] = J::array();
-    for (const SiteRow& s : d.sites) {
-      J sj;
-      sj["requested_bytes"] = s.requested_bytes;
-      sj["block_bytes"] = s.block_bytes;
-      sj["count"] = s.count;
-      FrameId uf = user_frame(t, s.stack);
-      sj["user_frame"] = uf == UINT32_MAX ? J(nullptr) : frame_json(t, uf);
-      sj["stack"] = J::array();
-      for (FrameId f : t.stacks.frames(s.stack)) sj["stack"].push_back(frame_json(t, f));
-      live["sites"].push_back(sj);
-    }
+    for (const SiteRow& s : d.sites) live["sites"].push_back(site_json(t, d, rules, s));
     live["other"] = {{"requested_bytes", d.other_sites.requested_bytes},
                      {"block_bytes", d.other_sites.block_bytes},
                      {"count", d.other_sites.count}};
     dj["live_at_peak"] = live;
+    dj["categories"] = categories_json(d.attr, d.categories);
+    dj["phase_evidence"] = d.attr.phase_evidence;
+    dj["iterations"] = d.attr.iterations;
+    J phases = J::array();
+    for (const PhaseSpan& ps : d.attr.spans)
+      phases.push_back({{"iteration", ps.iteration},
+                        {"phase", phase_name(ps.phase)},
+                        {"start_event", ps.start_event},
+                        {"end_event", ps.end_event},
+                        {"start_requested_bytes", ps.start_requested},
+                        {"peak_event", ps.peak_event},
+                        {"peak_requested_bytes", ps.peak_requested},
+                        {"categories", categories_json(d.attr, ps.categories)}});
+    dj["phases"] = std::move(phases);
+    J unk = J::array();
+    for (const SiteRow& s : d.unknown_sites) unk.push_back(site_json(t, d, rules, s));
+    dj["unknown_at_peak"] = std::move(unk);
+    J fnd = J::array();
+    for (const Finding& f : d.findings) fnd.push_back({{"kind", f.kind}, {"message", f.message}, {"bytes", f.bytes}});
+    dj["findings"] = std::move(fnd);
     const Fragmentation& f = d.frag;
-    dj["fragmentation_at_peak"] = {{"reserved_bytes", f.reserved},
+    J classes = J::array();
+    for (const FreeSizeClass& c : d.frag.classes)
+      classes.push_back({{"class", c.label}, {"blocks", c.blocks}, {"bytes", c.bytes}});
+    dj["fragmentation_at_peak"] = {{"free_by_size", classes},{"reserved_bytes", f.reserved},
                                    {"allocated_bytes", f.allocated},
                                    {"requested_bytes", f.requested},
                                    {"free_cached_bytes", f.free_cached},
@@ -142,6 +199,27 @@ std::string render_json(const Report& r, const Trace& t) {
     dj["replay_inconsistencies"] = rp.inconsistencies;
     dj["oom_events"] = rp.oom_events;
     j["devices"].push_back(dj);
+  }
+  if (!r.explain_query.empty()) {
+    J ex;
+    ex["query"] = r.explain_query;
+    ex["matches"] = r.explain_total;
+    ex["items"] = J::array();
+    for (const ExplainItem& it : r.explain)
+      ex["items"].push_back({{"device", it.device},
+                             {"addr", it.addr},
+                             {"requested_bytes", it.requested},
+                             {"count", it.count},
+                             {"bytes", it.bytes},
+                             {"category", it.category},
+                             {"rule", it.rule},
+                             {"evidence", it.evidence},
+                             {"alloc_event", it.alloc_event},
+                             {"alloc_phase", phase_name(it.alloc_phase)},
+                             {"alloc_iteration", it.alloc_iteration},
+                             {"free_event", it.free_event == INT64_MAX ? J(nullptr) : J(it.free_event)},
+                             {"free_phase", it.free_event == INT64_MAX ? J(nullptr) : J(phase_name(it.free_phase))}});
+    j["explain"] = ex;
   }
   j["warnings"] = J::array();
   for (const Warning& w : r.warnings) j["warnings"].push_back({{"code", w.code}, {"message", w.message}});

@@ -1,6 +1,8 @@
 // The human-readable report.
 #include <cstdio>
 #include <ctime>
+#include <algorithm>
+#include <set>
 #include <sstream>
 
 #include "snapdiff/report.hpp"
@@ -22,6 +24,35 @@ std::string pct(int64_t part, int64_t whole) {
 }
 
 std::string pad_left(const std::string& s, size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
+std::string pad_right(const std::string& s, size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
+
+std::string hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "%llx", (unsigned long long)v);
+  return b;
+}
+
+// Word-wraps `text` at `width` columns; the first line starts with `lead`,
+// the others are indented as deep.
+std::string wrap(const std::string& lead, const std::string& text, size_t width) {
+  std::string out, line = lead;
+  const std::string indent(lead.size(), ' ');
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = text.find(' ', i);
+    if (j == std::string::npos) j = text.size();
+    std::string word = text.substr(i, j - i);
+    if (line.size() > indent.size() && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line = indent;
+    }
+    if (line.size() > indent.size()) line += " ";
+    line += word;
+    i = j + 1;
+  }
+  out += line + "\n";
+  return out;
+}
 
 std::string utc_time(int64_t us) {
   if (us == kNoTime) return "?";
@@ -114,31 +145,99 @@ std::string render_text(const Report& r, const Trace& t) {
     line("requested ", rp.peak_requested);
     line("allocated ", rp.peak_allocated);
     line("reserved  ", rp.peak_reserved);
-    const PeakPoint& pk = rp.peak_allocated;
+    const PeakPoint& pk = rp.peak_requested;
     if (pk.event_index >= 0) {
       o << "  when        event " << with_commas(uint64_t(pk.event_index)) << " of " << with_commas(d.events);
       if (pk.time_us != kNoTime && d.first_time_us != kNoTime) o << ", t = +" << seconds(pk.time_us - d.first_time_us);
-      o << "\n";
+      if (d.peak_iteration > 0) o << ", iteration " << d.peak_iteration;
+      o << ", " << phase_name(d.peak_phase) << "  (the requested peak: the moment the live tensors are largest)\n";
       o << "  reached by  " << event_kind_name(d.peak_event.kind) << " of " << human_bytes(int64_t(d.peak_event.size))
         << " at " << format_frame(t, user_frame(t, d.peak_stack)) << "\n";
     }
 
-    o << "\nLIVE AT THE ALLOCATED PEAK  cuda:" << d.device << "  (" << with_commas(d.peak_live_allocations)
+    const Attribution& at = d.attr;
+    if (!d.findings.empty()) {
+      o << "\nEXPLANATION  cuda:" << d.device << "\n";
+      for (const Finding& fd : d.findings) o << wrap("  * ", fd.message, 100);
+    }
+
+    o << "\nAT THE PEAK BY CATEGORY  cuda:" << d.device << "\n";
+    o << "       BYTES       %  CATEGORY\n";
+    {
+      std::vector<std::pair<int64_t, size_t>> rows;
+      int64_t total = 0;
+      for (size_t i = 0; i < d.categories.size(); ++i) {
+        total += d.categories[i];
+        if (d.categories[i] != 0) rows.push_back({d.categories[i], i});
+      }
+      std::sort(rows.begin(), rows.end(), [](auto& x, auto& y) { return x.first != y.first ? x.first > y.first : x.second < y.second; });
+      for (auto& row : rows)
+        o << "  " << pad_left(human_bytes(row.first), 10) << "  " << pct(row.first, total) << "  "
+          << at.categories[row.second] << "\n";
+      o << "  " << pad_left(human_bytes(total), 10) << "  " << pct(total, total) << "  TOTAL (= requested peak)\n";
+    }
+
+    o << "\nLIVE AT THE PEAK  cuda:" << d.device << "  (" << with_commas(d.peak_live_allocations)
       << " allocations, " << human_bytes(d.peak_live_requested) << " requested)\n";
-    o << "       BYTES       %   COUNT  SITE (innermost user frame <- callers)\n";
+    o << "       BYTES       %   COUNT  CATEGORY             SITE (innermost user frame <- callers)\n";
     for (const SiteRow& s : d.sites) {
-      o << "  " << pad_left(human_bytes(s.requested_bytes), 10) << "  " << pct(s.requested_bytes, d.peak_live_requested)
-        << "  " << pad_left(with_commas(s.count), 6) << "  " << site_text(t, s.stack, 3) << "\n";
+      std::string cat = s.category >= 0 ? at.categories[size_t(s.category)] : "?";
+      o << "  " << pad_right(pad_left(human_bytes(s.requested_bytes), 10) + "  " + pct(s.requested_bytes, d.peak_live_requested) +
+                              "  " + pad_left(with_commas(s.count), 6) + "  " + cat, 47)
+        << "  " << site_text(t, s.stack, 3) << "\n";
     }
     if (d.other_sites.count > 0)
       o << "  " << pad_left(human_bytes(d.other_sites.requested_bytes), 10) << "  "
         << pct(d.other_sites.requested_bytes, d.peak_live_requested) << "  "
-        << pad_left(with_commas(d.other_sites.count), 6) << "  [other sites]\n";
+        << pad_left(with_commas(d.other_sites.count), 6) << "  " << pad_right("", 19) << "  [other sites]\n";
     o << "  " << pad_left(human_bytes(d.peak_live_requested), 10) << "  " << pct(d.peak_live_requested, d.peak_live_requested)
-      << "  " << pad_left(with_commas(d.peak_live_allocations), 6) << "  TOTAL\n";
+      << "  " << pad_left(with_commas(d.peak_live_allocations), 6) << "  " << pad_right("", 19) << "  TOTAL\n";
+
+    if (!at.spans.empty()) {
+      o << "\nPHASES  cuda:" << d.device << "  (found from " << at.phase_evidence << ")\n";
+      o << "  ITER  PHASE           EVENTS         START        PEAK        RISE  LARGEST AT THE PHASE PEAK\n";
+      // Long runs: the first two iterations, the peak's, and the last one.
+      std::set<int> shown = {0, 1, 2, d.peak_iteration, at.iterations};
+      int skipped_from = -1, skipped = 0;
+      auto flush_skip = [&]() {
+        if (skipped > 0)
+          o << "  ...   (" << skipped << " phases of iterations " << skipped_from << ".."
+            << "shown below omitted; every phase is in --format json)\n";
+        skipped = 0;
+        skipped_from = -1;
+      };
+      for (const PhaseSpan& ps : at.spans) {
+        if (!shown.count(ps.iteration)) {
+          if (skipped_from < 0) skipped_from = ps.iteration;
+          ++skipped;
+          continue;
+        }
+        flush_skip();
+        size_t big = 0;
+        for (size_t i = 0; i < ps.categories.size(); ++i)
+          if (ps.categories[i] > ps.categories[big]) big = i;
+        std::string largest = ps.categories.empty() ? "" : at.categories[big] + " " + human_bytes(ps.categories[big]);
+        o << "  " << pad_left(std::to_string(ps.iteration), 4) << "  " << pad_right(phase_name(ps.phase), 10)
+          << pad_left(std::to_string(ps.start_event) + "-" + std::to_string(ps.end_event), 15) << "  "
+          << pad_left(human_bytes(ps.start_requested), 10) << "  " << pad_left(human_bytes(ps.peak_requested), 10) << "  "
+          << pad_left(human_delta(ps.peak_requested - ps.start_requested), 10) << "  " << largest
+          << (ps.peak_event == pk.event_index ? "   <- the peak" : "") << "\n";
+      }
+      flush_skip();
+    }
+
+    if (!d.unknown_sites.empty()) {
+      o << "\nUNKNOWN AT THE PEAK  cuda:" << d.device << "  (no rule placed these; add one with --rules)\n";
+      o << "       BYTES   COUNT  ALLOCATED IN       SITE\n";
+      for (const SiteRow& s : d.unknown_sites)
+        o << "  " << pad_left(human_bytes(s.requested_bytes), 10) << "  " << pad_left(with_commas(s.count), 6) << "  "
+          << pad_right(std::string(phase_name(s.alloc_phase)) +
+                           (s.alloc_iteration > 0 ? " it " + std::to_string(s.alloc_iteration) : ""), 17)
+          << "  " << site_text(t, s.stack, 3) << "\n";
+    }
 
     const Fragmentation& f = d.frag;
-    o << "\nFRAGMENTATION AT THE ALLOCATED PEAK  cuda:" << d.device << "\n";
+    o << "\nFRAGMENTATION AT THE PEAK  cuda:" << d.device << "\n";
     o << "  reserved - allocated   " << pad_left(human_bytes(f.reserved - f.allocated), 10) << "   ("
       << pct(f.reserved - f.allocated, f.reserved) << " of reserved)\n";
     o << "    in free blocks       " << pad_left(human_bytes(f.free_cached), 10) << "   (" << with_commas(f.free_blocks)
@@ -149,6 +248,10 @@ std::string render_text(const Report& r, const Trace& t) {
       o << "    too small to reuse   " << pad_left(human_bytes(f.too_small_bytes), 10)
         << "   (free blocks smaller than the " << human_bytes(int64_t(f.too_small_threshold))
         << " block that set the peak)\n";
+    for (const FreeSizeClass& c : f.classes)
+      if (c.blocks > 0)
+        o << "    free " << pad_right(c.label, 16) << pad_left(human_bytes(c.bytes), 10) << "   (" << with_commas(c.blocks)
+          << (c.blocks == 1 ? " block)\n" : " blocks)\n");
     o << "  allocated - requested  " << pad_left(human_bytes(f.internal), 10)
       << "   (rounding and unsplit block remainders)\n";
 
@@ -164,6 +267,28 @@ std::string render_text(const Report& r, const Trace& t) {
       cmp("reserved  ", ck.replay.reserved, ck.dump.reserved);
       o << "  segments  " << pad_left(with_commas(ck.replay_segments), 11) << "  replayed, "
         << pad_left(with_commas(ck.dump_segments), 11) << "  dumped\n";
+    }
+  }
+  if (!r.explain_query.empty()) {
+    o << "\nEXPLAIN " << r.explain_query << "  (" << r.explain_total << (r.explain_total == 1 ? " match" : " matches")
+      << (r.explain_total > r.explain.size() ? ", first " + std::to_string(r.explain.size()) + " shown" : "") << ")\n";
+    if (r.explain.empty()) o << "  nothing matches: give an address (0x... or decimal) or a frame (function, file:line)\n";
+    for (const ExplainItem& it : r.explain) {
+      o << "  " << it.category << "  <- rule " << it.rule;
+      if (it.count > 1) o << "   (" << with_commas(it.count) << " allocations, " << human_bytes(it.bytes) << ")";
+      else o << "   (" << human_bytes(int64_t(it.requested)) << " at 0x" << hex(it.addr) << ")";
+      o << "\n";
+      o << wrap("      why: ", it.evidence, 100);
+      o << "      allocated: " << (it.alloc_event < 0 ? std::string("before the recorded history")
+                                                     : "event " + std::to_string(it.alloc_event) + ", " +
+                                                           phase_name(it.alloc_phase) +
+                                                           (it.alloc_iteration > 0 ? " of iteration " + std::to_string(it.alloc_iteration) : ""))
+        << ";  freed: "
+        << (it.free_event == INT64_MAX ? std::string("never (alive at the end)")
+                                       : "event " + std::to_string(it.free_event) + ", " + phase_name(it.free_phase) +
+                                             (it.free_iteration > 0 ? " of iteration " + std::to_string(it.free_iteration) : ""))
+        << "\n";
+      o << "      site: " << site_text(t, it.stack, 4) << "\n";
     }
   }
   if (!r.warnings.empty()) {

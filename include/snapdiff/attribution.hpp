@@ -1,0 +1,126 @@
+// snapdiff/attribution.hpp — what every allocated byte is, phase by phase.
+//
+// Two steps, both driven by data (rules/builtin.json and a user's --rules
+// file, docs/attribution.md):
+//  1. phases: each event is placed in init / forward / backward / optimizer /
+//     other of an iteration, from the innermost frame of its stack that
+//     matches a phase hint, optimizer annotations, and its neighbours in time
+//     (allocations without frames, e.g. the autograd engine's threads);
+//  2. categories: each allocation (alloc ... free_requested) gets exactly one
+//     category from the first rule whose conditions (frames, phases of its
+//     allocation and free, lifetime, size) hold.
+#pragma once
+
+#include <cstdint>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "snapdiff/model.hpp"
+#include "snapdiff/replay.hpp"
+
+namespace snapdiff {
+
+enum class Phase : uint8_t { Init, Forward, Backward, Optimizer, Other, PreTrace };
+const char* phase_name(Phase p);
+constexpr int kPhaseCount = 6;
+
+// Built-in categories, in report order; rules may add their own names.
+extern const char* const kBuiltinCategories[];
+constexpr int kBuiltinCategoryCount = 8;
+
+enum class Lifetime : uint8_t {
+  Any,
+  WithinPhase,
+  OutlivesPhase,
+  CrossesIteration,
+  WithinIteration,
+  NeverFreed,
+  AliveAtNextOptimizer,
+  SpansBackward,
+};
+
+struct Rule {
+  std::string name, category, evidence, origin;  // origin: "builtin" or the rules file
+  int category_index = -1;
+  // Conditions; empty/unset ones always hold.
+  std::string frame_name_re, frame_file_re;
+  std::regex frame_name, frame_file;
+  bool has_frame_name = false, has_frame_file = false;
+  uint8_t alloc_phases = 0xff;  // bit per Phase
+  uint16_t free_phases = 0xffff;  // bit per Phase, bit 7 = never freed
+  uint8_t stack_hints = 0xff;   // bit per Phase, bit 7 = no hint
+  Lifetime lifetime = Lifetime::Any;
+  std::vector<uint64_t> sizes;
+  uint64_t min_bytes = 0, max_bytes = UINT64_MAX;
+  int replaces_category = -1;
+  int unlike_sizes_of = -1;  // size is not 1/4..4x that of any allocation of this category
+  bool no_later_optimizer = false;
+};
+
+struct PhaseHint {
+  Phase phase;
+  std::string name_re, file_re;
+  std::regex name, file;
+  bool has_name = false, has_file = false;
+};
+
+class RuleSet {
+ public:
+  // The rules shipped in rules/builtin.json (compiled in).
+  static RuleSet builtin();
+  // Adds a rules file's hints and rules ahead of the ones already loaded.
+  // Throws InputError (file, JSON path) on a malformed file.
+  void add_file(const std::string& path);
+  void add_json(const std::string& text, const std::string& origin);
+
+  std::vector<PhaseHint> hints;
+  std::vector<Rule> rules;
+  std::vector<std::string> categories;  // built-ins first, then rule-defined
+  int category_index(const std::string& name);
+};
+
+struct Allocation {
+  uint64_t addr = 0;
+  uint64_t requested = 0;
+  StackId stack = 0;
+  int64_t alloc_event = -1;        // -1: before the recorded history
+  int64_t free_event = INT64_MAX;  // free_requested; INT64_MAX: alive at the end
+  uint16_t category = 0;
+  int16_t rule = -1;  // index into RuleSet::rules; -1 = no rule (unknown)
+};
+
+struct PhaseSpan {
+  int iteration = 0;
+  Phase phase = Phase::Other;
+  int64_t start_event = 0, end_event = 0;  // inclusive
+  int64_t peak_event = 0;                  // event index of the span's requested peak
+  int64_t start_requested = 0;             // requested bytes before its first event
+  int64_t peak_requested = 0;
+  std::vector<int64_t> categories;  // requested bytes per category at the span's peak
+};
+
+struct Attribution {
+  std::vector<std::string> categories;  // names, indexable by Allocation::category
+  std::vector<Allocation> allocations;
+  std::vector<uint32_t> event_span;     // per event: index into spans
+  std::vector<uint32_t> event_alloc;    // per event: the allocation it allocates or frees (UINT32_MAX: none)
+  std::vector<PhaseSpan> spans;
+  std::vector<Phase> stack_hint;        // per StackId (lazily sized to the stack table)
+  std::string phase_evidence;           // how phases were found
+  int iterations = 0;
+  uint64_t allocs_without_frames = 0;
+
+  Phase phase_at(int64_t event) const;
+  int iteration_at(int64_t event) const;
+  // Requested bytes per category live right after each given event (-1:
+  // before the first event). One sweep for all indices.
+  std::vector<std::vector<int64_t>> categories_at(const std::vector<int64_t>& events) const;
+  // Allocations live right after `event`.
+  std::vector<uint32_t> live_at(int64_t event) const;
+  int unknown_index() const;
+};
+
+Attribution attribute(const Trace& trace, const Device& dev, const DeviceReplay& replay, const RuleSet& rules);
+
+}  // namespace snapdiff

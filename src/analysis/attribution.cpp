@@ -1,0 +1,559 @@
+// Phases and categories (see include/snapdiff/attribution.hpp and
+// docs/attribution.md).
+#include "snapdiff/attribution.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "analysis/addr_map.hpp"
+#include "util/hugepages.hpp"
+
+namespace snapdiff {
+
+namespace {
+
+constexpr int8_t kHintNone = -1;   // frames, but none matched a hint (user code)
+constexpr int8_t kHintEmpty = -3;  // no frames at all
+constexpr int8_t kUnset = -2;
+
+class Attributor {
+ public:
+  Attributor(const Trace& t, const Device& d, const DeviceReplay& rp, const RuleSet& rs)
+      : t_(t), d_(d), rp_(rp), rs_(rs) {}
+
+  Attribution run() {
+    a_.categories = rs_.categories;
+    build_allocations();
+    assign_phases();
+    measure_spans();
+    a_.event_alloc = std::move(alloc_of_event_);
+    categorize();
+    return std::move(a_);
+  }
+
+ private:
+  // ---- frames and stacks -------------------------------------------------
+  int8_t frame_hint(FrameId f) {
+    if (frame_hint_.size() <= f) frame_hint_.resize(t_.frames.size(), kUnset);
+    int8_t& h = frame_hint_[f];
+    if (h != kUnset) return h;
+    h = kHintNone;
+    std::string name(t_.strings.get(t_.frames[f].name));
+    std::string file(t_.strings.get(t_.frames[f].file));
+    for (const PhaseHint& ph : rs_.hints) {
+      if (ph.has_name && !std::regex_search(name, ph.name)) continue;
+      if (ph.has_file && !std::regex_search(file, ph.file)) continue;
+      h = int8_t(ph.phase);
+      break;
+    }
+    return h;
+  }
+  // Innermost frame that matches a hint decides.
+  int8_t stack_hint(StackId s) {
+    if (s == 0) return kHintEmpty;
+    if (stack_hint_.size() <= s) stack_hint_.resize(t_.stacks.size(), kUnset);
+    int8_t& h = stack_hint_[s];
+    if (h != kUnset) return h;
+    int8_t r = kHintNone;
+    for (StackId x = s; x != 0; x = t_.stacks.node(x).parent) {
+      int8_t fh = frame_hint(t_.stacks.node(x).frame);
+      if (fh >= 0) {
+        r = fh;
+        break;
+      }
+    }
+    stack_hint_[s] = r;
+    return r;
+  }
+  bool rule_frames_match(size_t ri, StackId s) {
+    const Rule& r = rs_.rules[ri];
+    if (!r.has_frame_name && !r.has_frame_file) return true;
+    if (s == 0) return false;
+    auto& cache = rule_stack_[ri];
+    if (cache.size() <= s) cache.resize(t_.stacks.size(), kUnset);
+    if (cache[s] != kUnset) return cache[s] != 0;
+    auto& fcache = rule_frame_[ri];
+    if (fcache.size() < t_.frames.size()) fcache.resize(t_.frames.size(), kUnset);
+    bool any = false;
+    for (StackId x = s; x != 0 && !any; x = t_.stacks.node(x).parent) {
+      FrameId f = t_.stacks.node(x).frame;
+      if (fcache[f] == kUnset) {
+        bool ok = true;
+        if (r.has_frame_name) ok = std::regex_search(std::string(t_.strings.get(t_.frames[f].name)), r.frame_name);
+        if (ok && r.has_frame_file) ok = std::regex_search(std::string(t_.strings.get(t_.frames[f].file)), r.frame_file);
+        fcache[f] = ok ? 1 : 0;
+      }
+      any = fcache[f] != 0;
+    }
+    cache[s] = any ? 1 : 0;
+    return any;
+  }
+
+  // ---- allocations -------------------------------------------------------
+  void build_allocations() {
+    const auto& ev = d_.events;
+    detail::assign_huge(alloc_of_event_, ev.size(), UINT32_MAX);
+    size_t allocs = 0;
+    for (const Event& e : ev) allocs += e.kind == EventKind::Alloc || e.kind == EventKind::FreeRequested;
+    for (const Segment& sg : d_.segments) allocs += sg.block_count;
+    a_.allocations.reserve(allocs);
+    detail::advise_hugepages(a_.allocations.data(), allocs * sizeof(Allocation));
+    detail::AddrMap live;
+    auto close = [&](uint32_t id, size_t i) {
+      a_.allocations[id].free_event = int64_t(i);
+      alloc_of_event_[i] = id;
+      live.erase(a_.allocations[id].addr);
+    };
+    for (size_t i = 0; i < ev.size(); ++i) {
+      const Event& e = ev[i];
+      if (e.kind == EventKind::Alloc) {
+        uint32_t old = live.find(e.addr);
+        if (old != detail::AddrMap::kNone) a_.allocations[old].free_event = int64_t(i);
+        Allocation al;
+        al.addr = e.addr;
+        al.requested = e.size;
+        al.stack = e.stack;
+        al.alloc_event = int64_t(i);
+        uint32_t id = uint32_t(a_.allocations.size());
+        a_.allocations.push_back(al);
+        live.put(e.addr, id);
+        alloc_of_event_[i] = id;
+        if (e.stack == 0) ++a_.allocs_without_frames;
+      } else if (e.kind == EventKind::FreeRequested || e.kind == EventKind::FreeCompleted) {
+        uint32_t id = live.find(e.addr);
+        if (id != detail::AddrMap::kNone) {
+          close(id, i);
+        } else if (e.kind == EventKind::FreeRequested && !freed_once_.count(e.addr)) {
+          // Freed without a recorded alloc: allocated before the history began.
+          Allocation al;
+          al.addr = e.addr;
+          al.requested = e.size;
+          al.stack = e.stack;
+          al.alloc_event = -1;
+          al.free_event = int64_t(i);
+          alloc_of_event_[i] = uint32_t(a_.allocations.size());
+          a_.allocations.push_back(al);
+        }
+        if (e.kind == EventKind::FreeRequested) freed_once_.insert(e.addr);
+      }
+    }
+    // Blocks alive at the dump that the history never allocated.
+    for (const Segment& sg : d_.segments)
+      for (uint32_t k = 0; k < sg.block_count; ++k) {
+        const Block& b = d_.blocks[sg.first_block + k];
+        if (b.state != BlockState::ActiveAllocated || live.find(b.addr) != detail::AddrMap::kNone) continue;
+        Allocation al;
+        al.addr = b.addr;
+        al.requested = b.requested_size;
+        al.stack = b.stack;
+        al.alloc_event = -1;
+        a_.allocations.push_back(al);
+      }
+  }
+
+  // ---- phases ------------------------------------------------------------
+  void assign_phases() {
+    const auto& ev = d_.events;
+    const size_t n = ev.size();
+    // Optimizer annotations (record_function "Optimizer.step#...") as time spans.
+    std::vector<std::pair<int64_t, int64_t>> opt_spans;
+    {
+      std::vector<int64_t> starts;
+      for (const Annotation& an : t_.annotations) {
+        if (an.device != d_.index && an.device != -1) continue;
+        std::string_view name = t_.strings.get(an.name);
+        if (name.rfind("Optimizer.step", 0) != 0) continue;
+        if (an.start) starts.push_back(an.time_us);
+        else if (!starts.empty()) {
+          opt_spans.push_back({starts.back(), an.time_us});
+          starts.pop_back();
+        }
+      }
+      std::sort(opt_spans.begin(), opt_spans.end());
+    }
+    size_t osp = 0;
+    bool any_frames = false, any_fb = false;
+    std::vector<int8_t> hint;
+    detail::assign_huge(hint, n, kHintEmpty);
+    for (size_t i = 0; i < n; ++i) {
+      const Event& e = ev[i];
+      if (e.kind != EventKind::Alloc) continue;
+      int8_t h = stack_hint(e.stack);
+      if (h != kHintEmpty) any_frames = true;
+      if (!opt_spans.empty() && e.time_us != kNoTime) {
+        while (osp < opt_spans.size() && opt_spans[osp].second < e.time_us) ++osp;
+        if (osp < opt_spans.size() && opt_spans[osp].first <= e.time_us) h = int8_t(Phase::Optimizer);
+      }
+      if (h == int8_t(Phase::Forward) || h == int8_t(Phase::Backward)) any_fb = true;
+      hint[i] = h;
+    }
+    a_.phase_evidence = any_frames ? "stack frames" : "no stacks";
+    if (!opt_spans.empty()) a_.phase_evidence += " + optimizer annotations";
+
+    std::vector<Phase> phase;
+    detail::assign_huge(phase, n, Phase::Init);
+    std::vector<int32_t> iter;
+    detail::assign_huge(iter, n, 0);
+    if (!any_fb && !opt_spans.empty()) {
+      // No frames tell forward from backward: between optimizer steps the
+      // forward builds memory up and the backward releases it, so split each
+      // stretch at its requested-bytes maximum.
+      split_by_shape(hint, phase, iter);
+      a_.phase_evidence += " + memory shape (forward until the stretch's peak, backward after)";
+    } else {
+      Phase cur = Phase::Init;
+      int it = 0;
+      bool after_bwd_or_opt = false;
+      for (size_t i = 0; i < n; ++i) {
+        int8_t h = hint[i];
+        if (h == kHintEmpty) {
+          // keep the current phase (autograd engine threads record no frames)
+        } else if (h == kHintNone) {
+          // user code outside any hint: the loss belongs to the forward; after
+          // an optimizer step it is the next iteration's data loading.
+          if (cur == Phase::Init || cur == Phase::Optimizer) {
+            ++it;
+            cur = Phase::Other;
+            after_bwd_or_opt = false;
+          } else if (cur == Phase::Backward) {
+            cur = Phase::Other;
+          }
+        } else {
+          Phase p = Phase(h);
+          if (p == Phase::Init) {
+            if (cur != Phase::Init) cur = Phase::Other;
+          } else {
+            if (cur == Phase::Init) {
+              it = 1;
+              after_bwd_or_opt = false;
+            } else if (p == Phase::Forward && after_bwd_or_opt) {
+              ++it;
+              after_bwd_or_opt = false;
+            }
+            if (p == Phase::Backward || p == Phase::Optimizer) after_bwd_or_opt = true;
+            cur = p;
+          }
+        }
+        phase[i] = cur;
+        iter[i] = it;
+      }
+    }
+    // Spans of equal (iteration, phase).
+    detail::assign_huge(a_.event_span, n, 0u);
+    for (size_t i = 0; i < n; ++i) {
+      if (a_.spans.empty() || a_.spans.back().phase != phase[i] || a_.spans.back().iteration != iter[i]) {
+        PhaseSpan s;
+        s.iteration = iter[i];
+        s.phase = phase[i];
+        s.start_event = int64_t(i);
+        a_.spans.push_back(s);
+        a_.iterations = std::max(a_.iterations, iter[i]);
+      }
+      a_.spans.back().end_event = int64_t(i);
+      a_.event_span[i] = uint32_t(a_.spans.size() - 1);
+    }
+  }
+
+  void split_by_shape(const std::vector<int8_t>& hint, std::vector<Phase>& phase, std::vector<int32_t>& iter) {
+    const size_t n = hint.size();
+    // Mark optimizer events, then walk stretches between them.
+    int it = 0;
+    size_t i = 0;
+    bool first = true;
+    while (i < n) {
+      if (hint[i] == int8_t(Phase::Optimizer)) {
+        size_t j = i;
+        while (j < n && (hint[j] == int8_t(Phase::Optimizer) || d_.events[j].kind != EventKind::Alloc)) ++j;
+        for (size_t k = i; k < j; ++k) phase[k] = Phase::Optimizer, iter[k] = std::max(it, 1);
+        i = j;
+        continue;
+      }
+      size_t j = i;
+      while (j < n && hint[j] != int8_t(Phase::Optimizer)) ++j;
+      // [i, j): a forward+backward stretch (the first one may start with init).
+      ++it;
+      size_t peak = i;
+      for (size_t k = i; k < j; ++k)
+        if (rp_.requested[k] > rp_.requested[peak]) peak = k;
+      for (size_t k = i; k < j; ++k) {
+        phase[k] = k <= peak ? Phase::Forward : Phase::Backward;
+        iter[k] = it;
+      }
+      (void)first;
+      first = false;
+      i = j;
+    }
+  }
+
+  void measure_spans() {
+    for (PhaseSpan& s : a_.spans) {
+      s.start_requested = s.start_event > 0 ? rp_.requested[size_t(s.start_event - 1)] : rp_.baseline.requested;
+      s.peak_event = s.start_event;
+      s.peak_requested = rp_.requested[size_t(s.start_event)];
+      for (int64_t i = s.start_event; i <= s.end_event; ++i)
+        if (rp_.requested[size_t(i)] > s.peak_requested) {
+          s.peak_requested = rp_.requested[size_t(i)];
+          s.peak_event = i;
+        }
+    }
+  }
+
+  // ---- categories --------------------------------------------------------
+  Phase alloc_phase(const Allocation& al) const {
+    return al.alloc_event < 0 ? Phase::PreTrace : a_.spans[a_.event_span[size_t(al.alloc_event)]].phase;
+  }
+  int64_t next_span_start(int64_t after_event, Phase p) const {
+    // First span of phase p that starts after `after_event`.
+    size_t s = after_event < 0 ? 0 : a_.event_span[size_t(after_event)] + 1;
+    for (; s < a_.spans.size(); ++s)
+      if (a_.spans[s].phase == p) return a_.spans[s].start_event;
+    return INT64_MAX;
+  }
+  int64_t next_span_start_cached(int64_t after_event, Phase p) {
+    size_t s = after_event < 0 ? a_.spans.size() : a_.event_span[size_t(after_event)];
+    auto& cache = next_start_[int(p)];
+    if (cache.empty()) {
+      cache.assign(a_.spans.size() + 1, INT64_MAX);
+      int64_t nxt = INT64_MAX;
+      for (size_t k = a_.spans.size(); k-- > 0;) {
+        cache[k] = nxt;  // next strictly after span k
+        if (a_.spans[k].phase == p) nxt = a_.spans[k].start_event;
+      }
+      cache[a_.spans.size()] = nxt;  // from before the first span
+    }
+    return cache[s];
+  }
+
+  int grad_ratio(int cat) {
+    auto it = ratio_.find(cat);
+    if (it != ratio_.end()) return it->second;
+    std::unordered_map<uint64_t, int64_t> kept;  // never-freed backward buffers by size
+    for (const Allocation& al : a_.allocations)
+      if (al.alloc_event >= 0 && al.free_event == INT64_MAX && alloc_phase(al) == Phase::Backward) ++kept[al.requested];
+    std::vector<uint64_t> sizes;
+    for (const Allocation& al : a_.allocations)
+      if (al.category == cat && al.rule >= 0) sizes.push_back(al.requested);
+    int best = 1;
+    uint64_t best_bytes = 0;
+    for (int r : {1, 2}) {
+      auto left = kept;
+      uint64_t bytes = 0;
+      for (uint64_t p : sizes) {
+        auto k = left.find(p * uint64_t(r));
+        if (k != left.end() && k->second > 0) {
+          --k->second;
+          bytes += p;
+        }
+      }
+      if (bytes > best_bytes) best = r, best_bytes = bytes;
+    }
+    ratio_[cat] = best;
+    return best;
+  }
+
+  // Allocations freed in a span, by size (built on first use).
+  const std::unordered_map<uint64_t, std::vector<uint32_t>>& frees_in_span(uint32_t span) {
+    auto it = freed_in_span_.find(span);
+    if (it != freed_in_span_.end()) return it->second;
+    auto& m = freed_in_span_[span];
+    const PhaseSpan& sp = a_.spans[span];
+    for (int64_t e = sp.start_event; e <= sp.end_event; ++e) {
+      uint32_t id = a_.event_alloc[size_t(e)];
+      if (id != UINT32_MAX && a_.allocations[id].free_event == e) m[a_.allocations[id].requested].push_back(id);
+    }
+    return m;
+  }
+
+  bool holds(size_t ri, uint32_t id) {
+    const Rule& r = rs_.rules[ri];
+    const Allocation& al = a_.allocations[id];
+    Phase ap = alloc_phase(al);
+    if (!(r.alloc_phases & (1u << int(ap)))) return false;
+    bool freed = al.free_event != INT64_MAX;
+    Phase fp = freed ? a_.spans[a_.event_span[size_t(al.free_event)]].phase : Phase::Other;
+    if (r.free_phases != 0xffff) {
+      uint16_t bit = freed ? uint16_t(1u << int(fp)) : uint16_t(0x80);
+      if (!(r.free_phases & bit)) return false;
+    }
+    if (al.requested < r.min_bytes || al.requested > r.max_bytes) return false;
+    if (!r.sizes.empty() && std::find(r.sizes.begin(), r.sizes.end(), al.requested) == r.sizes.end()) return false;
+    if (r.stack_hints != 0xff) {
+      int8_t h = stack_hint(al.stack);
+      uint8_t bit = h >= 0 ? uint8_t(1u << h) : uint8_t(0x80);
+      if (!(r.stack_hints & bit)) return false;
+    }
+    const bool pre = al.alloc_event < 0;
+    const uint32_t as = pre ? UINT32_MAX : a_.event_span[size_t(al.alloc_event)];
+    const uint32_t fs = freed ? a_.event_span[size_t(al.free_event)] : UINT32_MAX;
+    switch (r.lifetime) {
+      case Lifetime::Any: break;
+      case Lifetime::WithinPhase:
+        if (pre || !freed || fs != as) return false;
+        break;
+      case Lifetime::OutlivesPhase:
+        if (!pre && freed && fs == as) return false;
+        break;
+      case Lifetime::CrossesIteration:
+        if (!pre && freed && a_.spans[fs].iteration == a_.spans[as].iteration) return false;
+        break;
+      case Lifetime::WithinIteration:
+        if (pre || !freed || a_.spans[fs].iteration != a_.spans[as].iteration) return false;
+        break;
+      case Lifetime::NeverFreed:
+        if (freed) return false;
+        break;
+      case Lifetime::AliveAtNextOptimizer: {
+        int64_t s = next_span_start_cached(al.alloc_event, Phase::Optimizer);
+        if (s == INT64_MAX || al.free_event <= s) return false;
+        break;
+      }
+      case Lifetime::SpansBackward: {
+        int64_t s = next_span_start_cached(al.alloc_event, Phase::Backward);
+        if (s == INT64_MAX || al.free_event <= s) return false;
+        break;
+      }
+    }
+    if (r.no_later_optimizer && next_span_start_cached(al.alloc_event, Phase::Optimizer) != INT64_MAX) return false;
+    if (!rule_frames_match(ri, al.stack)) return false;
+    if (r.unlike_sizes_of >= 0) {
+      // "Could this be the gradient of one of those tensors?" A gradient has
+      // its tensor's element count; its dtype may be wider (bf16 gradients
+      // of FP8 weights), so the size ratio is learned from the run: the ratio
+      // in {1, 2} that pairs the most bytes of those tensors with buffers the
+      // backward keeps.
+      auto& set = sizes_of_[r.unlike_sizes_of];
+      int ratio = grad_ratio(r.unlike_sizes_of);
+      uint64_t x = al.requested;
+      if (x % uint64_t(ratio) == 0 && set.count(x / uint64_t(ratio))) return false;
+    }
+    if (r.replaces_category >= 0) {
+      if (pre) return false;
+      const auto& frees = frees_in_span(as);
+      auto it = frees.find(al.requested);
+      if (it == frees.end()) return false;
+      for (uint32_t other : it->second) {
+        const Allocation& o = a_.allocations[other];
+        if (o.free_event < al.alloc_event && o.category == r.replaces_category && !replaced_.count(other)) {
+          replaced_.insert(other);
+          return true;
+        }
+      }
+      return false;
+    }
+    return true;
+  }
+
+  void categorize() {
+    rule_stack_.resize(rs_.rules.size());
+    rule_frame_.resize(rs_.rules.size());
+    // In order of allocation (pre-trace first), so a replacement sees the
+    // category of what it replaced. Allocations are created in event order,
+    // pre-trace ones interleaved: two linear passes.
+    std::vector<uint32_t> order;
+    order.reserve(a_.allocations.size());
+    for (uint32_t i = 0; i < a_.allocations.size(); ++i)
+      if (a_.allocations[i].alloc_event < 0) order.push_back(i);
+    for (uint32_t i = 0; i < a_.allocations.size(); ++i)
+      if (a_.allocations[i].alloc_event >= 0) order.push_back(i);
+    const uint16_t unknown = uint16_t(a_.unknown_index());
+    for (const Rule& r : rs_.rules)
+      if (r.unlike_sizes_of >= 0) tracked_.push_back(r.unlike_sizes_of);
+    for (uint32_t id : order) {
+      Allocation& al = a_.allocations[id];
+      al.category = unknown;
+      al.rule = -1;
+      for (size_t ri = 0; ri < rs_.rules.size(); ++ri)
+        if (holds(ri, id)) {
+          al.category = uint16_t(rs_.rules[ri].category_index);
+          al.rule = int16_t(ri);
+          break;
+        }
+      for (int c : tracked_)
+        if (c == al.category) sizes_of_[c].insert(al.requested);
+    }
+    // Category breakdown at each span's peak.
+    std::vector<int64_t> idx;
+    idx.reserve(a_.spans.size());
+    for (const PhaseSpan& s : a_.spans) idx.push_back(s.peak_event);
+    auto cats = a_.categories_at(idx);
+    for (size_t k = 0; k < a_.spans.size(); ++k) a_.spans[k].categories = std::move(cats[k]);
+    a_.stack_hint.resize(0);
+  }
+
+  const Trace& t_;
+  const Device& d_;
+  const DeviceReplay& rp_;
+  const RuleSet& rs_;
+  Attribution a_;
+  std::vector<uint32_t> alloc_of_event_;
+  std::vector<int8_t> frame_hint_, stack_hint_;
+  std::vector<std::vector<int8_t>> rule_stack_, rule_frame_;
+  std::unordered_map<uint32_t, std::unordered_map<uint64_t, std::vector<uint32_t>>> freed_in_span_;
+  std::unordered_set<uint32_t> replaced_;
+  std::unordered_set<uint64_t> freed_once_;
+  std::unordered_map<int, std::unordered_set<uint64_t>> sizes_of_;
+  std::vector<int> tracked_;
+  std::unordered_map<int, int> ratio_;
+  std::vector<int64_t> next_start_[kPhaseCount];
+};
+
+}  // namespace
+
+Phase Attribution::phase_at(int64_t e) const {
+  if (e < 0 || size_t(e) >= event_span.size()) return Phase::PreTrace;
+  return spans[event_span[size_t(e)]].phase;
+}
+
+int Attribution::iteration_at(int64_t e) const {
+  if (e < 0 || size_t(e) >= event_span.size()) return 0;
+  return spans[event_span[size_t(e)]].iteration;
+}
+
+int Attribution::unknown_index() const {
+  for (size_t i = 0; i < categories.size(); ++i)
+    if (categories[i] == "unknown") return int(i);
+  return int(categories.size()) - 1;
+}
+
+std::vector<std::vector<int64_t>> Attribution::categories_at(const std::vector<int64_t>& events) const {
+  const size_t nc = categories.size();
+  std::vector<std::vector<int64_t>> out(events.size(), std::vector<int64_t>(nc, 0));
+  if (events.empty()) return out;
+  std::vector<int64_t> sums(nc, 0);
+  for (const Allocation& a : allocations)
+    if (a.alloc_event < 0) sums[a.category] += int64_t(a.requested);
+  std::vector<size_t> order(events.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return events[x] < events[y]; });
+  // One sweep over the events: +requested where an allocation starts,
+  // -requested where it is freed.
+  int64_t e = 0;
+  const int64_t n = int64_t(event_alloc.size());
+  for (size_t oi : order) {
+    for (; e <= events[oi] && e < n; ++e) {
+      uint32_t id = event_alloc[size_t(e)];
+      if (id == UINT32_MAX) continue;
+      const Allocation& a = allocations[id];
+      if (a.alloc_event == e) sums[a.category] += int64_t(a.requested);
+      if (a.free_event == e) sums[a.category] -= int64_t(a.requested);
+    }
+    out[oi] = sums;
+  }
+  return out;
+}
+
+std::vector<uint32_t> Attribution::live_at(int64_t e) const {
+  std::vector<uint32_t> out;
+  for (uint32_t id = 0; id < allocations.size(); ++id) {
+    const Allocation& a = allocations[id];
+    if (a.alloc_event <= e && (a.free_event == INT64_MAX || a.free_event > e)) out.push_back(id);
+  }
+  return out;
+}
+
+Attribution attribute(const Trace& trace, const Device& dev, const DeviceReplay& replay, const RuleSet& rules) {
+  return Attributor(trace, dev, replay, rules).run();
+}
+
+}  // namespace snapdiff

@@ -1,0 +1,226 @@
+// Reading attribution rules files (rules/builtin.json, --rules FILE).
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "snapdiff/attribution.hpp"
+#include "snapdiff/error.hpp"
+
+namespace snapdiff {
+
+extern const char* const kBuiltinRulesJson;  // generated from rules/builtin.json
+
+const char* const kBuiltinCategories[] = {"parameter", "gradient",  "optimizer_state", "optimizer_temporary",
+                                          "activation", "temporary", "workspace",       "unknown"};
+
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::Init: return "init";
+    case Phase::Forward: return "forward";
+    case Phase::Backward: return "backward";
+    case Phase::Optimizer: return "optimizer";
+    case Phase::Other: return "other";
+    case Phase::PreTrace: return "pre_trace";
+  }
+  return "other";
+}
+
+namespace {
+
+using J = nlohmann::json;
+
+[[noreturn]] void fail(const std::string& path, const std::string& msg) { throw InputError(path, msg); }
+
+bool parse_phase(const std::string& s, Phase* p) {
+  for (int i = 0; i < kPhaseCount; ++i)
+    if (s == phase_name(Phase(i))) {
+      *p = Phase(i);
+      return true;
+    }
+  return false;
+}
+
+std::regex compile(const std::string& re, const std::string& path) {
+  try {
+    return std::regex(re, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error& e) {
+    fail(path, std::string("invalid regular expression: ") + e.what());
+  }
+}
+
+std::string str_field(const J& j, const char* key, const std::string& path, bool required) {
+  if (!j.contains(key)) {
+    if (required) fail(path + "." + key, "missing");
+    return "";
+  }
+  if (!j[key].is_string()) fail(path + "." + key, "expected a string");
+  return j[key].get<std::string>();
+}
+
+// A list of phase names -> bit set. `extra` names map to bit 7.
+uint16_t phase_bits(const J& j, const std::string& path, const char* extra) {
+  if (!j.is_array()) fail(path, "expected an array of phase names");
+  uint16_t bits = 0;
+  for (size_t i = 0; i < j.size(); ++i) {
+    if (!j[i].is_string()) fail(path + "[" + std::to_string(i) + "]", "expected a phase name");
+    std::string s = j[i].get<std::string>();
+    Phase p;
+    if (parse_phase(s, &p)) bits |= uint16_t(1u << int(p));
+    else if (extra && s == extra) bits |= 0x80;
+    else fail(path + "[" + std::to_string(i) + "]", "unknown phase '" + s + "'");
+  }
+  return bits;
+}
+
+Lifetime parse_lifetime(const std::string& s, const std::string& path) {
+  static const std::pair<const char*, Lifetime> names[] = {
+      {"within_phase", Lifetime::WithinPhase},
+      {"outlives_phase", Lifetime::OutlivesPhase},
+      {"crosses_iteration", Lifetime::CrossesIteration},
+      {"within_iteration", Lifetime::WithinIteration},
+      {"never_freed", Lifetime::NeverFreed},
+      {"alive_at_next_optimizer", Lifetime::AliveAtNextOptimizer},
+      {"spans_backward", Lifetime::SpansBackward},
+  };
+  for (auto& n : names)
+    if (s == n.first) return n.second;
+  fail(path, "unknown lifetime '" + s + "'");
+}
+
+}  // namespace
+
+int RuleSet::category_index(const std::string& name) {
+  for (size_t i = 0; i < categories.size(); ++i)
+    if (categories[i] == name) return int(i);
+  categories.push_back(name);
+  return int(categories.size() - 1);
+}
+
+void RuleSet::add_json(const std::string& text, const std::string& origin) {
+  J j;
+  try {
+    j = J::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(uint64_t(e.byte > 0 ? e.byte - 1 : 0), std::string("invalid JSON in rules file: ") + e.what());
+  }
+  if (!j.is_object()) fail("$", "a rules file is a JSON object");
+  if (str_field(j, "format", "$", true) != "snapdiff.rules") fail("$.format", "expected \"snapdiff.rules\"");
+  if (!j.contains("version") || !j["version"].is_number_integer()) fail("$.version", "missing");
+  if (j["version"].get<int64_t>() > 1) fail("$.version", "rules format version newer than this snapdiff reads (1)");
+  std::vector<PhaseHint> new_hints;
+  if (j.contains("phase_hints")) {
+    const J& h = j["phase_hints"];
+    if (!h.is_array()) fail("$.phase_hints", "expected an array");
+    for (size_t i = 0; i < h.size(); ++i) {
+      std::string p = "$.phase_hints[" + std::to_string(i) + "]";
+      if (!h[i].is_object()) fail(p, "expected an object");
+      PhaseHint ph;
+      std::string phase = str_field(h[i], "phase", p, true);
+      if (!parse_phase(phase, &ph.phase) || ph.phase == Phase::PreTrace) fail(p + ".phase", "unknown phase '" + phase + "'");
+      ph.name_re = str_field(h[i], "name", p, false);
+      ph.file_re = str_field(h[i], "file", p, false);
+      if (ph.name_re.empty() && ph.file_re.empty()) fail(p, "a hint needs \"name\" or \"file\"");
+      if (!ph.name_re.empty()) ph.name = compile(ph.name_re, p + ".name"), ph.has_name = true;
+      if (!ph.file_re.empty()) ph.file = compile(ph.file_re, p + ".file"), ph.has_file = true;
+      new_hints.push_back(std::move(ph));
+    }
+  }
+  std::vector<Rule> new_rules;
+  if (j.contains("rules")) {
+    const J& r = j["rules"];
+    if (!r.is_array()) fail("$.rules", "expected an array");
+    for (size_t i = 0; i < r.size(); ++i) {
+      std::string p = "$.rules[" + std::to_string(i) + "]";
+      if (!r[i].is_object()) fail(p, "expected an object");
+      Rule rule;
+      rule.origin = origin;
+      rule.name = str_field(r[i], "name", p, true);
+      rule.category = str_field(r[i], "category", p, true);
+      if (rule.category.empty()) fail(p + ".category", "empty category");
+      rule.evidence = str_field(r[i], "evidence", p, false);
+      rule.category_index = category_index(rule.category);
+      if (r[i].contains("when")) {
+        const J& w = r[i]["when"];
+        std::string wp = p + ".when";
+        if (!w.is_object()) fail(wp, "expected an object");
+        for (auto it = w.begin(); it != w.end(); ++it) {
+          const std::string& k = it.key();
+          const J& v = it.value();
+          std::string kp = wp + "." + k;
+          if (k == "frame_name") {
+            if (!v.is_string()) fail(kp, "expected a regular expression");
+            rule.frame_name_re = v.get<std::string>();
+            rule.frame_name = compile(rule.frame_name_re, kp);
+            rule.has_frame_name = true;
+          } else if (k == "frame_file") {
+            if (!v.is_string()) fail(kp, "expected a regular expression");
+            rule.frame_file_re = v.get<std::string>();
+            rule.frame_file = compile(rule.frame_file_re, kp);
+            rule.has_frame_file = true;
+          } else if (k == "alloc_phase") {
+            rule.alloc_phases = uint8_t(phase_bits(v, kp, nullptr));
+          } else if (k == "free_phase") {
+            rule.free_phases = phase_bits(v, kp, "never");
+          } else if (k == "stack_hint") {
+            rule.stack_hints = uint8_t(phase_bits(v, kp, "none"));
+          } else if (k == "lifetime") {
+            if (!v.is_string()) fail(kp, "expected a lifetime name");
+            rule.lifetime = parse_lifetime(v.get<std::string>(), kp);
+          } else if (k == "size_bytes") {
+            if (!v.is_array()) fail(kp, "expected an array of byte counts");
+            for (size_t s = 0; s < v.size(); ++s) {
+              if (!v[s].is_number_unsigned()) fail(kp + "[" + std::to_string(s) + "]", "expected a byte count");
+              rule.sizes.push_back(v[s].get<uint64_t>());
+            }
+          } else if (k == "min_bytes" || k == "max_bytes") {
+            if (!v.is_number_unsigned()) fail(kp, "expected a byte count");
+            (k == "min_bytes" ? rule.min_bytes : rule.max_bytes) = v.get<uint64_t>();
+          } else if (k == "replaces_category") {
+            if (!v.is_string()) fail(kp, "expected a category name");
+            rule.replaces_category = category_index(v.get<std::string>());
+          } else if (k == "unlike_sizes_of") {
+            if (!v.is_string()) fail(kp, "expected a category name");
+            rule.unlike_sizes_of = category_index(v.get<std::string>());
+          } else if (k == "no_later_optimizer") {
+            if (!v.is_boolean()) fail(kp, "expected true or false");
+            rule.no_later_optimizer = v.get<bool>();
+          } else {
+            fail(kp, "unknown condition '" + k + "'");
+          }
+        }
+      }
+      new_rules.push_back(std::move(rule));
+    }
+  }
+  // A later file's hints and rules take precedence.
+  new_hints.insert(new_hints.end(), std::make_move_iterator(hints.begin()), std::make_move_iterator(hints.end()));
+  hints = std::move(new_hints);
+  new_rules.insert(new_rules.end(), std::make_move_iterator(rules.begin()), std::make_move_iterator(rules.end()));
+  rules = std::move(new_rules);
+}
+
+void RuleSet::add_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    InputError e("cannot open rules file");
+    e.set_file(path);
+    throw e;
+  }
+  std::ostringstream s;
+  s << f.rdbuf();
+  try {
+    add_json(s.str(), path);
+  } catch (InputError& e) {
+    e.set_file(path);
+    throw;
+  }
+}
+
+RuleSet RuleSet::builtin() {
+  RuleSet rs;
+  for (int i = 0; i < kBuiltinCategoryCount; ++i) rs.categories.push_back(kBuiltinCategories[i]);
+  rs.add_json(kBuiltinRulesJson, "builtin");
+  return rs;
+}
+
+}  // namespace snapdiff
