@@ -53,7 +53,7 @@ grep -q "^PEAK" "$T/out" || { echo "FAIL report text: no PEAK section"; fails=$(
 [[ -s $T/err ]] && { echo "FAIL report text: wrote to stderr"; fails=$((fails+1)); }
 check "bare FILE = report" 0 "$BIN" "$DATA/small_bf16.pickle"
 check "report json" 0 "$BIN" report --format json "$DATA/small_bf16.pickle"
-python3 - "$T/out" "$DATA/small_bf16.truth.json" <<'PY' || fails=$((fails+1))
+python3 - "$T/out" "$DATA/small_bf16.truth.json" "$SRC" <<'PY' || fails=$((fails+1))
 import json, sys
 r = json.load(open(sys.argv[1])); t = json.load(open(sys.argv[2]))["memory_stats"]
 assert r["schema"] == "snapdiff/report/1"
@@ -62,7 +62,18 @@ assert r["peak"]["allocated_bytes"] == t["allocated_bytes.all.peak"], r["peak"]
 assert r["peak"]["requested_bytes"] == t["requested_bytes.all.peak"]
 assert r["peak"]["reserved_bytes"] == t["reserved_bytes.all.peak"]
 assert isinstance(r["devices"], list) and r["devices"][0]["device"] == 0
-for k in ("event_index", "time_us"): assert k in r["peak"]
+for k in ("event_index", "time_us", "phase", "iteration"): assert k in r["peak"]
+# Every field the schema marks required is present.
+import os
+s = json.load(open(os.path.join(sys.argv[3], "schemas/report.schema.json")))
+for k in s["required"]: assert k in r, k
+for k in s["$defs"]["devicePeak"]["required"]: assert k in r["peak"], k
+for d in r["devices"]:
+    for k in s["$defs"]["device"]["required"]: assert k in d, k
+for k in s["$defs"]["categories"]["required"]: assert k in r["categories"], k
+for ph in r["phases"]:
+    for k in s["$defs"]["phaseSpan"]["required"]: assert k in ph, k
+assert sum(r["categories"].values()) == r["peak"]["requested_bytes"]
 print("ok   json fields")
 PY
 check "report -o" 0 "$BIN" report --format json -o "$T/r.json" "$DATA/small_bf16.pickle"
@@ -76,6 +87,15 @@ check "report .snap" 0 "$BIN" report "$T/x.snap"
 if cmp -s "$T/a.txt" "$T/b.txt"; then echo "ok   pickle and .snap reports identical"; else
   echo "FAIL pickle and .snap reports differ"; diff "$T/a.txt" "$T/b.txt" | head; fails=$((fails+1)); fi
 check "convert needs -o" 2 "$BIN" convert "$DATA/small_fp8.pickle"
+
+check "--explain" 0 "$BIN" report --explain _multi_tensor_adam "$DATA/small_bf16.pickle"
+grep -q "optimizer_temporary  <- rule optimizer-temporary" "$T/out" || { echo "FAIL --explain: no rule shown"; fails=$((fails+1)); }
+printf '{"format": "snapdiff.rules", "version": 1, "rules": [{"name": "x", "category": "c", "when": {"colour": 1}}]}' >"$T/bad.rules"
+check "bad rules file" 3 "$BIN" report --rules "$T/bad.rules" "$DATA/small_bf16.pickle"
+grep -q "bad.rules: \$.rules\[0\].when.colour" "$T/err" || { echo "FAIL bad rules: no JSON path"; cat "$T/err"; fails=$((fails+1)); }
+printf '{"format": "snapdiff.rules", "version": 1, "rules": [{"name": "scales", "category": "fp8_scale", "when": {"frame_name": "^_scale$"}}]}' >"$T/good.rules"
+check "--rules" 0 "$BIN" report --format json --rules "$T/good.rules" "$DATA/small_fp8.pickle"
+grep -q '"fp8_scale"' "$T/out" || { echo "FAIL --rules: category missing"; fails=$((fails+1)); }
 
 if ((fails)); then echo "$fails CLI check(s) failed"; exit 1; fi
 echo "all CLI checks passed"

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "analysis/addr_map.hpp"
+#include "analysis/frame_names.hpp"
 #include "util/hugepages.hpp"
 
 namespace snapdiff {
@@ -39,7 +40,7 @@ class Attributor {
     int8_t& h = frame_hint_[f];
     if (h != kUnset) return h;
     h = kHintNone;
-    std::string name(t_.strings.get(t_.frames[f].name));
+    const std::string name = match_name(f);
     std::string file(t_.strings.get(t_.frames[f].file));
     for (const PhaseHint& ph : rs_.hints) {
       if (ph.has_name && !std::regex_search(name, ph.name)) continue;
@@ -49,6 +50,22 @@ class Attributor {
     }
     return h;
   }
+  // The name patterns see: native names without template arguments and
+  // parameter lists (they can run to kilobytes and only slow the matcher).
+  const std::string& match_name(FrameId f) {
+    if (names_.size() < t_.frames.size()) names_.resize(t_.frames.size());
+    std::string& n = names_[f];
+    if (n.empty()) {
+      std::string raw(t_.strings.get(t_.frames[f].name));
+      std::string_view file = t_.strings.get(t_.frames[f].file);
+      bool py = file.size() > 3 && file.substr(file.size() - 3) == ".py";
+      n = py ? raw : detail::short_native_name(raw);
+      if (n.empty()) n = raw;
+      if (n.empty()) n = " ";
+    }
+    return n;
+  }
+
   // Innermost frame that matches a hint decides.
   int8_t stack_hint(StackId s) {
     if (s == 0) return kHintEmpty;
@@ -80,7 +97,7 @@ class Attributor {
       FrameId f = t_.stacks.node(x).frame;
       if (fcache[f] == kUnset) {
         bool ok = true;
-        if (r.has_frame_name) ok = std::regex_search(std::string(t_.strings.get(t_.frames[f].name)), r.frame_name);
+        if (r.has_frame_name) ok = std::regex_search(match_name(f), r.frame_name);
         if (ok && r.has_frame_file) ok = std::regex_search(std::string(t_.strings.get(t_.frames[f].file)), r.frame_file);
         fcache[f] = ok ? 1 : 0;
       }
@@ -488,6 +505,7 @@ class Attributor {
   Attribution a_;
   std::vector<uint32_t> alloc_of_event_;
   std::vector<int8_t> frame_hint_, stack_hint_;
+  std::vector<std::string> names_;
   std::vector<std::vector<int8_t>> rule_stack_, rule_frame_;
   std::unordered_map<uint32_t, std::unordered_map<uint64_t, std::vector<uint32_t>>> freed_in_span_;
   std::unordered_set<uint32_t> replaced_;

@@ -7,6 +7,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "analysis/frame_names.hpp"
 #include "snapdiff/report.hpp"
 
 namespace snapdiff {
@@ -27,45 +28,6 @@ bool is_python_file(std::string_view f) { return f.size() > 3 && f.substr(f.size
 bool is_library_python(std::string_view f) {
   return contains(f, "/torch/") || contains(f, "/site-packages/") || contains(f, "/dist-packages/") ||
          contains(f, "/lib/python3") || f.rfind("<frozen", 0) == 0;
-}
-
-// "void ns::f<T, U>(int, long) const" -> "ns::f<…>": template arguments and
-// parameter lists make native frames unreadable in a one-line site.
-std::string short_native_name(std::string name) {
-  if (size_t c = name.find(" [clone "); c != std::string::npos) name.erase(c);
-  std::string out;
-  int angle = 0, paren = 0;
-  for (size_t i = 0; i < name.size(); ++i) {
-    char c = name[i];
-    if (c == '(' && angle == 0) {
-      if (paren++ == 0 && i + 1 < name.size() && name.compare(i, 21, "(anonymous namespace)") == 0) {
-        out += "(anon)";
-        i += 20;
-        --paren;
-        continue;
-      }
-      continue;
-    }
-    if (c == ')' && angle == 0 && paren > 0) {
-      --paren;
-      continue;
-    }
-    if (paren > 0) continue;
-    if (c == '<') {
-      if (angle++ == 0) out += "<…>";
-      continue;
-    }
-    if (c == '>' && angle > 0) {
-      --angle;
-      continue;
-    }
-    if (angle > 0) continue;
-    out += c;
-  }
-  // Drop a leading return type ("void ", "at::Tensor ").
-  size_t sp = out.rfind(' ');
-  if (sp != std::string::npos && sp + 1 < out.size()) out = out.substr(sp + 1);
-  return out.empty() ? name : out;
 }
 
 }  // namespace
@@ -115,7 +77,7 @@ std::string format_frame(const Trace& t, FrameId f) {
   std::string name(t.strings.get(fr.name));
   std::string file(t.strings.get(fr.file));
   if (name.empty()) name = "??";
-  if (!is_python_file(file)) name = short_native_name(name);
+  if (!is_python_file(file)) name = detail::short_native_name(name);
   std::string out = name;
   if (!file.empty() && file != "??") {
     // Keep the last two path components: enough to tell files apart.
@@ -378,7 +340,12 @@ Report analyze_report(const Trace& trace, const ReportOptions& opts) {
     dr.peak_index = pk.event_index;
     dr.peak_phase = at.phase_at(pk.event_index);
     dr.peak_iteration = at.iteration_at(pk.event_index);
-    dr.categories = at.categories_at({pk.event_index})[0];
+    // The peak is the first maximum of the requested counter, so it is the
+    // peak of the span it falls in: reuse that span's breakdown.
+    if (pk.event_index >= 0 && at.spans[at.event_span[size_t(pk.event_index)]].peak_event == pk.event_index)
+      dr.categories = at.spans[at.event_span[size_t(pk.event_index)]].categories;
+    else
+      dr.categories = at.categories_at({pk.event_index})[0];
     if (pk.event_index >= 0) {
       dr.peak_event = dev.events[size_t(pk.event_index)];
       dr.peak_stack = dr.peak_event.stack;

@@ -42,7 +42,7 @@ bool parse_phase(const std::string& s, Phase* p) {
 
 std::regex compile(const std::string& re, const std::string& path) {
   try {
-    return std::regex(re, std::regex::ECMAScript | std::regex::optimize);
+    return std::regex(re, std::regex::ECMAScript | std::regex::optimize | std::regex::nosubs);
   } catch (const std::regex_error& e) {
     fail(path, std::string("invalid regular expression: ") + e.what());
   }

@@ -1,0 +1,45 @@
+#include "analysis/frame_names.hpp"
+
+namespace snapdiff::detail {
+
+// "void ns::f<T, U>(int, long) const" -> "ns::f<…>": template arguments and
+// parameter lists make native frames unreadable in a one-line site.
+std::string short_native_name(std::string name) {
+  if (size_t c = name.find(" [clone "); c != std::string::npos) name.erase(c);
+  std::string out;
+  int angle = 0, paren = 0;
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    if (c == '(' && angle == 0) {
+      if (paren++ == 0 && i + 1 < name.size() && name.compare(i, 21, "(anonymous namespace)") == 0) {
+        out += "(anon)";
+        i += 20;
+        --paren;
+        continue;
+      }
+      continue;
+    }
+    if (c == ')' && angle == 0 && paren > 0) {
+      --paren;
+      continue;
+    }
+    if (paren > 0) continue;
+    if (c == '<') {
+      if (angle++ == 0) out += "<…>";
+      continue;
+    }
+    if (c == '>' && angle > 0) {
+      --angle;
+      continue;
+    }
+    if (angle > 0) continue;
+    out += c;
+  }
+  // Drop a leading return type ("void ", "at::Tensor ").
+  size_t sp = out.rfind(' ');
+  if (sp != std::string::npos && sp + 1 < out.size()) out = out.substr(sp + 1);
+  return out.empty() ? name : out;
+}
+
+
+}  // namespace snapdiff::detail
