@@ -176,3 +176,36 @@ TEST_CASE("--explain names the rule and the evidence", "[attribution]") {
   REQUIRE(!r2.explain.empty());
   CHECK(r2.explain[0].addr == addr);
 }
+
+TEST_CASE("other optimizers, AMP, torch.compile, torchvision: peaks exact, classes within 1%", "[attribution][variants]") {
+  struct Case {
+    const char* name;
+    int temp_kind;  // 1: foreach (>= 90% of grads each step), 2: per-parameter (<= 60%), 0: no temporaries expected
+  };
+  for (Case c : {Case{"sgd_momentum", 0}, Case{"adamw_fused", 0}, Case{"adam_loop", 2}, Case{"amp_adam", 1},
+                 Case{"compiled_adamw", 1}, Case{"resnet18_sgd", 0}}) {
+    INFO(c.name);
+    Trace t = load_trace(test::fixture(std::string("variants/") + c.name + ".pickle.gz"));
+    auto tr = nlohmann::json::parse(test::read_file(test::fixture(std::string("variants/") + c.name + ".truth.json")));
+    Report r = analyze_report(t, {});
+    const DeviceReport& d = r.devices[r.peak_device];
+    auto ms = tr["memory_stats"];
+    CHECK(d.replay.peak_requested.bytes == ms["requested_bytes.all.peak"].get<int64_t>());
+    CHECK(d.replay.peak_allocated.bytes == ms["allocated_bytes.all.peak"].get<int64_t>());
+    CHECK(d.replay.peak_reserved.bytes == ms["reserved_bytes.all.peak"].get<int64_t>());
+    check_within_1pct(category(d, "parameter"), tr["param_bytes"].get<int64_t>());
+    check_within_1pct(category(d, "gradient"), tr["grad_bytes"].get<int64_t>());
+    check_within_1pct(category(d, "optimizer_state"), tr["optimizer_state_bytes"].get<int64_t>());
+    CHECK(d.attr.iterations == tr["config"]["iters"].get<int>());
+    CHECK(category(d, "unknown") * 100 < d.replay.peak_requested.bytes);
+    double grads = double(tr["grad_bytes"].get<int64_t>());
+    for (const PhaseSpan& s : d.attr.spans) {
+      if (s.phase != Phase::Optimizer) continue;
+      double temp = double(span_category(d, s, "optimizer_temporary"));
+      INFO("iteration " << s.iteration << " optimizer_temporary " << temp);
+      if (c.temp_kind == 1) CHECK(temp >= 0.9 * grads);
+      if (c.temp_kind == 2) CHECK((temp > 0 && temp <= 0.6 * grads));
+      if (c.temp_kind == 0) CHECK(temp <= 0.1 * grads);
+    }
+  }
+}
