@@ -209,3 +209,22 @@ TEST_CASE("other optimizers, AMP, torch.compile, torchvision: peaks exact, class
     }
   }
 }
+
+TEST_CASE("without any stacks, phases come from optimizer annotations and lifetimes", "[attribution]") {
+  Trace t = load_trace(test::shared_data("small_bf16.pickle"));
+  for (Device& d : t.devices) {
+    for (Event& e : d.events) e.stack = 0;
+    for (Block& b : d.blocks) b.stack = 0;
+  }
+  Report r = analyze_report(t, {});
+  const DeviceReport& d = r.devices[0];
+  auto tr = test::truth("small_bf16");
+  CHECK(d.attr.iterations == 3);
+  CHECK(d.attr.phase_evidence.find("annotations") != std::string::npos);
+  check_within_1pct(category(d, "parameter"), tr["param_bytes"].get<int64_t>());
+  check_within_1pct(category(d, "optimizer_state"), tr["optimizer_state_bytes"].get<int64_t>());
+  // The model output and the loss, held into the optimizer step, count as gradients here.
+  int64_t g = category(d, "gradient"), want = tr["grad_bytes"].get<int64_t>();
+  CHECK(g >= want);
+  CHECK(double(g) <= 1.06 * double(want));
+}

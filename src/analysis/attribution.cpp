@@ -217,7 +217,7 @@ class Attributor {
       // forward builds memory up and the backward releases it, so split each
       // stretch at its requested-bytes maximum.
       split_by_shape(hint, phase, iter);
-      a_.phase_evidence += " + memory shape (forward until the stretch's peak, backward after)";
+      a_.phase_evidence += " + lifetimes (the backward starts with the first buffer kept for the optimizer step)";
     } else {
       Phase cur = Phase::Init;
       int it = 0;
@@ -288,17 +288,51 @@ class Attributor {
       }
       size_t j = i;
       while (j < n && hint[j] != int8_t(Phase::Optimizer)) ++j;
-      // [i, j): a forward+backward stretch (the first one may start with init).
+      // [i, j): a forward+backward stretch. The first one starts with the
+      // model build: the allocations made before the first one that is
+      // freed again within the stretch (parameters are kept).
+      if (first) {
+        size_t k = i;
+        for (; k < j; ++k) {
+          uint32_t id = alloc_of_event_[k];
+          if (id == UINT32_MAX || d_.events[k].kind != EventKind::Alloc) continue;
+          if (a_.allocations[id].free_event < int64_t(j)) break;
+        }
+        // Back up to the last allocation that outlives the stretch.
+        size_t init_end = i;
+        for (size_t q = i; q < k; ++q)
+          if (d_.events[q].kind == EventKind::Alloc) init_end = q + 1;
+        for (size_t q = i; q < init_end; ++q) phase[q] = Phase::Init, iter[q] = 0;
+        i = init_end;
+        first = false;
+        if (i >= j) continue;
+      }
       ++it;
-      size_t peak = i;
-      for (size_t k = i; k < j; ++k)
-        if (rp_.requested[k] > rp_.requested[peak]) peak = k;
+      // The backward starts with the first allocation that survives into
+      // the optimizer step (the first gradient); without one, at the
+      // stretch's memory maximum.
+      size_t split = j;
+      bool freed_yet = false;  // the input batch comes before any free
       for (size_t k = i; k < j; ++k) {
-        phase[k] = k <= peak ? Phase::Forward : Phase::Backward;
+        if (d_.events[k].kind == EventKind::FreeRequested) freed_yet = true;
+        if (!freed_yet) continue;
+        uint32_t id = alloc_of_event_[k];
+        if (id == UINT32_MAX || d_.events[k].kind != EventKind::Alloc) continue;
+        if (a_.allocations[id].free_event > int64_t(j) && j < n) {
+          split = k;
+          break;
+        }
+      }
+      if (split == j) {
+        split = i;
+        for (size_t k = i; k < j; ++k)
+          if (rp_.requested[k] > rp_.requested[split]) split = k;
+        ++split;
+      }
+      for (size_t k = i; k < j; ++k) {
+        phase[k] = k < split ? Phase::Forward : Phase::Backward;
         iter[k] = it;
       }
-      (void)first;
-      first = false;
       i = j;
     }
   }
