@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/commands.hpp"
 #include "snapdiff/attribution.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"
@@ -197,10 +198,13 @@ int run(int argc, char** argv) {
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (a0 == "report") return cmd_report(rest);
   if (a0 == "convert") return cmd_convert(rest);
-  if (!a0.empty() && a0[0] == '-') {
-    // Options before the file: `snapdiff --format json FILE`.
-    return cmd_report(args);
-  }
+  if (a0 == "check") return snapdiff::cli::cmd_check(rest);
+  if (a0 == "diff") return snapdiff::cli::cmd_diff(rest);
+  // `snapdiff A B` is a diff, `snapdiff FILE` a report (options may come first).
+  size_t positional = 0;
+  for (const std::string& a : args)
+    if (!a.empty() && a[0] != '-') ++positional;
+  if (positional == 2 && (a0.empty() || a0[0] != '-')) return snapdiff::cli::cmd_diff(args);
   return cmd_report(args);
 }
 

@@ -1,0 +1,18 @@
+// Internal: the CLI's subcommands, one file each; main.cpp dispatches.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace snapdiff::cli {
+
+// Exit codes (README "Exit codes").
+constexpr int kExitOk = 0, kExitCheckFailed = 1, kExitUsage = 2, kExitInput = 3, kExitInternal = 4;
+
+// `snapdiff check ...` (src/cli/check_cmd.cpp). Returns the exit code;
+// throws snapdiff::InputError / UsageError like the other commands.
+int cmd_check(const std::vector<std::string>& args);
+// `snapdiff diff A B` / `snapdiff A B` (src/cli/diff_cmd.cpp).
+int cmd_diff(const std::vector<std::string>& args);
+
+}  // namespace snapdiff::cli

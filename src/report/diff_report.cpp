@@ -1,0 +1,1 @@
+// placeholder: replaced in the same change
