@@ -201,9 +201,18 @@ int run(int argc, char** argv) {
   if (a0 == "check") return snapdiff::cli::cmd_check(rest);
   if (a0 == "diff") return snapdiff::cli::cmd_diff(rest);
   // `snapdiff A B` is a diff, `snapdiff FILE` a report (options may come first).
+  static const char* with_value[] = {"-n", "--top", "-f", "--format", "-o", "--output", "--rules", "--explain",
+                                     "--max-input-bytes", "--top-sites"};
   size_t positional = 0;
-  for (const std::string& a : args)
-    if (!a.empty() && a[0] != '-') ++positional;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.empty() || a[0] != '-') {
+      ++positional;
+      continue;
+    }
+    for (const char* w : with_value)
+      if (a == w) ++i;  // skip the option's value
+  }
   if (positional == 2 && (a0.empty() || a0[0] != '-')) return snapdiff::cli::cmd_diff(args);
   return cmd_report(args);
 }
