@@ -97,5 +97,25 @@ printf '{"format": "snapdiff.rules", "version": 1, "rules": [{"name": "scales", 
 check "--rules" 0 "$BIN" report --format json --rules "$T/good.rules" "$DATA/small_fp8.pickle"
 grep -q '"fp8_scale"' "$T/out" || { echo "FAIL --rules: category missing"; fails=$((fails+1)); }
 
+check "diff A B" 0 "$BIN" "$DATA/small_fp8.pickle" "$DATA/small_fp8_pw.pickle"
+grep -q "^FINDINGS" "$T/out" || { echo "FAIL diff: no FINDINGS"; fails=$((fails+1)); }
+check "diff .snap vs pickle, json" 0 "$BIN" diff --format json "$T/x.snap" "$DATA/small_fp8_pw.pickle"
+python3 - "$T/out" "$DATA" "$SRC" <<'PY' || fails=$((fails+1))
+import json, sys, os
+d = json.load(open(sys.argv[1]))
+ta = json.load(open(os.path.join(sys.argv[2], "small_fp8.truth.json")))["memory_stats"]
+tb = json.load(open(os.path.join(sys.argv[2], "small_fp8_pw.truth.json")))["memory_stats"]
+s = json.load(open(os.path.join(sys.argv[3], "schemas/diff.schema.json")))
+for k in s["required"]: assert k in d, k
+assert d["schema"] == "snapdiff/diff/1"
+assert d["delta"]["peak"]["requested_bytes"] == tb["requested_bytes.all.peak"] - ta["requested_bytes.all.peak"]
+assert sum(d["delta"]["categories"].values()) == d["delta"]["peak"]["requested_bytes"]
+print("ok   diff json")
+PY
+check "diff markdown" 0 "$BIN" diff --format markdown "$DATA/small_bf16.pickle" "$DATA/small_fp8.pickle"
+grep -q "^| peak | A | B" "$T/out" || { echo "FAIL diff markdown: no table"; fails=$((fails+1)); }
+check "diff needs two inputs" 2 "$BIN" diff "$DATA/small_bf16.pickle"
+check "diff of a bad input" 3 "$BIN" diff "$DATA/small_bf16.pickle" "$T/random.bin"
+
 if ((fails)); then echo "$fails CLI check(s) failed"; exit 1; fi
 echo "all CLI checks passed"

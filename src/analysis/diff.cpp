@@ -1,1 +1,304 @@
-// placeholder: replaced in the same change
+// Diffing two runs (include/snapdiff/diff.hpp).
+#include "snapdiff/diff.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+namespace snapdiff {
+
+namespace {
+
+int64_t cat_of(const DeviceReport& d, const std::vector<int64_t>& v, const std::string& name) {
+  for (size_t i = 0; i < d.attr.categories.size() && i < v.size(); ++i)
+    if (d.attr.categories[i] == name) return v[i];
+  return 0;
+}
+
+// Symbolic key of a stack: function and file of each frame, innermost first;
+// no addresses, no line numbers (they shift between code versions).
+std::string stack_key(const Trace& t, StackId s) {
+  if (s == 0) return "<no stack>";
+  std::string k;
+  for (StackId x = s; x != 0; x = t.stacks.node(x).parent) {
+    const Frame& f = t.frames[t.stacks.node(x).frame];
+    std::string_view file = t.strings.get(f.file);
+    size_t cut = file.rfind('/');
+    if (cut != std::string_view::npos) file = file.substr(cut + 1);
+    k += t.strings.get(f.name);
+    k += '@';
+    k += file;
+    k += ';';
+  }
+  return k;
+}
+
+std::string site_display(const Trace& t, StackId s) {
+  if (s == 0) return "<no stack recorded>";
+  FrameId uf = user_frame(t, s);
+  std::string out = format_frame(t, uf);
+  // Name the innermost Python frame inside the user's call, if any.
+  for (StackId x = s; x != 0; x = t.stacks.node(x).parent) {
+    FrameId f = t.stacks.node(x).frame;
+    if (f == uf) break;
+    if (is_python_frame(t, f)) {
+      out += "  [in " + format_frame(t, f) + "]";
+      break;
+    }
+  }
+  return out;
+}
+
+struct SiteAcc {
+  std::string display;
+  int64_t bytes = 0;
+  uint64_t count = 0;
+  std::map<std::string, int64_t> by_cat;
+};
+
+std::unordered_map<std::string, SiteAcc> sites_at_peak(const Trace& t, const DeviceReport& d) {
+  std::unordered_map<std::string, SiteAcc> m;
+  std::unordered_map<StackId, std::string> keys;
+  for (uint32_t id : d.attr.live_at(d.peak_index)) {
+    const Allocation& al = d.attr.allocations[id];
+    auto k = keys.find(al.stack);
+    if (k == keys.end()) k = keys.emplace(al.stack, stack_key(t, al.stack)).first;
+    SiteAcc& acc = m[k->second];
+    if (acc.count == 0) acc.display = site_display(t, al.stack);
+    acc.bytes += int64_t(al.requested);
+    ++acc.count;
+    acc.by_cat[d.attr.categories[al.category]] += int64_t(al.requested);
+  }
+  return m;
+}
+
+std::string top_cat(const std::map<std::string, int64_t>& m) {
+  std::string best;
+  int64_t b = -1;
+  for (auto& kv : m)
+    if (kv.second > b) best = kv.first, b = kv.second;
+  return best;
+}
+
+std::string pct_text(int64_t delta, int64_t base) {
+  if (base == 0) return delta == 0 ? "0%" : "new";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", 100.0 * double(delta) / double(base));
+  return buf;
+}
+
+struct ParamStats {
+  int64_t bytes = 0;
+  uint64_t count = 0;
+};
+ParamStats params_at_peak(const DeviceReport& d) {
+  ParamStats p;
+  for (uint32_t id : d.attr.live_at(d.peak_index)) {
+    const Allocation& al = d.attr.allocations[id];
+    if (d.attr.categories[al.category] == "parameter") {
+      p.bytes += int64_t(al.requested);
+      ++p.count;
+    }
+  }
+  return p;
+}
+
+// The optimizer step whose temporaries are largest at its peak.
+struct StepStats {
+  bool any = false;
+  int iteration = 0;
+  int64_t temp = 0, grads = 0, rise = 0;
+};
+StepStats largest_step(const DeviceReport& d) {
+  StepStats s;
+  for (const PhaseSpan& sp : d.attr.spans) {
+    if (sp.phase != Phase::Optimizer) continue;
+    int64_t temp = cat_of(d, sp.categories, "optimizer_temporary");
+    if (!s.any || temp > s.temp) {
+      s.any = true;
+      s.iteration = sp.iteration;
+      s.temp = temp;
+      s.grads = cat_of(d, sp.categories, "gradient");
+      s.rise = sp.peak_requested - sp.start_requested;
+    }
+  }
+  return s;
+}
+
+std::string step_kind(const StepStats& s) {
+  if (s.grads <= 0) return "";
+  double r = double(s.temp) / double(s.grads);
+  char buf[160];
+  if (r >= 0.9)
+    std::snprintf(buf, sizeof buf, " (%.0f%% of its gradients: a multi-tensor/foreach step materializes each stage for every parameter at once)", 100 * r);
+  else if (r > 0)
+    std::snprintf(buf, sizeof buf, " (%.0f%% of its gradients: the update works on a part of the parameters at a time)", 100 * r);
+  else
+    std::snprintf(buf, sizeof buf, " (none: the update works in place)");
+  return buf;
+}
+
+}  // namespace
+
+Diff diff_reports(const Trace& ta, const Report& a, const Trace& tb, const Report& b, const DiffOptions& opts) {
+  Diff d;
+  d.a_name = opts.a_name;
+  d.b_name = opts.b_name;
+  d.a = &a;
+  d.b = &b;
+  d.ta = &ta;
+  d.tb = &tb;
+  if (a.devices.empty() || b.devices.empty()) return d;
+  const DeviceReport& da = a.devices[a.peak_device];
+  const DeviceReport& db = b.devices[b.peak_device];
+  d.peak_delta[0] = db.replay.peak_requested.bytes - da.replay.peak_requested.bytes;
+  d.peak_delta[1] = db.replay.peak_allocated.bytes - da.replay.peak_allocated.bytes;
+  d.peak_delta[2] = db.replay.peak_reserved.bytes - da.replay.peak_reserved.bytes;
+
+  // Categories at each run's peak: union of names, A's order first.
+  std::vector<std::string> names = da.attr.categories;
+  for (const std::string& n : db.attr.categories)
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  for (const std::string& n : names) d.categories.push_back({n, cat_of(da, da.categories, n), cat_of(db, db.categories, n)});
+  std::stable_sort(d.categories.begin(), d.categories.end(), [](const CategoryDelta& x, const CategoryDelta& y) {
+    return std::llabs(x.delta()) > std::llabs(y.delta());
+  });
+
+  // Phases aligned by (iteration, phase, n-th occurrence).
+  {
+    std::map<std::tuple<int, int, int>, size_t> index;
+    auto add = [&](const DeviceReport& dr, bool is_a) {
+      std::map<std::pair<int, int>, int> seen;
+      for (const PhaseSpan& s : dr.attr.spans) {
+        int occ = seen[{s.iteration, int(s.phase)}]++;
+        auto key = std::make_tuple(s.iteration, int(s.phase), occ);
+        auto it = index.find(key);
+        if (it == index.end()) {
+          PhaseDelta p;
+          p.iteration = s.iteration;
+          p.phase = s.phase;
+          p.occurrence = occ;
+          index[key] = d.phases.size();
+          d.phases.push_back(p);
+          it = index.find(key);
+        }
+        PhaseDelta& p = d.phases[it->second];
+        (is_a ? p.in_a : p.in_b) = true;
+        (is_a ? p.a_peak : p.b_peak) = s.peak_requested;
+        (is_a ? p.a_start : p.b_start) = s.start_requested;
+        (is_a ? p.a_opt_temp : p.b_opt_temp) = cat_of(dr, s.categories, "optimizer_temporary");
+      }
+    };
+    add(da, true);
+    add(db, false);
+  }
+
+  // Sites at each peak, matched by symbolic stack.
+  {
+    auto sa = sites_at_peak(ta, da);
+    auto sb = sites_at_peak(tb, db);
+    std::vector<SiteDelta> all;
+    for (auto& kv : sa) {
+      SiteDelta s;
+      s.key = kv.first;
+      s.display = kv.second.display;
+      s.a = kv.second.bytes;
+      s.a_count = kv.second.count;
+      auto it = sb.find(kv.first);
+      if (it != sb.end()) {
+        s.b = it->second.bytes;
+        s.b_count = it->second.count;
+        s.category = top_cat(it->second.by_cat);
+      } else {
+        s.category = top_cat(kv.second.by_cat);
+      }
+      all.push_back(std::move(s));
+    }
+    for (auto& kv : sb) {
+      if (sa.count(kv.first)) continue;
+      SiteDelta s;
+      s.key = kv.first;
+      s.display = kv.second.display;
+      s.b = kv.second.bytes;
+      s.b_count = kv.second.count;
+      s.category = top_cat(kv.second.by_cat);
+      all.push_back(std::move(s));
+    }
+    std::sort(all.begin(), all.end(), [](const SiteDelta& x, const SiteDelta& y) {
+      if (std::llabs(x.delta()) != std::llabs(y.delta())) return std::llabs(x.delta()) > std::llabs(y.delta());
+      return x.key < y.key;
+    });
+    d.other_sites.display = "[other sites]";
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (all[i].delta() == 0) continue;  // unchanged sites say nothing
+      if (d.sites.size() < opts.top_sites) {
+        d.sites.push_back(std::move(all[i]));
+      } else {
+        d.other_sites.a += all[i].a;
+        d.other_sites.b += all[i].b;
+        d.other_sites.a_count += all[i].a_count;
+        d.other_sites.b_count += all[i].b_count;
+      }
+    }
+  }
+
+  // Findings: only what is material (>= 1% of the larger peak and >= 1 MiB).
+  const int64_t scale = std::max(da.replay.peak_requested.bytes, db.replay.peak_requested.bytes);
+  const int64_t material = std::max<int64_t>(scale / 100, int64_t(1) << 20);
+  auto is_material = [&](int64_t x) { return std::llabs(x) >= material; };
+  if (is_material(d.peak_delta[0])) {
+    std::string m = "The peak moves " + human_delta(d.peak_delta[0]) + " (" +
+                    pct_text(d.peak_delta[0], da.replay.peak_requested.bytes) + "): " +
+                    human_bytes(da.replay.peak_requested.bytes) + " in A (iteration " +
+                    std::to_string(da.peak_iteration) + ", " + phase_name(da.peak_phase) + ") against " +
+                    human_bytes(db.replay.peak_requested.bytes) + " in B (iteration " +
+                    std::to_string(db.peak_iteration) + ", " + phase_name(db.peak_phase) + ").";
+    d.findings.push_back({"peak", m, d.peak_delta[0]});
+  }
+  // The site with the largest change within a category.
+  auto top_site = [&](const std::string& cat) -> const SiteDelta* {
+    const SiteDelta* best = nullptr;
+    for (const SiteDelta& s : d.sites)
+      if (s.category == cat && (!best || std::llabs(s.delta()) > std::llabs(best->delta()))) best = &s;
+    return best;
+  };
+  for (const CategoryDelta& c : d.categories) {
+    if (!is_material(c.delta())) continue;
+    std::string m = c.name + " " + human_delta(c.delta()) + " at the peak (" + human_bytes(c.a) + " in A, " +
+                    human_bytes(c.b) + " in B)";
+    if (c.name == "parameter") {
+      ParamStats pa = params_at_peak(da), pb = params_at_peak(db);
+      if (pa.bytes > 0) {
+        double r = double(pb.bytes) / double(pa.bytes);
+        char buf[200];
+        std::snprintf(buf, sizeof buf, ": B's parameters take %.2fx A's bytes (%llu tensors in A, %llu in B)", r,
+                      (unsigned long long)pa.count, (unsigned long long)pb.count);
+        m += buf;
+        if (r > 0.4 && r < 0.6) m += " — B stores its weights in half the bytes per element (e.g. 1-byte FP8 instead of 2-byte bf16)";
+        else if (r > 1.8 && r < 2.2) m += " — B stores its weights in twice the bytes per element (e.g. fp32 instead of bf16)";
+      }
+    } else if (const SiteDelta* s = top_site(c.name)) {
+      m += "; largest change " + human_delta(s->delta()) + " at " + s->display +
+           (s->a_count == 0 ? " [NEW]" : s->b_count == 0 ? " [GONE]" : "");
+    }
+    if (c.name == "gradient" && da.peak_iteration > 1 && db.peak_iteration > 1) m += " (gradients kept from earlier iterations)";
+    m += ".";
+    d.findings.push_back({"category", m, c.delta()});
+  }
+  // The optimizer step's transient.
+  StepStats oa = largest_step(da), ob = largest_step(db);
+  if ((oa.any || ob.any) && is_material(ob.temp - oa.temp)) {
+    std::string m = "Optimizer step transient " + human_delta(ob.temp - oa.temp) + ": A's largest step holds " +
+                    human_bytes(oa.temp) + " of optimizer temporaries at its peak" + step_kind(oa) + "; B's " +
+                    human_bytes(ob.temp) + step_kind(ob) + ".";
+    d.findings.push_back({"optimizer_transient", m, ob.temp - oa.temp});
+  }
+  std::stable_sort(d.findings.begin(), d.findings.end(), [](const Finding& x, const Finding& y) {
+    if ((x.kind == "peak") != (y.kind == "peak")) return x.kind == "peak";
+    return std::llabs(x.bytes) > std::llabs(y.bytes);
+  });
+  return d;
+}
+
+}  // namespace snapdiff

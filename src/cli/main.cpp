@@ -213,7 +213,7 @@ int run(int argc, char** argv) {
     for (const char* w : with_value)
       if (a == w) ++i;  // skip the option's value
   }
-  if (positional == 2 && (a0.empty() || a0[0] != '-')) return snapdiff::cli::cmd_diff(args);
+  if (positional == 2) return snapdiff::cli::cmd_diff(args);
   return cmd_report(args);
 }
 

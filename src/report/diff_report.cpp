@@ -1,1 +1,182 @@
-// placeholder: replaced in the same change
+// Renderings of a Diff: text (bloaty's diff style), JSON
+// (schemas/diff.schema.json), Markdown for a pull-request comment.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "snapdiff/diff.hpp"
+
+namespace snapdiff {
+
+namespace {
+
+using J = nlohmann::ordered_json;
+
+std::string pad_left(const std::string& s, size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
+std::string pad_right(const std::string& s, size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
+
+std::string pct(int64_t delta, int64_t base) {
+  if (base == 0) return delta == 0 ? "" : "new";
+  char b[32];
+  std::snprintf(b, sizeof b, "%+.1f%%", 100.0 * double(delta) / double(base));
+  return b;
+}
+
+std::string wrap(const std::string& lead, const std::string& text, size_t width) {
+  std::string out, line = lead;
+  const std::string indent(lead.size(), ' ');
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = text.find(' ', i);
+    if (j == std::string::npos) j = text.size();
+    std::string word = text.substr(i, j - i);
+    if (line.size() > indent.size() && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line = indent;
+    }
+    if (line.size() > indent.size()) line += " ";
+    line += word;
+    i = j + 1;
+  }
+  return out + line + "\n";
+}
+
+const DeviceReport* top(const Report* r) { return (r && !r->devices.empty()) ? &r->devices[r->peak_device] : nullptr; }
+
+std::string marker(const SiteDelta& s) { return s.a_count == 0 ? "[NEW] " : s.b_count == 0 ? "[GONE] " : ""; }
+
+}  // namespace
+
+std::string render_diff_text(const Diff& d) {
+  std::ostringstream o;
+  const DeviceReport* da = top(d.a);
+  const DeviceReport* db = top(d.b);
+  o << "snapdiff diff\n  A: " << d.a_name << "\n  B: " << d.b_name << "\n";
+  if (!da || !db) {
+    o << "\n(one of the inputs has no device data)\n";
+    return o.str();
+  }
+  o << "\nPEAK                      A            B        DELTA\n";
+  const PeakPoint* pa[3] = {&da->replay.peak_requested, &da->replay.peak_allocated, &da->replay.peak_reserved};
+  const PeakPoint* pb[3] = {&db->replay.peak_requested, &db->replay.peak_allocated, &db->replay.peak_reserved};
+  const char* names[3] = {"requested", "allocated", "reserved "};
+  for (int i = 0; i < 3; ++i)
+    o << "  " << names[i] << "  " << pad_left(human_bytes(pa[i]->bytes), 12) << " " << pad_left(human_bytes(pb[i]->bytes), 12)
+      << " " << pad_left(human_delta(d.peak_delta[i]), 12) << "  " << pct(d.peak_delta[i], pa[i]->bytes) << "\n";
+  o << "  the peak   iteration " << da->peak_iteration << ", " << phase_name(da->peak_phase) << "  |  iteration "
+    << db->peak_iteration << ", " << phase_name(db->peak_phase) << "\n";
+
+  o << "\nFINDINGS\n";
+  if (d.findings.empty()) o << "  none: no difference reaches 1% of the peak\n";
+  for (const Finding& f : d.findings) o << wrap("  * ", f.message, 100);
+
+  o << "\nCATEGORIES AT EACH PEAK          A            B        DELTA\n";
+  int64_t ta = 0, tb = 0;
+  for (const CategoryDelta& c : d.categories) {
+    ta += c.a;
+    tb += c.b;
+    if (c.a == 0 && c.b == 0) continue;
+    o << "  " << pad_right(c.name, 22) << pad_left(human_bytes(c.a), 12) << " " << pad_left(human_bytes(c.b), 12) << " "
+      << pad_left(human_delta(c.delta()), 12) << "\n";
+  }
+  o << "  " << pad_right("TOTAL", 22) << pad_left(human_bytes(ta), 12) << " " << pad_left(human_bytes(tb), 12) << " "
+    << pad_left(human_delta(tb - ta), 12) << "\n";
+
+  o << "\nPHASES (requested bytes at each phase's peak)\n";
+  o << "  ITER  PHASE                  A            B        DELTA   OPTIMIZER TEMPORARIES A -> B\n";
+  for (const PhaseDelta& p : d.phases) {
+    o << "  " << pad_left(std::to_string(p.iteration), 4) << "  " << pad_right(phase_name(p.phase), 10)
+      << pad_left(p.in_a ? human_bytes(p.a_peak) : "-", 12) << " " << pad_left(p.in_b ? human_bytes(p.b_peak) : "-", 12)
+      << " " << pad_left(p.in_a && p.in_b ? human_delta(p.b_peak - p.a_peak) : "", 12);
+    if (p.phase == Phase::Optimizer) o << "   " << human_bytes(p.a_opt_temp) << " -> " << human_bytes(p.b_opt_temp);
+    o << "\n";
+  }
+
+  o << "\nSITES AT EACH PEAK (by |delta|, matched by function and file)\n";
+  o << "         DELTA            A            B  CATEGORY             SITE\n";
+  for (const SiteDelta& s : d.sites)
+    o << "  " << pad_left(human_delta(s.delta()), 12) << " " << pad_left(human_bytes(s.a), 12) << " "
+      << pad_left(human_bytes(s.b), 12) << "  " << pad_right(s.category, 19) << "  " << marker(s) << s.display << "\n";
+  if (d.other_sites.a || d.other_sites.b)
+    o << "  " << pad_left(human_delta(d.other_sites.delta()), 12) << " " << pad_left(human_bytes(d.other_sites.a), 12) << " "
+      << pad_left(human_bytes(d.other_sites.b), 12) << "  " << pad_right("", 19) << "  [other sites]\n";
+  return o.str();
+}
+
+std::string render_diff_json(const Diff& d) {
+  J j;
+  j["schema"] = "snapdiff/diff/1";
+  j["a"] = (d.a && d.ta) ? J::parse(render_json(*d.a, *d.ta)) : J(nullptr);
+  j["b"] = (d.b && d.tb) ? J::parse(render_json(*d.b, *d.tb)) : J(nullptr);
+  J delta;
+  delta["peak"] = {{"requested_bytes", d.peak_delta[0]}, {"allocated_bytes", d.peak_delta[1]}, {"reserved_bytes", d.peak_delta[2]}};
+  J cats = J::object();
+  for (const CategoryDelta& c : d.categories) cats[c.name] = c.delta();
+  delta["categories"] = cats;
+  j["delta"] = delta;
+  j["categories"] = J::array();
+  for (const CategoryDelta& c : d.categories)
+    j["categories"].push_back({{"category", c.name}, {"a_bytes", c.a}, {"b_bytes", c.b}, {"delta_bytes", c.delta()}});
+  j["phases"] = J::array();
+  for (const PhaseDelta& p : d.phases)
+    j["phases"].push_back({{"iteration", p.iteration},
+                           {"phase", phase_name(p.phase)},
+                           {"occurrence", p.occurrence},
+                           {"a_peak_requested_bytes", p.in_a ? J(p.a_peak) : J(nullptr)},
+                           {"b_peak_requested_bytes", p.in_b ? J(p.b_peak) : J(nullptr)},
+                           {"a_start_requested_bytes", p.in_a ? J(p.a_start) : J(nullptr)},
+                           {"b_start_requested_bytes", p.in_b ? J(p.b_start) : J(nullptr)},
+                           {"a_optimizer_temporary_bytes", p.a_opt_temp},
+                           {"b_optimizer_temporary_bytes", p.b_opt_temp}});
+  j["sites"] = J::array();
+  for (const SiteDelta& s : d.sites)
+    j["sites"].push_back({{"site", s.display},
+                          {"key", s.key},
+                          {"category", s.category},
+                          {"a_bytes", s.a},
+                          {"b_bytes", s.b},
+                          {"delta_bytes", s.delta()},
+                          {"a_count", s.a_count},
+                          {"b_count", s.b_count},
+                          {"status", s.a_count == 0 ? "new" : s.b_count == 0 ? "gone" : "changed"}});
+  j["other_sites"] = {{"a_bytes", d.other_sites.a}, {"b_bytes", d.other_sites.b}, {"delta_bytes", d.other_sites.delta()}};
+  j["findings"] = J::array();
+  for (const Finding& f : d.findings) j["findings"].push_back({{"kind", f.kind}, {"message", f.message}, {"bytes", f.bytes}});
+  return j.dump(2) + "\n";
+}
+
+std::string render_diff_markdown(const Diff& d) {
+  std::ostringstream o;
+  const DeviceReport* da = top(d.a);
+  const DeviceReport* db = top(d.b);
+  o << "### snapdiff: `" << d.a_name << "` → `" << d.b_name << "`\n\n";
+  if (!da || !db) return o.str() + "One of the inputs has no device data.\n";
+  o << "| peak | A | B | Δ | % |\n|---|---:|---:|---:|---:|\n";
+  const PeakPoint* pa[3] = {&da->replay.peak_requested, &da->replay.peak_allocated, &da->replay.peak_reserved};
+  const PeakPoint* pb[3] = {&db->replay.peak_requested, &db->replay.peak_allocated, &db->replay.peak_reserved};
+  const char* names[3] = {"requested", "allocated", "reserved"};
+  for (int i = 0; i < 3; ++i)
+    o << "| " << names[i] << " | " << human_bytes(pa[i]->bytes) << " | " << human_bytes(pb[i]->bytes) << " | "
+      << human_delta(d.peak_delta[i]) << " | " << pct(d.peak_delta[i], pa[i]->bytes) << " |\n";
+  o << "\n";
+  if (d.findings.empty()) o << "No difference reaches 1% of the peak.\n";
+  for (const Finding& f : d.findings) o << "- " << f.message << "\n";
+  o << "\n<details><summary>Categories at each peak</summary>\n\n| category | A | B | Δ |\n|---|---:|---:|---:|\n";
+  for (const CategoryDelta& c : d.categories)
+    if (c.a || c.b) o << "| " << c.name << " | " << human_bytes(c.a) << " | " << human_bytes(c.b) << " | " << human_delta(c.delta()) << " |\n";
+  o << "\n</details>\n\n<details><summary>Phases</summary>\n\n| iteration | phase | A | B | Δ |\n|---:|---|---:|---:|---:|\n";
+  for (const PhaseDelta& p : d.phases)
+    o << "| " << p.iteration << " | " << phase_name(p.phase) << " | " << (p.in_a ? human_bytes(p.a_peak) : "–") << " | "
+      << (p.in_b ? human_bytes(p.b_peak) : "–") << " | " << (p.in_a && p.in_b ? human_delta(p.b_peak - p.a_peak) : "") << " |\n";
+  o << "\n</details>\n\n<details><summary>Sites</summary>\n\n| Δ | A | B | category | site |\n|---:|---:|---:|---|---|\n";
+  for (const SiteDelta& s : d.sites) {
+    std::string site = s.display;
+    for (size_t p = 0; (p = site.find('|', p)) != std::string::npos; p += 2) site.replace(p, 1, "\\|");
+    o << "| " << human_delta(s.delta()) << " | " << human_bytes(s.a) << " | " << human_bytes(s.b) << " | " << s.category
+      << " | " << marker(s) << "`" << site << "` |\n";
+  }
+  o << "\n</details>\n";
+  return o.str();
+}
+
+}  // namespace snapdiff

@@ -1,0 +1,67 @@
+// snapdiff/diff.hpp — why run B peaks where it does compared with run A.
+//
+// Built on two Reports (replay + attribution of each run): peaks side by
+// side, categories at each run's peak, phases aligned by (iteration, phase),
+// sites matched by symbolic stack (function and file, never addresses or
+// line numbers), and plain-language findings computed from those numbers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "snapdiff/report.hpp"
+
+namespace snapdiff {
+
+struct DiffOptions {
+  size_t top_sites = 20;
+  std::string a_name, b_name;
+};
+
+struct CategoryDelta {
+  std::string name;
+  int64_t a = 0, b = 0;
+  int64_t delta() const { return b - a; }
+};
+
+struct PhaseDelta {
+  int iteration = 0;
+  Phase phase = Phase::Other;
+  int occurrence = 0;  // the n-th span of this (iteration, phase)
+  bool in_a = false, in_b = false;
+  int64_t a_peak = 0, b_peak = 0;    // requested bytes at the span's peak
+  int64_t a_start = 0, b_start = 0;  // requested bytes when it began
+  int64_t a_opt_temp = 0, b_opt_temp = 0;
+};
+
+struct SiteDelta {
+  std::string key;      // function@file;... innermost first
+  std::string display;  // user frame <- callers
+  std::string category; // the category holding most of its bytes (B's when present)
+  int64_t a = 0, b = 0;
+  uint64_t a_count = 0, b_count = 0;
+  int64_t delta() const { return b - a; }
+};
+
+struct Diff {
+  std::string a_name, b_name;
+  const Report* a = nullptr;
+  const Report* b = nullptr;
+  const Trace* ta = nullptr;
+  const Trace* tb = nullptr;
+  int64_t peak_delta[3] = {0, 0, 0};  // requested, allocated, reserved (B - A)
+  std::vector<CategoryDelta> categories;  // sorted by |delta|, largest first
+  std::vector<PhaseDelta> phases;         // time order (A's, then B-only spans)
+  std::vector<SiteDelta> sites;           // top N by |delta|
+  SiteDelta other_sites;                  // the rest, summed
+  std::vector<Finding> findings;          // largest first
+};
+
+Diff diff_reports(const Trace& ta, const Report& a, const Trace& tb, const Report& b, const DiffOptions& opts);
+
+std::string render_diff_text(const Diff& d);
+std::string render_diff_json(const Diff& d);      // schemas/diff.schema.json
+std::string render_diff_markdown(const Diff& d);  // for a pull-request comment
+
+}  // namespace snapdiff
