@@ -64,7 +64,8 @@ std::unordered_map<std::string, SiteAcc> sites_at_peak(const Trace& t, const Dev
     const Allocation& al = d.attr.allocations[id];
     auto k = keys.find(al.stack);
     if (k == keys.end()) k = keys.emplace(al.stack, stack_key(t, al.stack)).first;
-    SiteAcc& acc = m[k->second];
+    // One row per (site, category): a site whose bytes change role shows as two rows.
+    SiteAcc& acc = m[k->second + "|" + d.attr.categories[al.category]];
     if (acc.count == 0) acc.display = site_display(t, al.stack);
     acc.bytes += int64_t(al.requested);
     ++acc.count;
@@ -257,10 +258,13 @@ Diff diff_reports(const Trace& ta, const Report& a, const Trace& tb, const Repor
     d.findings.push_back({"peak", m, d.peak_delta[0]});
   }
   // The site with the largest change within a category.
-  auto top_site = [&](const std::string& cat) -> const SiteDelta* {
+  // The site with the largest change in the direction of the category's change.
+  auto top_site = [&](const std::string& cat, int64_t dir) -> const SiteDelta* {
     const SiteDelta* best = nullptr;
     for (const SiteDelta& s : d.sites)
-      if (s.category == cat && (!best || std::llabs(s.delta()) > std::llabs(best->delta()))) best = &s;
+      if (s.category == cat && (s.delta() > 0) == (dir > 0) && s.delta() != 0 &&
+          (!best || std::llabs(s.delta()) > std::llabs(best->delta())))
+        best = &s;
     return best;
   };
   for (const CategoryDelta& c : d.categories) {
@@ -278,7 +282,7 @@ Diff diff_reports(const Trace& ta, const Report& a, const Trace& tb, const Repor
         if (r > 0.4 && r < 0.6) m += " — B stores its weights in half the bytes per element (e.g. 1-byte FP8 instead of 2-byte bf16)";
         else if (r > 1.8 && r < 2.2) m += " — B stores its weights in twice the bytes per element (e.g. fp32 instead of bf16)";
       }
-    } else if (const SiteDelta* s = top_site(c.name)) {
+    } else if (const SiteDelta* s = top_site(c.name, c.delta())) {
       m += "; largest change " + human_delta(s->delta()) + " at " + s->display +
            (s->a_count == 0 ? " [NEW]" : s->b_count == 0 ? " [GONE]" : "");
     }
