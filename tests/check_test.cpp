@@ -1,1 +1,420 @@
-// placeholder: replaced in the same change
+// `snapdiff check`: sizes and tolerances, every threshold kind passing and
+// failing on real snapshots (figures against PyTorch's own memory_stats),
+// truncated histories, budget files (round trip, bad files with JSON paths),
+// and the renderers (JSON, JUnit XML, GitHub annotations).
+#include <catch2/catch.hpp>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "snapdiff/check.hpp"
+#include "snapdiff/error.hpp"
+#include "snapdiff/input.hpp"
+#include "snapdiff/report.hpp"
+#include "test_util.hpp"
+
+using namespace snapdiff;
+
+namespace {
+
+const PeakFigures& figures(const std::string& stem) {
+  static std::map<std::string, PeakFigures> cache;
+  auto it = cache.find(stem);
+  if (it != cache.end()) return it->second;
+  std::string path = test::shared_data(stem + ".pickle");
+  REQUIRE(test::file_exists(path));
+  Trace t = load_trace(path);
+  ReportOptions o;
+  o.input_name = stem + ".pickle";
+  return cache[stem] = peak_figures(analyze_report(t, o));
+}
+
+int64_t truth_peak(const std::string& stem, const char* counter) {
+  return test::truth(stem)["memory_stats"][std::string(counter) + "_bytes.all.peak"].get<int64_t>();
+}
+
+const CheckItem& item(const CheckResult& r, const std::string& name) {
+  for (const CheckItem& i : r.items)
+    if (i.name == name) return i;
+  FAIL("no threshold " << name);
+  return r.items.front();
+}
+
+CheckOptions increase(const std::string& max, Metric m = Metric::Allocated) {
+  CheckOptions o;
+  o.metric = m;
+  o.max_increase = parse_amount(max);
+  return o;
+}
+
+// Expects parse_budget to throw InputError at `path`.
+void bad_budget(const std::string& text, const std::string& path) {
+  INFO(text);
+  try {
+    parse_budget(text, "memory-budget.json");
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    CHECK(e.json_path() == path);
+    CHECK(e.file() == "memory-budget.json");
+    CHECK(e.describe().find("memory-budget.json: " + path) == 0);
+  }
+}
+
+const char* kGoodBudget = R"({"schema": "snapdiff/budget/1", "metric": "allocated",
+  "peak": {"requested_bytes": 100, "allocated_bytes": 1000, "reserved_bytes": 2000},
+  "categories": {"parameter": 60, "activation": 40},
+  "tolerance": {"max_increase": "2%", "warn_increase": "1%"},
+  "limits": {"max_peak": "60GiB", "categories": {"optimizer_temporary": "1GiB", "workspace": 4096}},
+  "source": {"file": "run.pickle", "events": 5, "device": 0, "history": "complete"}})";
+
+}  // namespace
+
+TEST_CASE("sizes and tolerances parse", "[check]") {
+  CHECK(parse_size("512MiB") == 512LL << 20);
+  CHECK(parse_size("60GiB") == 60LL << 30);
+  CHECK(parse_size("1.5GB") == 1500000000LL);
+  CHECK(parse_size("1.5GiB") == 3LL << 29);
+  CHECK(parse_size("4096") == 4096);
+  CHECK(parse_size("4096B") == 4096);
+  CHECK(parse_size(" 2 kib ") == 2048);
+  CHECK(parse_size("3kB") == 3000);
+  CHECK(parse_size("1TB") == 1000000000000LL);
+  for (const char* bad : {"", "MiB", "-1GiB", "1.2.3MB", "12XB", "2%", "1e9", "0x10", "1 G", "99999999999TiB"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_size(bad).has_value());
+  }
+  auto p = parse_amount("2%");
+  REQUIRE(p);
+  CHECK(p->percent);
+  CHECK(p->bytes_of(326411776) == 6528235);  // floor(326411776 * 0.02)
+  CHECK(p->bytes_of(0) == 0);
+  auto h = parse_amount("0.5%");
+  REQUIRE(h);
+  CHECK(h->bytes_of(1000) == 5);
+  auto b = parse_amount("512MiB");
+  REQUIRE(b);
+  CHECK_FALSE(b->percent);
+  CHECK(b->bytes_of(1) == 512LL << 20);
+  CHECK(b->text == "512MiB");
+  CHECK_FALSE(parse_amount("%").has_value());
+  CHECK_FALSE(parse_amount("-2%").has_value());
+  CHECK_FALSE(parse_amount("two%").has_value());
+  CHECK(parse_metric("reserved") == Metric::Reserved);
+  CHECK_THROWS_AS(parse_metric("peak"), UsageError);
+}
+
+TEST_CASE("peak figures are PyTorch's peaks", "[check]") {
+  for (const char* stem : {"small_bf16", "small_fp8", "small_fp8_pw"}) {
+    INFO(stem);
+    const PeakFigures& f = figures(stem);
+    CHECK(f.requested == truth_peak(stem, "requested"));
+    CHECK(f.allocated == truth_peak(stem, "allocated"));
+    CHECK(f.reserved == truth_peak(stem, "reserved"));
+    CHECK(f.history == "complete");
+    int64_t sum = 0;
+    for (const auto& c : f.categories) sum += c.second;
+    CHECK(sum == f.requested);  // categories at the peak sum to the requested peak
+    REQUIRE(f.categories.size() >= 8);
+    CHECK(f.categories[0].first == "parameter");
+  }
+}
+
+TEST_CASE("increase threshold: measured is the exact peak difference", "[check]") {
+  const PeakFigures &bf16 = figures("small_bf16"), &fp8 = figures("small_fp8");
+  for (auto [m, name] : {std::pair{Metric::Requested, "requested"}, std::pair{Metric::Allocated, "allocated"},
+                         std::pair{Metric::Reserved, "reserved"}}) {
+    INFO(name);
+    CheckResult r = evaluate_check(fp8, bf16, "snapshot", increase("50%", m));
+    const CheckItem& it = item(r, std::string("increase.") + name);
+    CHECK(it.measured_bytes == truth_peak("small_fp8", name) - truth_peak("small_bf16", name));
+    CHECK(it.baseline_bytes == truth_peak("small_bf16", name));
+    CHECK(it.status == CheckStatus::Pass);
+  }
+  // Allocated: 326,411,776 -> 334,807,552 B is +8,395,776 B, +2.57%.
+  CheckResult fail = evaluate_check(fp8, bf16, "snapshot", increase("2%"));
+  const CheckItem& f = item(fail, "increase.allocated");
+  CHECK(f.measured_bytes == 8395776);
+  CHECK(f.limit_bytes == 6528235);
+  CHECK(f.margin_bytes == 6528235 - 8395776);
+  CHECK(f.status == CheckStatus::Fail);
+  CHECK(fail.status == CheckStatus::Fail);
+  CheckResult pass = evaluate_check(fp8, bf16, "snapshot", increase("3%"));
+  CHECK(item(pass, "increase.allocated").status == CheckStatus::Pass);
+  CHECK(pass.status == CheckStatus::Pass);
+  // Absolute increase: exactly the difference passes, one byte less fails.
+  CHECK(evaluate_check(fp8, bf16, "snapshot", increase("8395776")).status == CheckStatus::Pass);
+  CHECK(evaluate_check(fp8, bf16, "snapshot", increase("8395775B")).status == CheckStatus::Fail);
+  CHECK(evaluate_check(fp8, bf16, "snapshot", increase("8MiB")).status == CheckStatus::Fail);  // 8,388,608 B
+  CHECK(evaluate_check(fp8, bf16, "snapshot", increase("9MiB")).status == CheckStatus::Pass);
+  // A smaller candidate passes even a zero tolerance.
+  CheckResult down = evaluate_check(figures("small_fp8_pw"), fp8, "snapshot", increase("0%"));
+  CHECK(item(down, "increase.allocated").measured_bytes ==
+        truth_peak("small_fp8_pw", "allocated") - truth_peak("small_fp8", "allocated"));
+  CHECK(down.status == CheckStatus::Pass);
+  // Reserved rises 12,582,912 B (+3.59%): 3% fails it while allocated passes.
+  CHECK(evaluate_check(fp8, bf16, "snapshot", increase("3%", Metric::Reserved)).status == CheckStatus::Fail);
+}
+
+TEST_CASE("warning level below the failure level", "[check]") {
+  const PeakFigures &bf16 = figures("small_bf16"), &fp8 = figures("small_fp8");
+  CheckOptions o = increase("3%");
+  o.warn_increase = parse_amount("1%");
+  CheckResult r = evaluate_check(fp8, bf16, "snapshot", o);
+  CHECK(item(r, "increase.allocated").status == CheckStatus::Warn);
+  CHECK(item(r, "increase.allocated").warn_bytes == 3264117);
+  CHECK(r.status == CheckStatus::Warn);
+  o.warn_increase = parse_amount("2.6%");
+  CHECK(evaluate_check(fp8, bf16, "snapshot", o).status == CheckStatus::Pass);
+  // Above the failure level: fail, not warn.
+  o = increase("2%");
+  o.warn_increase = parse_amount("1%");
+  CHECK(evaluate_check(fp8, bf16, "snapshot", o).status == CheckStatus::Fail);
+  // A warning level alone never fails.
+  CheckOptions w;
+  w.warn_increase = parse_amount("1%");
+  CheckResult wr = evaluate_check(fp8, bf16, "snapshot", w);
+  CHECK(wr.status == CheckStatus::Warn);
+  // Warning above failure is a usage error.
+  o = increase("1%");
+  o.warn_increase = parse_amount("2%");
+  CHECK_THROWS_AS(evaluate_check(fp8, bf16, "snapshot", o), UsageError);
+}
+
+TEST_CASE("absolute peak and category limits", "[check]") {
+  const PeakFigures& fp8 = figures("small_fp8");
+  int64_t peak = truth_peak("small_fp8", "allocated");
+  CheckOptions o;
+  o.max_peak = peak;
+  o.max_peak_text = std::to_string(peak);
+  CheckResult at = evaluate_check(fp8, std::nullopt, "", o);
+  CHECK(item(at, "max_peak.allocated").status == CheckStatus::Pass);
+  CHECK(item(at, "max_peak.allocated").measured_bytes == peak);
+  CHECK(item(at, "max_peak.allocated").margin_bytes == 0);
+  o.max_peak = peak - 1;
+  CheckResult over = evaluate_check(fp8, std::nullopt, "", o);
+  CHECK(over.status == CheckStatus::Fail);
+  CHECK(item(over, "max_peak.allocated").margin_bytes == -1);
+  o.max_peak = parse_size("60GiB");
+  CHECK(evaluate_check(fp8, std::nullopt, "", o).status == CheckStatus::Pass);
+  o.metric = Metric::Reserved;
+  o.max_peak = truth_peak("small_fp8", "reserved") - 1;
+  CHECK(evaluate_check(fp8, std::nullopt, "", o).status == CheckStatus::Fail);
+  o.max_peak = truth_peak("small_fp8", "reserved");
+  CHECK(evaluate_check(fp8, std::nullopt, "", o).status == CheckStatus::Pass);
+
+  // Category limits, on requested bytes at the peak; PyTorch's own total
+  // optimizer state bytes are what the run holds there.
+  int64_t state = test::truth("small_fp8")["optimizer_state_bytes"].get<int64_t>();
+  REQUIRE(fp8.category("optimizer_state") == state);
+  CheckOptions c;
+  c.limits.push_back({"optimizer_state", state, std::to_string(state)});
+  c.limits.push_back({"optimizer_temporary", 1LL << 30, "1GiB"});
+  CheckResult cr = evaluate_check(fp8, std::nullopt, "", c);
+  CHECK(cr.status == CheckStatus::Pass);
+  CHECK(item(cr, "limit.optimizer_state").measured_bytes == state);
+  c.limits[0].bytes = state - 1;
+  CheckResult cf = evaluate_check(fp8, std::nullopt, "", c);
+  CHECK(cf.status == CheckStatus::Fail);
+  CHECK(item(cf, "limit.optimizer_state").status == CheckStatus::Fail);
+  CHECK(item(cf, "limit.optimizer_temporary").status == CheckStatus::Pass);
+  CHECK(cf.count(CheckStatus::Fail) == 1);
+  c.limits.push_back({"no_such_category", 1, "1"});
+  CHECK_THROWS_AS(evaluate_check(fp8, std::nullopt, "", c), UsageError);
+}
+
+TEST_CASE("thresholds that cannot be evaluated are usage errors", "[check]") {
+  const PeakFigures& fp8 = figures("small_fp8");
+  CHECK_THROWS_AS(evaluate_check(fp8, std::nullopt, "", CheckOptions{}), UsageError);
+  CHECK_THROWS_AS(evaluate_check(fp8, std::nullopt, "", increase("2%")), UsageError);
+}
+
+TEST_CASE("a truncated candidate fails unless allowed", "[check]") {
+  Trace t = load_trace(test::shared_data("small_bf16.pickle"));
+  REQUIRE(t.devices.size() == 1);
+  auto& ev = t.devices[0].events;
+  ev.erase(ev.begin(), ev.begin() + 200);  // as if the ring buffer had wrapped
+  ReportOptions ro;
+  ro.input_name = "wrapped.pickle";
+  PeakFigures f = peak_figures(analyze_report(t, ro));
+  REQUIRE(f.history == "truncated");
+  CheckOptions o;
+  o.max_peak = parse_size("60GiB");
+  CheckResult r = evaluate_check(f, std::nullopt, "", o);
+  CHECK(r.status == CheckStatus::Fail);
+  CHECK(item(r, "history").status == CheckStatus::Fail);
+  CHECK(item(r, "history").message.find("truncated") != std::string::npos);
+  CHECK(item(r, "history").message.find("--allow-truncated") != std::string::npos);
+  CHECK(item(r, "max_peak.allocated").status == CheckStatus::Pass);
+  o.allow_truncated = true;
+  CheckResult a = evaluate_check(f, std::nullopt, "", o);
+  CHECK(a.status == CheckStatus::Warn);
+  CHECK(item(a, "history").status == CheckStatus::Warn);
+  // A complete history passes the history gate.
+  CHECK(item(evaluate_check(figures("small_bf16"), std::nullopt, "", o), "history").status == CheckStatus::Pass);
+}
+
+TEST_CASE("budget file round trip", "[check]") {
+  const PeakFigures &bf16 = figures("small_bf16"), &fp8 = figures("small_fp8");
+  Budget b;
+  b.metric = Metric::Allocated;
+  b.peak = fp8;
+  b.max_increase = parse_amount("2%");
+  b.warn_increase = parse_amount("1%");
+  b.max_peak = parse_size("60GiB");
+  b.max_peak_text = "60GiB";
+  b.limits.push_back({"optimizer_temporary", 1LL << 30, "1GiB"});
+  std::string text = write_budget_json(b);
+  auto j = nlohmann::json::parse(text);
+  CHECK(j["schema"] == "snapdiff/budget/1");
+  CHECK(j["peak"]["allocated_bytes"] == truth_peak("small_fp8", "allocated"));
+  CHECK(j["tolerance"]["max_increase"] == "2%");
+  CHECK(j["limits"]["categories"]["optimizer_temporary"] == "1GiB");
+  CHECK(j["source"]["file"] == "small_fp8.pickle");
+
+  Budget back = parse_budget(text, "memory-budget.json");
+  CHECK(back.metric == Metric::Allocated);
+  CHECK(back.peak.requested == fp8.requested);
+  CHECK(back.peak.allocated == fp8.allocated);
+  CHECK(back.peak.reserved == fp8.reserved);
+  CHECK(back.peak.categories == fp8.categories);
+  CHECK(back.peak.history == "complete");
+  REQUIRE(back.max_increase);
+  CHECK(back.max_increase->text == "2%");
+  REQUIRE(back.warn_increase);
+  CHECK(back.warn_increase->pct == 1.0);
+  CHECK(back.max_peak == (60LL << 30));
+  REQUIRE(back.limits.size() == 1);
+  CHECK(back.limits[0].bytes == 1LL << 30);
+  CHECK(write_budget_json(back).find("\"allocated_bytes\": 334807552") != std::string::npos);
+
+  auto opts_of = [](const Budget& bb) {
+    CheckOptions o;
+    o.metric = bb.metric;
+    o.max_increase = bb.max_increase;
+    o.warn_increase = bb.warn_increase;
+    o.max_peak = bb.max_peak;
+    o.max_peak_text = bb.max_peak_text;
+    o.limits = bb.limits;
+    return o;
+  };
+  // The run checked against its own budget passes; a smaller run too.
+  CheckResult self = evaluate_check(fp8, back.peak, "budget", opts_of(back));
+  CHECK(self.status == CheckStatus::Pass);
+  CHECK(item(self, "increase.allocated").measured_bytes == 0);
+  CHECK(evaluate_check(bf16, back.peak, "budget", opts_of(back)).status == CheckStatus::Pass);
+  // A budget from the smaller run, a tighter tolerance, the bigger run: fails.
+  Budget small;
+  small.peak = bf16;
+  small.max_increase = parse_amount("1%");
+  Budget sb = parse_budget(write_budget_json(small), "b.json");
+  CheckResult r = evaluate_check(fp8, sb.peak, "budget", opts_of(sb));
+  CHECK(r.status == CheckStatus::Fail);
+  CHECK(item(r, "increase.allocated").measured_bytes == 8395776);
+  // No baseline_history gate against a budget.
+  for (const CheckItem& i : r.items) CHECK(i.name != "baseline_history");
+}
+
+TEST_CASE("a bad budget file names the file and the JSON path", "[check]") {
+  CHECK_NOTHROW(parse_budget(kGoodBudget, "memory-budget.json"));
+  Budget g = parse_budget(kGoodBudget, "memory-budget.json");
+  CHECK(g.limits.size() == 2);
+  CHECK(g.limits[1].bytes == 4096);
+  CHECK(g.peak.name == "memory-budget.json (from run.pickle)");
+  auto with = [](const std::string& from, const std::string& to) {
+    std::string s = kGoodBudget;
+    size_t p = s.find(from);
+    REQUIRE(p != std::string::npos);
+    return s.replace(p, from.size(), to);
+  };
+  bad_budget(with("\"snapdiff/budget/1\"", "\"snapdiff/report/1\""), "$.schema");
+  bad_budget(with("\"metric\": \"allocated\"", "\"metric\": \"peak\""), "$.metric");
+  bad_budget(with("\"allocated_bytes\": 1000", "\"allocated_bytes\": \"1000\""), "$.peak.allocated_bytes");
+  bad_budget(with("\"allocated_bytes\": 1000", "\"allocated_bytes\": -5"), "$.peak.allocated_bytes");
+  bad_budget(with("\"allocated_bytes\": 1000, ", ""), "$.peak.allocated_bytes");
+  bad_budget(with("\"max_increase\": \"2%\"", "\"max_increase\": \"2 percent\""), "$.tolerance.max_increase");
+  bad_budget(with("\"tolerance\"", "\"tolerence\""), "$.tolerence");
+  bad_budget(with("\"max_peak\": \"60GiB\"", "\"max_peak\": true"), "$.limits.max_peak");
+  bad_budget(with("\"optimizer_temporary\": \"1GiB\"", "\"optimizer_temporary\": \"1 gigabyte\""),
+             "$.limits.categories.optimizer_temporary");
+  bad_budget(with("\"parameter\": 60", "\"parameter\": 6.5"), "$.categories.parameter");
+  bad_budget(with("\"events\": 5", "\"events\": \"x\""), "$.source.events");
+  bad_budget("[1, 2]", "$");
+  bad_budget("{}", "$.schema");
+  // Not JSON at all: a byte offset.
+  try {
+    parse_budget("{\"schema\": ", "b.json");
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    CHECK(e.has_offset());
+    CHECK(e.file() == "b.json");
+  }
+  CHECK_THROWS_AS(read_budget_file("/nonexistent/memory-budget.json"), InputError);
+}
+
+TEST_CASE("JSON verdict", "[check]") {
+  const PeakFigures &bf16 = figures("small_bf16"), &fp8 = figures("small_fp8");
+  CheckOptions o = increase("2%");
+  o.max_peak = parse_size("60GiB");
+  o.max_peak_text = "60GiB";
+  CheckResult r = evaluate_check(fp8, bf16, "snapshot", o);
+  auto j = nlohmann::json::parse(render_check_json(r));
+  CHECK(j["schema"] == "snapdiff/check/1");
+  CHECK(j["status"] == "fail");
+  CHECK(j["metric"] == "allocated");
+  CHECK(j["candidate"]["peak"]["allocated_bytes"] == truth_peak("small_fp8", "allocated"));
+  CHECK(j["baseline"]["kind"] == "snapshot");
+  REQUIRE(j["thresholds"].size() == 4);  // history, baseline_history, increase, max_peak
+  CHECK(j["thresholds"][2]["name"] == "increase.allocated");
+  CHECK(j["thresholds"][2]["status"] == "fail");
+  CHECK(j["thresholds"][2]["measured_bytes"] == 8395776);
+  CHECK(j["thresholds"][2]["limit"] == "2%");
+  CHECK(j["thresholds"][3]["status"] == "pass");
+  CHECK(j["summary"]["failed"] == 1);
+  CHECK(j["summary"]["passed"] == 3);
+}
+
+TEST_CASE("text verdict: one line per threshold", "[check]") {
+  const PeakFigures &bf16 = figures("small_bf16"), &fp8 = figures("small_fp8");
+  std::string t = render_check_text(evaluate_check(fp8, bf16, "snapshot", increase("2%")));
+  CHECK(t.rfind("snapdiff check: FAIL", 0) == 0);
+  CHECK(t.find("increase.allocated  +2% (6.2 MiB)  +8.0 MiB (+2.57%)  -1.8 MiB  FAIL") != std::string::npos);
+  std::string p = render_check_text(evaluate_check(fp8, bf16, "snapshot", increase("3%")));
+  CHECK(p.rfind("snapdiff check: PASS", 0) == 0);
+  CHECK(p.find("FAIL") == std::string::npos);
+}
+
+TEST_CASE("JUnit XML: one testcase per threshold, escaped", "[check]") {
+  PeakFigures fp8 = figures("small_fp8");
+  fp8.name = "runs/<a&b> \"q\" 'x'\x01.pickle";
+  CheckOptions o = increase("2%");
+  o.limits.push_back({"optimizer_state", 1, "1"});
+  o.limits.push_back({"parameter", 1LL << 40, "1TiB"});
+  CheckResult r = evaluate_check(fp8, figures("small_bf16"), "snapshot", o);
+  std::string x = render_check_junit(r);
+  CHECK(x.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites ", 0) == 0);
+  CHECK(x.find("tests=\"5\" failures=\"2\"") != std::string::npos);
+  size_t cases = 0, failures = 0;
+  for (size_t p = x.find("<testcase "); p != std::string::npos; p = x.find("<testcase ", p + 1)) ++cases;
+  for (size_t p = x.find("<failure "); p != std::string::npos; p = x.find("<failure ", p + 1)) ++failures;
+  CHECK(cases == 5);
+  CHECK(failures == 2);
+  CHECK(x.find("runs/&lt;a&amp;b&gt; &quot;q&quot; &apos;x&apos;?.pickle") != std::string::npos);
+  CHECK(x.find("<a&b>") == std::string::npos);
+  CHECK(x.find('\x01') == std::string::npos);
+  CHECK(xml_escape("a<b>&\"'") == "a&lt;b&gt;&amp;&quot;&apos;");
+}
+
+TEST_CASE("GitHub annotations", "[check]") {
+  const PeakFigures &bf16 = figures("small_bf16"), &fp8 = figures("small_fp8");
+  CheckOptions o = increase("3%");
+  o.warn_increase = parse_amount("1%");
+  o.max_peak = 1000;
+  o.max_peak_text = "1000";
+  std::string g = render_check_github(evaluate_check(fp8, bf16, "snapshot", o));
+  CHECK(g.find("::warning title=snapdiff check increase.allocated::") == 0);
+  CHECK(g.find("\n::error title=snapdiff check max_peak.allocated::") != std::string::npos);
+  CHECK(g.find("%25") != std::string::npos);  // "+2.57%" escaped
+  size_t lines = 0;
+  for (char c : g) lines += c == '\n';
+  CHECK(lines == 2);
+  CHECK(render_check_github(evaluate_check(fp8, bf16, "snapshot", increase("50%"))).empty());
+}

@@ -1,6 +1,311 @@
+// `snapdiff check BASELINE CANDIDATE` / `snapdiff check --budget FILE CANDIDATE`
+// / `snapdiff check --max-peak SIZE CANDIDATE`: the CI gate on peak memory
+// (docs/cli.md, docs/ci.md). Exit 0 within budget, 1 a threshold failed;
+// usage and input errors are thrown to main() (exit 2, 3).
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "cli/commands.hpp"
+#include "snapdiff/attribution.hpp"
+#include "snapdiff/check.hpp"
 #include "snapdiff/error.hpp"
+#include "snapdiff/input.hpp"
+#include "snapdiff/report.hpp"
+
+namespace po = boost::program_options;
 
 namespace snapdiff::cli {
-int cmd_check(const std::vector<std::string>&) { throw UsageError("check: not built yet"); }
+
+namespace {
+
+struct Progress {
+  std::string name;
+  bool tty = ::isatty(2) != 0;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  bool shown = false;
+  void operator()(uint64_t done, uint64_t total) {
+    if (!tty) return;
+    auto el = std::chrono::steady_clock::now() - start;
+    if (el < std::chrono::seconds(1)) return;
+    std::fprintf(stderr, "\rsnapdiff: reading %s: %3d%%", name.c_str(), total ? int(100 * done / total) : 0);
+    shown = true;
+  }
+  void clear() {
+    if (shown) std::fprintf(stderr, "\r\033[K");
+    shown = false;
+  }
+};
+
+Trace load(const std::string& path, uint64_t max_bytes) {
+  Progress prog{path};
+  LoadOptions o;
+  o.max_decoded_bytes = max_bytes;
+  o.progress = [&prog](uint64_t d, uint64_t t) { prog(d, t); };
+  try {
+    Trace t = load_trace(path, o);
+    prog.clear();
+    return t;
+  } catch (...) {
+    prog.clear();
+    throw;
+  }
+}
+
+// Writes the whole text at once: to stdout ("" or "-"), or atomically to a file.
+void emit(const std::string& text, const std::string& out_path) {
+  if (out_path.empty() || out_path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return;
+  }
+  std::string tmp = out_path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw UsageError("cannot write " + out_path);
+    f << text;
+    if (!f) throw UsageError("cannot write " + out_path);
+  }
+  if (std::rename(tmp.c_str(), out_path.c_str()) != 0) throw UsageError("cannot write " + out_path);
+}
+
+Amount amount_arg(const std::string& opt, const std::string& v) {
+  auto a = parse_amount(v);
+  if (!a) throw UsageError(opt + ": '" + v + "' is not a share or a size (e.g. 2%, 0.5%, 512MiB, 1.5GB)");
+  return *a;
+}
+
+int64_t size_arg(const std::string& opt, const std::string& v) {
+  auto b = parse_size(v);
+  if (!b) throw UsageError(opt + ": '" + v + "' is not a size (e.g. 60GiB, 512MiB, 1.5GB, or bytes)");
+  return *b;
+}
+
+CategoryLimit limit_arg(const std::string& v) {
+  size_t eq = v.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw UsageError("--limit: '" + v + "' is not CATEGORY=SIZE (e.g. optimizer_temporary=1GiB)");
+  CategoryLimit l;
+  l.category = v.substr(0, eq);
+  l.text = v.substr(eq + 1);
+  l.bytes = size_arg("--limit " + l.category, l.text);
+  return l;
+}
+
+PeakFigures analyze(const std::string& path, uint64_t max_bytes, const RuleSet& rules) {
+  Trace t = load(path, max_bytes);
+  ReportOptions ro;
+  ro.top_sites = 1;
+  ro.input_name = path;
+  ro.rules = &rules;
+  return peak_figures(analyze_report(t, ro));
+}
+
+const char* kCheckHelpTail =
+    "\nThresholds (at least one; a --budget file brings its own):\n"
+    "  --max-increase 2% | 512MiB   the peak may rise this much over the baseline\n"
+    "  --warn-increase 1%           warn (exit 0) above this, below --max-increase\n"
+    "  --max-peak 60GiB             absolute ceiling on the peak, no baseline needed\n"
+    "  --limit CATEGORY=SIZE        ceiling on a category at the peak (repeatable)\n"
+    "Sizes: B, KiB, MiB, GiB, TiB (binary) or kB, MB, GB, TB (decimal), e.g. 1.5GB.\n"
+    "\nExamples:\n"
+    "  snapdiff check --max-increase 2% baseline.pickle run.pickle\n"
+    "  snapdiff check --max-peak 60GiB --limit optimizer_temporary=1GiB run.pickle\n"
+    "  snapdiff check --write-budget memory-budget.json run.pickle\n"
+    "  snapdiff check --budget memory-budget.json --junit check.xml run.pickle\n"
+    "\nExit codes: 0 within budget (warnings included), 1 a threshold failed,\n"
+    "2 usage error, 3 an input cannot be read. A truncated history fails unless\n"
+    "--allow-truncated. When GITHUB_ACTIONS=true, failures are also printed as\n"
+    "::error:: annotations. JSON: snapdiff/check/1; budget files:\n"
+    "schemas/budget.schema.json; a CI walkthrough: docs/ci.md.\n";
+
+}  // namespace
+
+int cmd_check(const std::vector<std::string>& args) {
+  po::options_description d("snapdiff check [BASELINE] CANDIDATE [options]\n\nOptions");
+  d.add_options()("help,h", "show this help")(
+      "max-increase", po::value<std::string>(), "fail when the peak rises more than this over the baseline: 2% or 512MiB")(
+      "warn-increase", po::value<std::string>(), "warn when the peak rises more than this (below --max-increase)")(
+      "metric", po::value<std::string>(), "the peak checked: requested | allocated | reserved (default allocated)")(
+      "max-peak", po::value<std::string>(), "fail when the peak is above this size (no baseline needed)")(
+      "limit", po::value<std::vector<std::string>>(), "CATEGORY=SIZE: fail when the category's bytes at the peak are above SIZE (repeatable)")(
+      "budget", po::value<std::string>(), "a budget file (schemas/budget.schema.json) instead of a BASELINE snapshot")(
+      "write-budget", po::value<std::string>(), "write a budget file from CANDIDATE (its peaks, categories, the tolerances given) and exit")(
+      "allow-truncated", "check a candidate whose history is truncated (the peak of the recorded window only)")(
+      "format,f", po::value<std::string>()->default_value("text"), "verdict format: text | json")(
+      "output,o", po::value<std::string>(), "write the verdict to this file instead of stdout")(
+      "junit", po::value<std::string>(), "also write JUnit XML (one testcase per threshold) to this file")(
+      "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable; tried before the built-in rules)")(
+      "max-input-bytes", po::value<uint64_t>()->default_value(uint64_t(16) << 30),
+      "refuse inputs that decompress to more than this many bytes");
+  po::options_description hidden;
+  hidden.add_options()("input", po::value<std::vector<std::string>>(), "input");
+  po::options_description all;
+  all.add(d).add(hidden);
+  po::positional_options_description pos;
+  pos.add("input", -1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << d << kCheckHelpTail;
+    return kExitOk;
+  }
+
+  // Everything the command line says is checked before any file is read.
+  std::string fmt = vm["format"].as<std::string>();
+  if (fmt != "text" && fmt != "json") throw UsageError("unknown --format '" + fmt + "' (text, json)");
+  std::vector<std::string> inputs;
+  if (vm.count("input")) inputs = vm["input"].as<std::vector<std::string>>();
+  bool budget_in = vm.count("budget") > 0, budget_out = vm.count("write-budget") > 0;
+  if (budget_in && budget_out) throw UsageError("--budget and --write-budget cannot be combined");
+  if (budget_out && inputs.size() != 1) throw UsageError("--write-budget needs exactly one run (CANDIDATE)");
+  if (budget_in && inputs.size() != 1) throw UsageError("with --budget, give only the CANDIDATE");
+  if (inputs.empty() || inputs.size() > 2) throw UsageError("check needs [BASELINE] CANDIDATE");
+
+  CheckOptions opts;
+  std::optional<Metric> metric;
+  if (vm.count("metric")) metric = parse_metric(vm["metric"].as<std::string>());
+  std::optional<Amount> max_inc, warn_inc;
+  if (vm.count("max-increase")) max_inc = amount_arg("--max-increase", vm["max-increase"].as<std::string>());
+  if (vm.count("warn-increase")) warn_inc = amount_arg("--warn-increase", vm["warn-increase"].as<std::string>());
+  std::optional<int64_t> max_peak;
+  std::string max_peak_text;
+  if (vm.count("max-peak")) {
+    max_peak_text = vm["max-peak"].as<std::string>();
+    if (!max_peak_text.empty() && max_peak_text.back() == '%')
+      throw UsageError("--max-peak takes a size (e.g. 60GiB), not a share");
+    max_peak = size_arg("--max-peak", max_peak_text);
+  }
+  std::vector<CategoryLimit> limits;
+  if (vm.count("limit"))
+    for (const std::string& v : vm["limit"].as<std::vector<std::string>>()) {
+      CategoryLimit l = limit_arg(v);
+      bool replaced = false;
+      for (CategoryLimit& o : limits)
+        if (o.category == l.category) o = l, replaced = true;
+      if (!replaced) limits.push_back(l);
+    }
+  opts.allow_truncated = vm.count("allow-truncated") > 0;
+  bool increase_given = max_inc || warn_inc;
+  if (!budget_in && !budget_out && inputs.size() == 1 && increase_given)
+    throw UsageError("--max-increase and --warn-increase compare with a baseline: give BASELINE CANDIDATE or --budget FILE");
+  if (!budget_in && !budget_out && inputs.size() == 2 && !increase_given && !max_peak && limits.empty())
+    throw UsageError("no thresholds to check: give --max-increase (e.g. 2%), --warn-increase, --max-peak or --limit");
+  if (!budget_in && !budget_out && inputs.size() == 1 && !max_peak && limits.empty())
+    throw UsageError("nothing to compare CANDIDATE with: give BASELINE CANDIDATE, --budget FILE, --max-peak or --limit");
+
+  // Rules first: they define the category names --limit may use.
+  RuleSet rules = RuleSet::builtin();
+  if (vm.count("rules"))
+    for (const std::string& f : vm["rules"].as<std::vector<std::string>>()) rules.add_file(f);
+  for (const CategoryLimit& l : limits) {
+    bool known = false;
+    std::string names;
+    for (const std::string& c : rules.categories) {
+      known |= c == l.category;
+      names += (names.empty() ? "" : ", ") + c;
+    }
+    if (!known) throw UsageError("--limit: unknown category '" + l.category + "' (" + names + ")");
+  }
+  uint64_t max_bytes = vm["max-input-bytes"].as<uint64_t>();
+
+  if (budget_out) {
+    PeakFigures run = analyze(inputs[0], max_bytes, rules);
+    if (run.history != "complete" && !opts.allow_truncated) {
+      std::fprintf(stderr, "snapdiff: check: cannot write a budget from %s: its history is %s, so its peak cannot be "
+                   "established (record with a larger max_entries, or pass --allow-truncated)\n",
+                   inputs[0].c_str(), run.history.c_str());
+      return kExitCheckFailed;
+    }
+    Budget b;
+    b.metric = metric.value_or(Metric::Allocated);
+    b.peak = run;
+    b.max_increase = max_inc ? max_inc : parse_amount("2%");
+    b.warn_increase = warn_inc;
+    if (b.warn_increase && b.max_increase && b.warn_increase->bytes_of(run.peak(b.metric)) > b.max_increase->bytes_of(run.peak(b.metric)))
+      throw UsageError("--warn-increase " + b.warn_increase->text + " is above --max-increase " + b.max_increase->text);
+    b.max_peak = max_peak;
+    b.max_peak_text = max_peak_text;
+    b.limits = limits;
+    std::string out = vm["write-budget"].as<std::string>();
+    emit(write_budget_json(b), out);
+    if (out != "-")
+      std::printf("snapdiff check: wrote %s: %s peak %s (%lld B), tolerance +%s\n", out.c_str(),
+                  metric_name(b.metric), human_bytes(run.peak(b.metric)).c_str(), (long long)run.peak(b.metric),
+                  b.max_increase->text.c_str());
+    return kExitOk;
+  }
+
+  std::optional<PeakFigures> baseline;
+  std::string baseline_kind;
+  if (budget_in) {
+    // Read before the (long) snapshot load: a bad budget fails fast.
+    Budget b = read_budget_file(vm["budget"].as<std::string>());
+    baseline = b.peak;
+    baseline_kind = "budget";
+    opts.metric = metric.value_or(b.metric);
+    opts.max_increase = b.max_increase;
+    opts.warn_increase = b.warn_increase;
+    opts.max_peak = b.max_peak;
+    opts.max_peak_text = b.max_peak_text;
+    opts.limits = b.limits;
+    for (const CategoryLimit& l : opts.limits) {
+      bool known = false;
+      for (const std::string& c : rules.categories) known |= c == l.category;
+      if (!known) {
+        InputError e("$.limits.categories", "unknown category '" + l.category + "'");
+        e.set_file(vm["budget"].as<std::string>());
+        throw e;
+      }
+    }
+  } else {
+    opts.metric = metric.value_or(Metric::Allocated);
+  }
+  // The command line overrides the budget.
+  if (max_inc) opts.max_increase = max_inc;
+  if (warn_inc) opts.warn_increase = warn_inc;
+  if (warn_inc && !max_inc && opts.max_increase &&
+      baseline && warn_inc->bytes_of(baseline->peak(opts.metric)) > opts.max_increase->bytes_of(baseline->peak(opts.metric)))
+    throw UsageError("--warn-increase " + warn_inc->text + " is above the budget's max_increase " + opts.max_increase->text);
+  if (max_peak) {
+    opts.max_peak = max_peak;
+    opts.max_peak_text = max_peak_text;
+  }
+  for (const CategoryLimit& l : limits) {
+    bool replaced = false;
+    for (CategoryLimit& o : opts.limits)
+      if (o.category == l.category) o = l, replaced = true;
+    if (!replaced) opts.limits.push_back(l);
+  }
+
+  if (inputs.size() == 2) {
+    baseline = analyze(inputs[0], max_bytes, rules);
+    baseline_kind = "snapshot";
+  }
+  PeakFigures candidate = analyze(inputs.back(), max_bytes, rules);
+  CheckResult r = evaluate_check(candidate, baseline, baseline_kind, opts);
+
+  std::string out = vm.count("output") ? vm["output"].as<std::string>() : "";
+  if (vm.count("junit")) emit(render_check_junit(r), vm["junit"].as<std::string>());
+  emit(fmt == "json" ? render_check_json(r) : render_check_text(r), out);
+  const char* gha = std::getenv("GITHUB_ACTIONS");
+  if (gha && std::string(gha) == "true") {
+    // Workflow commands are read from stdout; keep a JSON verdict on stdout parseable.
+    std::string ann = render_check_github(r);
+    bool json_on_stdout = fmt == "json" && (out.empty() || out == "-");
+    std::fwrite(ann.data(), 1, ann.size(), json_on_stdout ? stderr : stdout);
+    std::fflush(json_on_stdout ? stderr : stdout);
+  }
+  return r.status == CheckStatus::Fail ? kExitCheckFailed : kExitOk;
+}
+
 }  // namespace snapdiff::cli

@@ -1,6 +1,6 @@
 // snapdiff — the command-line front end. Parses options, calls the core
 // library, prints what it returns, and maps errors to exit codes:
-//   0 success, 1 failed check (reserved for `snapdiff check`), 2 usage error,
+//   0 success, 1 a `snapdiff check` threshold failed, 2 usage error,
 //   3 input error, 4 internal error.
 #include <unistd.h>
 
@@ -30,7 +30,12 @@ const char* kTopHelp =
     "\n"
     "Usage:\n"
     "  snapdiff FILE                      same as `snapdiff report FILE`\n"
-    "  snapdiff report FILE [options]     peak memory, what was live at the peak, fragmentation\n"
+    "  snapdiff report FILE [options]     peak memory, what every byte at the peak is, phases,\n"
+    "                                     fragmentation\n"
+    "  snapdiff A B                       same as `snapdiff diff A B`\n"
+    "  snapdiff diff A B [options]        why B peaks where it does compared with A\n"
+    "  snapdiff check [BASELINE] CANDIDATE [thresholds]\n"
+    "                                     CI gate on peak memory (exit 1 when a threshold fails)\n"
     "  snapdiff convert IN -o OUT.snap    write any input as a .snap file\n"
     "  snapdiff COMMAND --help            options of a command\n"
     "  snapdiff --version\n"
@@ -41,7 +46,7 @@ const char* kTopHelp =
     "\n"
     "Exit codes:\n"
     "  0  success\n"
-    "  1  a check failed (reserved for `snapdiff check`)\n"
+    "  1  `snapdiff check`: a threshold failed\n"
     "  2  usage error (bad option or argument)\n"
     "  3  input error: unreadable, truncated, corrupt, hostile or not a snapshot;\n"
     "     one line on stderr: snapdiff: error: FILE: offset N: what is wrong\n"
