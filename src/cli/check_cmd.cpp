@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
 #include "snapdiff/attribution.hpp"
 #include "snapdiff/check.hpp"
@@ -26,56 +27,6 @@ namespace po = boost::program_options;
 namespace snapdiff::cli {
 
 namespace {
-
-struct Progress {
-  std::string name;
-  bool tty = ::isatty(2) != 0;
-  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-  bool shown = false;
-  void operator()(uint64_t done, uint64_t total) {
-    if (!tty) return;
-    auto el = std::chrono::steady_clock::now() - start;
-    if (el < std::chrono::seconds(1)) return;
-    std::fprintf(stderr, "\rsnapdiff: reading %s: %3d%%", name.c_str(), total ? int(100 * done / total) : 0);
-    shown = true;
-  }
-  void clear() {
-    if (shown) std::fprintf(stderr, "\r\033[K");
-    shown = false;
-  }
-};
-
-Trace load(const std::string& path, uint64_t max_bytes) {
-  Progress prog{path};
-  LoadOptions o;
-  o.max_decoded_bytes = max_bytes;
-  o.progress = [&prog](uint64_t d, uint64_t t) { prog(d, t); };
-  try {
-    Trace t = load_trace(path, o);
-    prog.clear();
-    return t;
-  } catch (...) {
-    prog.clear();
-    throw;
-  }
-}
-
-// Writes the whole text at once: to stdout ("" or "-"), or atomically to a file.
-void emit(const std::string& text, const std::string& out_path) {
-  if (out_path.empty() || out_path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-    return;
-  }
-  std::string tmp = out_path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw UsageError("cannot write " + out_path);
-    f << text;
-    if (!f) throw UsageError("cannot write " + out_path);
-  }
-  if (std::rename(tmp.c_str(), out_path.c_str()) != 0) throw UsageError("cannot write " + out_path);
-}
 
 Amount amount_arg(const std::string& opt, const std::string& v) {
   auto a = parse_amount(v);
@@ -101,7 +52,7 @@ CategoryLimit limit_arg(const std::string& v) {
 }
 
 PeakFigures analyze(const std::string& path, uint64_t max_bytes, const RuleSet& rules) {
-  Trace t = load(path, max_bytes);
+  Trace t = load_input(path, max_bytes);
   ReportOptions ro;
   ro.top_sites = 1;
   ro.input_name = path;
@@ -204,9 +155,7 @@ int cmd_check(const std::vector<std::string>& args) {
     throw UsageError("nothing to compare CANDIDATE with: give BASELINE CANDIDATE, --budget FILE, --max-peak or --limit");
 
   // Rules first: they define the category names --limit may use.
-  RuleSet rules = RuleSet::builtin();
-  if (vm.count("rules"))
-    for (const std::string& f : vm["rules"].as<std::vector<std::string>>()) rules.add_file(f);
+  RuleSet rules = load_rules(vm.count("rules") ? vm["rules"].as<std::vector<std::string>>() : std::vector<std::string>{});
   for (const CategoryLimit& l : limits) {
     bool known = false;
     std::string names;
@@ -237,7 +186,7 @@ int cmd_check(const std::vector<std::string>& args) {
     b.max_peak_text = max_peak_text;
     b.limits = limits;
     std::string out = vm["write-budget"].as<std::string>();
-    emit(write_budget_json(b), out);
+    write_output(write_budget_json(b), out);
     if (out != "-")
       std::printf("snapdiff check: wrote %s: %s peak %s (%lld B), tolerance +%s\n", out.c_str(),
                   metric_name(b.metric), human_bytes(run.peak(b.metric)).c_str(), (long long)run.peak(b.metric),
@@ -295,8 +244,8 @@ int cmd_check(const std::vector<std::string>& args) {
   CheckResult r = evaluate_check(candidate, baseline, baseline_kind, opts);
 
   std::string out = vm.count("output") ? vm["output"].as<std::string>() : "";
-  if (vm.count("junit")) emit(render_check_junit(r), vm["junit"].as<std::string>());
-  emit(fmt == "json" ? render_check_json(r) : render_check_text(r), out);
+  if (vm.count("junit")) write_output(render_check_junit(r), vm["junit"].as<std::string>());
+  write_output(fmt == "json" ? render_check_json(r) : render_check_text(r), out);
   const char* gha = std::getenv("GITHUB_ACTIONS");
   if (gha && std::string(gha) == "true") {
     // Workflow commands are read from stdout; keep a JSON verdict on stdout parseable.

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
 #include "snapdiff/diff.hpp"
 #include "snapdiff/error.hpp"
@@ -14,24 +15,6 @@
 namespace po = boost::program_options;
 
 namespace snapdiff::cli {
-
-namespace {
-void write_out(const std::string& text, const std::string& path) {
-  if (path.empty() || path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-    return;
-  }
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw UsageError("cannot write " + path);
-    f << text;
-    if (!f) throw UsageError("cannot write " + path);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw UsageError("cannot write " + path);
-}
-}  // namespace
 
 int cmd_diff(const std::vector<std::string>& args) {
   po::options_description d("snapdiff diff A B [options]   (or: snapdiff A B)\n\nOptions");
@@ -61,13 +44,10 @@ int cmd_diff(const std::vector<std::string>& args) {
   if (fmt != "text" && fmt != "json" && fmt != "markdown")
     throw UsageError("unknown --format '" + fmt + "' (text, json, markdown)");
   const auto& in = vm["input"].as<std::vector<std::string>>();
-  RuleSet rules = RuleSet::builtin();
-  if (vm.count("rules"))
-    for (const std::string& f : vm["rules"].as<std::vector<std::string>>()) rules.add_file(f);
-  LoadOptions lo;
-  lo.max_decoded_bytes = vm["max-input-bytes"].as<uint64_t>();
-  Trace ta = load_trace(in[0], lo);
-  Trace tb = load_trace(in[1], lo);
+  RuleSet rules = load_rules(vm.count("rules") ? vm["rules"].as<std::vector<std::string>>() : std::vector<std::string>{});
+  const uint64_t max_bytes = vm["max-input-bytes"].as<uint64_t>();
+  Trace ta = load_input(in[0], max_bytes);
+  Trace tb = load_input(in[1], max_bytes);
   ReportOptions ro;
   ro.rules = &rules;
   ro.input_name = in[0];
@@ -80,7 +60,7 @@ int cmd_diff(const std::vector<std::string>& args) {
   dopt.b_name = in[1];
   Diff df = diff_reports(ta, ra, tb, rb, dopt);
   std::string text = fmt == "json" ? render_diff_json(df) : fmt == "markdown" ? render_diff_markdown(df) : render_diff_text(df);
-  write_out(text, vm.count("output") ? vm["output"].as<std::string>() : "");
+  write_output(text, vm.count("output") ? vm["output"].as<std::string>() : "");
   return kExitOk;
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
 #include "snapdiff/attribution.hpp"
 #include "snapdiff/error.hpp"
@@ -20,6 +21,9 @@
 
 namespace po = boost::program_options;
 using namespace snapdiff;
+using snapdiff::cli::load_input;
+using snapdiff::cli::load_rules;
+using snapdiff::cli::write_output;
 
 namespace {
 
@@ -51,55 +55,6 @@ const char* kTopHelp =
     "  3  input error: unreadable, truncated, corrupt, hostile or not a snapshot;\n"
     "     one line on stderr: snapdiff: error: FILE: offset N: what is wrong\n"
     "  4  internal error (a bug in snapdiff; please report it)\n";
-
-struct Progress {
-  std::string name;
-  bool tty = ::isatty(2) != 0;
-  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-  bool shown = false;
-  void operator()(uint64_t done, uint64_t total) {
-    if (!tty) return;
-    auto el = std::chrono::steady_clock::now() - start;
-    if (el < std::chrono::seconds(1)) return;
-    std::fprintf(stderr, "\rsnapdiff: reading %s: %3d%%", name.c_str(), total ? int(100 * done / total) : 0);
-    shown = true;
-  }
-  void clear() {
-    if (shown) std::fprintf(stderr, "\r\033[K");
-    shown = false;
-  }
-};
-
-Trace load(const std::string& path, uint64_t max_bytes, Progress& prog) {
-  LoadOptions o;
-  o.max_decoded_bytes = max_bytes;
-  o.progress = [&prog](uint64_t d, uint64_t t) { prog(d, t); };
-  try {
-    Trace t = load_trace(path, o);
-    prog.clear();
-    return t;
-  } catch (...) {
-    prog.clear();
-    throw;
-  }
-}
-
-// Writes the whole text at once: to stdout, or atomically to a file.
-void emit(const std::string& text, const std::string& out_path) {
-  if (out_path.empty() || out_path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-    return;
-  }
-  std::string tmp = out_path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw UsageError("cannot write " + out_path);
-    f << text;
-    if (!f) throw UsageError("cannot write " + out_path);
-  }
-  if (std::rename(tmp.c_str(), out_path.c_str()) != 0) throw UsageError("cannot write " + out_path);
-}
 
 po::options_description common_input_options() {
   po::options_description d("Input options");
@@ -137,11 +92,8 @@ int cmd_report(const std::vector<std::string>& args) {
   if (fmt != "text" && fmt != "json") throw UsageError("unknown --format '" + fmt + "' (text, json)");
   std::string path = vm["input"].as<std::vector<std::string>>()[0];
   // Rules are read first: a bad rules file fails before a long load.
-  RuleSet rules = RuleSet::builtin();
-  if (vm.count("rules"))
-    for (const std::string& f : vm["rules"].as<std::vector<std::string>>()) rules.add_file(f);
-  Progress prog{path};
-  Trace t = load(path, vm["max-input-bytes"].as<uint64_t>(), prog);
+  RuleSet rules = load_rules(vm.count("rules") ? vm["rules"].as<std::vector<std::string>>() : std::vector<std::string>{});
+  Trace t = load_input(path, vm["max-input-bytes"].as<uint64_t>());
   ReportOptions ro;
   ro.top_sites = vm["top"].as<size_t>();
   ro.input_name = path;
@@ -149,7 +101,7 @@ int cmd_report(const std::vector<std::string>& args) {
   if (vm.count("explain")) ro.explain = vm["explain"].as<std::string>();
   Report r = analyze_report(t, ro);
   std::string text = fmt == "json" ? render_json(r, t) : render_text(r, t);
-  emit(text, vm.count("output") ? vm["output"].as<std::string>() : "");
+  write_output(text, vm.count("output") ? vm["output"].as<std::string>() : "");
   return kExitOk;
 }
 
@@ -175,8 +127,7 @@ int cmd_convert(const std::vector<std::string>& args) {
     throw UsageError("convert needs exactly one input file");
   if (!vm.count("output")) throw UsageError("convert needs -o OUT.snap");
   std::string path = vm["input"].as<std::vector<std::string>>()[0];
-  Progress prog{path};
-  Trace t = load(path, vm["max-input-bytes"].as<uint64_t>(), prog);
+  Trace t = load_input(path, vm["max-input-bytes"].as<uint64_t>());
   try {
     write_snap_file(t, vm["output"].as<std::string>(), !vm.count("no-gzip"));
   } catch (const std::runtime_error& e) {

@@ -4,16 +4,19 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "report/text_util.hpp"
 #include "snapdiff/diff.hpp"
 
 namespace snapdiff {
 
 namespace {
 
+using detail::pad_left;
+using detail::pad_right;
+using detail::wrap;
+
 using J = nlohmann::ordered_json;
 
-std::string pad_left(const std::string& s, size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
-std::string pad_right(const std::string& s, size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
 
 std::string pct(int64_t delta, int64_t base) {
   if (base == 0) return delta == 0 ? "" : "new";
@@ -22,24 +25,6 @@ std::string pct(int64_t delta, int64_t base) {
   return b;
 }
 
-std::string wrap(const std::string& lead, const std::string& text, size_t width) {
-  std::string out, line = lead;
-  const std::string indent(lead.size(), ' ');
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t j = text.find(' ', i);
-    if (j == std::string::npos) j = text.size();
-    std::string word = text.substr(i, j - i);
-    if (line.size() > indent.size() && line.size() + 1 + word.size() > width) {
-      out += line + "\n";
-      line = indent;
-    }
-    if (line.size() > indent.size()) line += " ";
-    line += word;
-    i = j + 1;
-  }
-  return out + line + "\n";
-}
 
 const DeviceReport* top(const Report* r) { return (r && !r->devices.empty()) ? &r->devices[r->peak_device] : nullptr; }
 

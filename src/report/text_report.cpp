@@ -5,11 +5,16 @@
 #include <set>
 #include <sstream>
 
+#include "report/text_util.hpp"
 #include "snapdiff/report.hpp"
 
 namespace snapdiff {
 
 namespace {
+
+using detail::pad_left;
+using detail::pad_right;
+using detail::wrap;
 
 std::string with_commas(uint64_t v) {
   std::string s = std::to_string(v);
@@ -23,8 +28,6 @@ std::string pct(int64_t part, int64_t whole) {
   return b;
 }
 
-std::string pad_left(const std::string& s, size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
-std::string pad_right(const std::string& s, size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
 
 std::string hex(uint64_t v) {
   char b[24];
@@ -32,27 +35,6 @@ std::string hex(uint64_t v) {
   return b;
 }
 
-// Word-wraps `text` at `width` columns; the first line starts with `lead`,
-// the others are indented as deep.
-std::string wrap(const std::string& lead, const std::string& text, size_t width) {
-  std::string out, line = lead;
-  const std::string indent(lead.size(), ' ');
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t j = text.find(' ', i);
-    if (j == std::string::npos) j = text.size();
-    std::string word = text.substr(i, j - i);
-    if (line.size() > indent.size() && line.size() + 1 + word.size() > width) {
-      out += line + "\n";
-      line = indent;
-    }
-    if (line.size() > indent.size()) line += " ";
-    line += word;
-    i = j + 1;
-  }
-  out += line + "\n";
-  return out;
-}
 
 std::string utc_time(int64_t us) {
   if (us == kNoTime) return "?";

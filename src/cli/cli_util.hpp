@@ -1,0 +1,25 @@
+// Internal: what every subcommand of the CLI needs — loading an input with a
+// progress line on a terminal, loading rules files, writing output whole.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "snapdiff/attribution.hpp"
+#include "snapdiff/model.hpp"
+
+namespace snapdiff::cli {
+
+// Reads any input; shows "reading FILE: N%" on stderr when it is a terminal
+// and the read takes more than a second (erased when done).
+Trace load_input(const std::string& path, uint64_t max_decoded_bytes);
+
+// The built-in rules plus each file, later files first.
+RuleSet load_rules(const std::vector<std::string>& files);
+
+// Writes the whole text at once: to stdout ("" or "-"), or atomically to a
+// file (a temporary renamed into place), so nothing half-written is left.
+void write_output(const std::string& text, const std::string& path);
+
+}  // namespace snapdiff::cli

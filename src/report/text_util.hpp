@@ -1,0 +1,37 @@
+// Internal: small text-layout helpers shared by the text renderers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace snapdiff::detail {
+
+inline std::string pad_left(const std::string& s, size_t w) {
+  return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
+}
+inline std::string pad_right(const std::string& s, size_t w) {
+  return s.size() >= w ? s : s + std::string(w - s.size(), ' ');
+}
+
+// Word-wraps `text` at `width` columns; the first line starts with `lead`,
+// the others are indented as deep.
+inline std::string wrap(const std::string& lead, const std::string& text, size_t width) {
+  std::string out, line = lead;
+  const std::string indent(lead.size(), ' ');
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = text.find(' ', i);
+    if (j == std::string::npos) j = text.size();
+    std::string word = text.substr(i, j - i);
+    if (line.size() > indent.size() && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line = indent;
+    }
+    if (line.size() > indent.size()) line += " ";
+    line += word;
+    i = j + 1;
+  }
+  return out + line + "\n";
+}
+
+}  // namespace snapdiff::detail
