@@ -97,15 +97,7 @@ int cmd_check(const std::vector<std::string>& args) {
       "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable; tried before the built-in rules)")(
       "max-input-bytes", po::value<uint64_t>()->default_value(uint64_t(16) << 30),
       "refuse inputs that decompress to more than this many bytes");
-  po::options_description hidden;
-  hidden.add_options()("input", po::value<std::vector<std::string>>(), "input");
-  po::options_description all;
-  all.add(d).add(hidden);
-  po::positional_options_description pos;
-  pos.add("input", -1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-  po::notify(vm);
+  po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
     std::cout << d << kCheckHelpTail;
     return kExitOk;
@@ -155,7 +147,7 @@ int cmd_check(const std::vector<std::string>& args) {
     throw UsageError("nothing to compare CANDIDATE with: give BASELINE CANDIDATE, --budget FILE, --max-peak or --limit");
 
   // Rules first: they define the category names --limit may use.
-  RuleSet rules = load_rules(vm.count("rules") ? vm["rules"].as<std::vector<std::string>>() : std::vector<std::string>{});
+  RuleSet rules = load_rules(rules_files(vm));
   for (const CategoryLimit& l : limits) {
     bool known = false;
     std::string names;

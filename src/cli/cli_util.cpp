@@ -67,4 +67,27 @@ void write_output(const std::string& text, const std::string& path) {
   if (std::rename(tmp.c_str(), path.c_str()) != 0) throw UsageError("cannot write " + path);
 }
 
+boost::program_options::variables_map parse_command(const std::vector<std::string>& args,
+                                                    const boost::program_options::options_description& visible) {
+  namespace po = boost::program_options;
+  po::options_description hidden;
+  hidden.add_options()("input", po::value<std::vector<std::string>>(), "input");
+  po::options_description all;
+  all.add(visible).add(hidden);
+  po::positional_options_description pos;
+  pos.add("input", -1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+  po::notify(vm);
+  return vm;
+}
+
+std::vector<std::string> inputs(const boost::program_options::variables_map& vm) {
+  return vm.count("input") ? vm["input"].as<std::vector<std::string>>() : std::vector<std::string>{};
+}
+
+std::vector<std::string> rules_files(const boost::program_options::variables_map& vm) {
+  return vm.count("rules") ? vm["rules"].as<std::vector<std::string>>() : std::vector<std::string>{};
+}
+
 }  // namespace snapdiff::cli

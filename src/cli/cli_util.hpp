@@ -2,6 +2,7 @@
 // progress line on a terminal, loading rules files, writing output whole.
 #pragma once
 
+#include <boost/program_options.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -21,5 +22,14 @@ RuleSet load_rules(const std::vector<std::string>& files);
 // Writes the whole text at once: to stdout ("" or "-"), or atomically to a
 // file (a temporary renamed into place), so nothing half-written is left.
 void write_output(const std::string& text, const std::string& path);
+
+// Parses a subcommand's arguments: the visible options plus any number of
+// positional inputs (vm["input"]).
+boost::program_options::variables_map parse_command(const std::vector<std::string>& args,
+                                                    const boost::program_options::options_description& visible);
+// The input files given (none: empty).
+std::vector<std::string> inputs(const boost::program_options::variables_map& vm);
+// The --rules files given (none: empty).
+std::vector<std::string> rules_files(const boost::program_options::variables_map& vm);
 
 }  // namespace snapdiff::cli

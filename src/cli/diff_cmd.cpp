@@ -25,15 +25,7 @@ int cmd_diff(const std::vector<std::string>& args) {
       "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable)")(
       "max-input-bytes", po::value<uint64_t>()->default_value(uint64_t(16) << 30),
       "refuse inputs that decompress to more than this many bytes");
-  po::options_description hidden;
-  hidden.add_options()("input", po::value<std::vector<std::string>>(), "input");
-  po::options_description all;
-  all.add(d).add(hidden);
-  po::positional_options_description pos;
-  pos.add("input", -1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-  po::notify(vm);
+  po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
     std::cout << d << "\nA and B are any inputs snapdiff reads. The JSON output is described by schemas/diff.schema.json.\n";
     return kExitOk;
@@ -44,7 +36,7 @@ int cmd_diff(const std::vector<std::string>& args) {
   if (fmt != "text" && fmt != "json" && fmt != "markdown")
     throw UsageError("unknown --format '" + fmt + "' (text, json, markdown)");
   const auto& in = vm["input"].as<std::vector<std::string>>();
-  RuleSet rules = load_rules(vm.count("rules") ? vm["rules"].as<std::vector<std::string>>() : std::vector<std::string>{});
+  RuleSet rules = load_rules(rules_files(vm));
   const uint64_t max_bytes = vm["max-input-bytes"].as<uint64_t>();
   Trace ta = load_input(in[0], max_bytes);
   Trace tb = load_input(in[1], max_bytes);

@@ -24,6 +24,8 @@ using namespace snapdiff;
 using snapdiff::cli::load_input;
 using snapdiff::cli::load_rules;
 using snapdiff::cli::write_output;
+using snapdiff::cli::parse_command;
+using snapdiff::cli::rules_files;
 
 namespace {
 
@@ -73,15 +75,7 @@ int cmd_report(const std::vector<std::string>& args) {
       "explain", po::value<std::string>(), "why allocations got their category: an ADDRESS (0x... or decimal) or a SITE "
                                            "(function, file:line, or text in \"function (file:line)\")");
   d.add(common_input_options());
-  po::options_description hidden;
-  hidden.add_options()("input", po::value<std::vector<std::string>>(), "input");
-  po::options_description all;
-  all.add(d).add(hidden);
-  po::positional_options_description pos;
-  pos.add("input", -1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-  po::notify(vm);
+  po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
     std::cout << d << "\nThe JSON output is described by schemas/report.schema.json.\n";
     return kExitOk;
@@ -92,7 +86,7 @@ int cmd_report(const std::vector<std::string>& args) {
   if (fmt != "text" && fmt != "json") throw UsageError("unknown --format '" + fmt + "' (text, json)");
   std::string path = vm["input"].as<std::vector<std::string>>()[0];
   // Rules are read first: a bad rules file fails before a long load.
-  RuleSet rules = load_rules(vm.count("rules") ? vm["rules"].as<std::vector<std::string>>() : std::vector<std::string>{});
+  RuleSet rules = load_rules(rules_files(vm));
   Trace t = load_input(path, vm["max-input-bytes"].as<uint64_t>());
   ReportOptions ro;
   ro.top_sites = vm["top"].as<size_t>();
@@ -110,15 +104,7 @@ int cmd_convert(const std::vector<std::string>& args) {
   d.add_options()("help,h", "show this help")("output,o", po::value<std::string>(), "the .snap file to write")(
       "no-gzip", "write plain JSON instead of gzip-compressed");
   d.add(common_input_options());
-  po::options_description hidden;
-  hidden.add_options()("input", po::value<std::vector<std::string>>(), "input");
-  po::options_description all;
-  all.add(d).add(hidden);
-  po::positional_options_description pos;
-  pos.add("input", -1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-  po::notify(vm);
+  po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
     std::cout << d << "\nThe .snap format is described by schemas/snap.schema.json and docs/formats.md.\n";
     return kExitOk;
