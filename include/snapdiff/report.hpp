@@ -48,6 +48,9 @@ struct SiteRow {
   int rule = -1;      // the rule that decided it (for the largest allocation)
   Phase alloc_phase = Phase::Other;
   int alloc_iteration = 0;
+  bool freed = false;               // of the largest allocation: freed later, or alive at the end
+  Phase free_phase = Phase::Other;
+  int free_iteration = 0;
 };
 
 // Free cached memory at the peak by block size.
@@ -90,6 +93,7 @@ struct DeviceReport {
   Phase peak_phase = Phase::PreTrace;
   int peak_iteration = 0;
   std::vector<int64_t> categories;  // requested bytes per category at the peak
+  std::vector<uint64_t> category_allocations, category_sites;  // allocations and distinct stacks per category
   std::vector<SiteRow> unknown_sites;  // allocations no rule placed, live at the peak
   std::vector<Finding> findings;       // the plain-language explanation
   Event peak_event;     // the event that set the peak (valid if peak_index >= 0)

@@ -378,11 +378,23 @@ Report analyze_report(const Trace& trace, const ReportOptions& opts) {
           acc.row.rule = al.rule;
           acc.row.alloc_phase = at.phase_at(al.alloc_event);
           acc.row.alloc_iteration = at.iteration_at(al.alloc_event);
+          acc.row.freed = al.free_event != INT64_MAX;
+          if (acc.row.freed) {
+            acc.row.free_phase = at.phase_at(al.free_event);
+            acc.row.free_iteration = at.iteration_at(al.free_event);
+          }
         }
       }
       dr.peak_live_requested += int64_t(al.requested);
     }
     dr.peak_live_allocations = 0;
+    // Allocations and distinct sites per category at the peak.
+    dr.category_allocations.assign(at.categories.size(), 0);
+    dr.category_sites.assign(at.categories.size(), 0);
+    for (auto& kv : by_stack)
+      for (size_t c = 0; c < kv.second.by_cat.size(); ++c)
+        if (kv.second.by_cat[c] != 0) ++dr.category_sites[c];
+    for (uint32_t id : at.live_at(pk.event_index)) ++dr.category_allocations[at.allocations[id].category];
     auto rows_of = [&](std::unordered_map<StackId, Acc>& m) {
       std::vector<SiteRow> rows;
       rows.reserve(m.size());

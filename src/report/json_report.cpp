@@ -81,6 +81,8 @@ J site_json(const Trace& t, const DeviceReport& d, const RuleSet* rules, const S
   sj["rule"] = (rules && s.rule >= 0) ? J(rules->rules[size_t(s.rule)].name) : J(nullptr);
   sj["alloc_phase"] = phase_name(s.alloc_phase);
   sj["alloc_iteration"] = s.alloc_iteration;
+  sj["free_phase"] = s.freed ? J(phase_name(s.free_phase)) : J(nullptr);
+  sj["free_iteration"] = s.freed ? J(s.free_iteration) : J(nullptr);
   FrameId uf = user_frame(t, s.stack);
   sj["user_frame"] = uf == UINT32_MAX ? J(nullptr) : frame_json(t, uf);
   sj["stack"] = J::array();

@@ -144,7 +144,7 @@ std::string render_text(const Report& r, const Trace& t) {
     }
 
     o << "\nAT THE PEAK BY CATEGORY  cuda:" << d.device << "\n";
-    o << "       BYTES       %  CATEGORY\n";
+    o << "       BYTES       %   ALLOCS   SITES  CATEGORY\n";
     {
       std::vector<std::pair<int64_t, size_t>> rows;
       int64_t total = 0;
@@ -155,8 +155,10 @@ std::string render_text(const Report& r, const Trace& t) {
       std::sort(rows.begin(), rows.end(), [](auto& x, auto& y) { return x.first != y.first ? x.first > y.first : x.second < y.second; });
       for (auto& row : rows)
         o << "  " << pad_left(human_bytes(row.first), 10) << "  " << pct(row.first, total) << "  "
-          << at.categories[row.second] << "\n";
-      o << "  " << pad_left(human_bytes(total), 10) << "  " << pct(total, total) << "  TOTAL (= requested peak)\n";
+          << pad_left(with_commas(d.category_allocations[row.second]), 7) << " "
+          << pad_left(with_commas(d.category_sites[row.second]), 7) << "  " << at.categories[row.second] << "\n";
+      o << "  " << pad_left(human_bytes(total), 10) << "  " << pct(total, total) << "  "
+        << pad_left(with_commas(d.peak_live_allocations), 7) << " " << pad_left("", 7) << "  TOTAL (= requested peak)\n";
     }
 
     o << "\nLIVE AT THE PEAK  cuda:" << d.device << "  (" << with_commas(d.peak_live_allocations)
@@ -210,12 +212,13 @@ std::string render_text(const Report& r, const Trace& t) {
 
     if (!d.unknown_sites.empty()) {
       o << "\nUNKNOWN AT THE PEAK  cuda:" << d.device << "  (no rule placed these; add one with --rules)\n";
-      o << "       BYTES   COUNT  ALLOCATED IN       SITE\n";
+      o << "       BYTES   COUNT  ALLOCATED IN       FREED IN           SITE\n";
+      auto when = [](Phase p, int it) { return std::string(phase_name(p)) + (it > 0 ? " it " + std::to_string(it) : ""); };
       for (const SiteRow& s : d.unknown_sites)
         o << "  " << pad_left(human_bytes(s.requested_bytes), 10) << "  " << pad_left(with_commas(s.count), 6) << "  "
-          << pad_right(std::string(phase_name(s.alloc_phase)) +
-                           (s.alloc_iteration > 0 ? " it " + std::to_string(s.alloc_iteration) : ""), 17)
-          << "  " << site_text(t, s.stack, 3) << "\n";
+          << pad_right(when(s.alloc_phase, s.alloc_iteration), 17) << "  "
+          << pad_right(s.freed ? when(s.free_phase, s.free_iteration) : "never", 17) << "  " << site_text(t, s.stack, 3)
+          << "\n";
     }
 
     const Fragmentation& f = d.frag;
