@@ -106,7 +106,6 @@ struct Attribution {
   std::vector<uint32_t> event_span;     // per event: index into spans
   std::vector<uint32_t> event_alloc;    // per event: the allocation it allocates or frees (UINT32_MAX: none)
   std::vector<PhaseSpan> spans;
-  std::vector<Phase> stack_hint;        // per StackId (lazily sized to the stack table)
   std::string phase_evidence;           // how phases were found
   int iterations = 0;
   uint64_t allocs_without_frames = 0;

@@ -354,13 +354,6 @@ class Attributor {
   Phase alloc_phase(const Allocation& al) const {
     return al.alloc_event < 0 ? Phase::PreTrace : a_.spans[a_.event_span[size_t(al.alloc_event)]].phase;
   }
-  int64_t next_span_start(int64_t after_event, Phase p) const {
-    // First span of phase p that starts after `after_event`.
-    size_t s = after_event < 0 ? 0 : a_.event_span[size_t(after_event)] + 1;
-    for (; s < a_.spans.size(); ++s)
-      if (a_.spans[s].phase == p) return a_.spans[s].start_event;
-    return INT64_MAX;
-  }
   int64_t next_span_start_cached(int64_t after_event, Phase p) {
     size_t s = after_event < 0 ? a_.spans.size() : a_.event_span[size_t(after_event)];
     auto& cache = next_start_[int(p)];
@@ -529,7 +522,6 @@ class Attributor {
     for (const PhaseSpan& s : a_.spans) idx.push_back(s.peak_event);
     auto cats = a_.categories_at(idx);
     for (size_t k = 0; k < a_.spans.size(); ++k) a_.spans[k].categories = std::move(cats[k]);
-    a_.stack_hint.resize(0);
   }
 
   const Trace& t_;
