@@ -97,9 +97,13 @@ check "warn-increase warns" 0 "$BIN" check --max-increase 3% --warn-increase 1% 
 expect "warn-increase warns" "$T/out" "PASS (with warnings)"
 expect "warn-increase warns" "$T/out" "WARN$"
 check "json" 1 "$BIN" check --format json --max-increase 1% --metric requested "$BF16" "$FP8"
-python3 - "$T/out" "$DATA" <<'PY' || fails=$((fails+1))
+python3 - "$T/out" "$DATA" "$SRC/schemas/check.schema.json" <<'PY' || fails=$((fails+1))
 import json, sys
 r = json.load(open(sys.argv[1]))
+s = json.load(open(sys.argv[3]))
+for k in s["required"]: assert k in r, k
+for t in r["thresholds"]:
+    for k in s["properties"]["thresholds"]["items"]["required"]: assert k in t, k
 ms = lambda stem: json.load(open(f"{sys.argv[2]}/{stem}.truth.json"))["memory_stats"]
 a, b = ms("small_bf16"), ms("small_fp8")
 assert r["schema"] == "snapdiff/check/1" and r["status"] == "fail" and r["metric"] == "requested", r
