@@ -41,6 +41,20 @@ J categories_json(const Attribution& a, const std::vector<int64_t>& v) {
   return j;
 }
 
+J phases_json(const Attribution& a) {
+  J phases = J::array();
+  for (const PhaseSpan& ps : a.spans)
+    phases.push_back({{"iteration", ps.iteration},
+                      {"phase", phase_name(ps.phase)},
+                      {"start_event", ps.start_event},
+                      {"end_event", ps.end_event},
+                      {"start_requested_bytes", ps.start_requested},
+                      {"peak_event", ps.peak_event},
+                      {"peak_requested_bytes", ps.peak_requested},
+                      {"categories", categories_json(a, ps.categories)}});
+  return phases;
+}
+
 J device_peak(const DeviceReport& d, const Trace& t) {
   const DeviceReplay& rp = d.replay;
   J p;
@@ -120,15 +134,7 @@ std::string render_json(const Report& r, const Trace& t) {
   if (!r.devices.empty()) {
     const DeviceReport& top = r.devices[r.peak_device];
     j["categories"] = categories_json(top.attr, top.categories);
-    J phases = J::array();
-    for (const PhaseSpan& ps : top.attr.spans)
-      phases.push_back({{"iteration", ps.iteration},
-                        {"phase", phase_name(ps.phase)},
-                        {"start_event", ps.start_event},
-                        {"end_event", ps.end_event},
-                        {"peak_requested_bytes", ps.peak_requested},
-                        {"categories", categories_json(top.attr, ps.categories)}});
-    j["phases"] = std::move(phases);
+    j["phases"] = phases_json(top.attr);
   } else {
     j["categories"] = J::object();
     j["phases"] = J::array();
@@ -159,17 +165,7 @@ std::string render_json(const Report& r, const Trace& t) {
     dj["categories"] = categories_json(d.attr, d.categories);
     dj["phase_evidence"] = d.attr.phase_evidence;
     dj["iterations"] = d.attr.iterations;
-    J phases = J::array();
-    for (const PhaseSpan& ps : d.attr.spans)
-      phases.push_back({{"iteration", ps.iteration},
-                        {"phase", phase_name(ps.phase)},
-                        {"start_event", ps.start_event},
-                        {"end_event", ps.end_event},
-                        {"start_requested_bytes", ps.start_requested},
-                        {"peak_event", ps.peak_event},
-                        {"peak_requested_bytes", ps.peak_requested},
-                        {"categories", categories_json(d.attr, ps.categories)}});
-    dj["phases"] = std::move(phases);
+    dj["phases"] = phases_json(d.attr);
     J unk = J::array();
     for (const SiteRow& s : d.unknown_sites) unk.push_back(site_json(t, d, rules, s));
     dj["unknown_at_peak"] = std::move(unk);
