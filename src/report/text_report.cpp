@@ -182,17 +182,18 @@ std::string render_text(const Report& r, const Trace& t) {
       o << "  ITER  PHASE           EVENTS         START        PEAK        RISE  LARGEST AT THE PHASE PEAK\n";
       // Long runs: the first two iterations, the peak's, and the last one.
       std::set<int> shown = {0, 1, 2, d.peak_iteration, at.iterations};
-      int skipped_from = -1, skipped = 0;
+      int skipped_from = -1, skipped_to = -1, skipped = 0;
       auto flush_skip = [&]() {
         if (skipped > 0)
-          o << "  ...   (" << skipped << " phases of iterations " << skipped_from << ".."
-            << "shown below omitted; every phase is in --format json)\n";
+          o << "  ...   (" << skipped << " phases of iterations " << skipped_from << "-" << skipped_to
+            << " omitted; --format json lists every phase)\n";
         skipped = 0;
         skipped_from = -1;
       };
       for (const PhaseSpan& ps : at.spans) {
         if (!shown.count(ps.iteration)) {
           if (skipped_from < 0) skipped_from = ps.iteration;
+          skipped_to = ps.iteration;
           ++skipped;
           continue;
         }
