@@ -378,8 +378,9 @@ class Attributor {
     std::vector<uint64_t> sizes;
     for (const Allocation& al : a_.allocations)
       if (al.category == cat && al.rule >= 0) sizes.push_back(al.requested);
-    int best = 1;
-    uint64_t best_bytes = 0;
+    int best = 0;  // 0: no pairing (e.g. zero_grad(set_to_none=True) frees every gradient)
+    uint64_t best_bytes = 0, total = 0;
+    for (uint64_t p : sizes) total += p;
     for (int r : {1, 2}) {
       auto left = kept;
       uint64_t bytes = 0;
@@ -392,6 +393,8 @@ class Attributor {
       }
       if (bytes > best_bytes) best = r, best_bytes = bytes;
     }
+    // A ratio counts only when it pairs at least half of those tensors' bytes.
+    if (best_bytes * 2 < total) best = 0;
     ratio_[cat] = best;
     return best;
   }
@@ -469,7 +472,7 @@ class Attributor {
       auto& set = sizes_of_[r.unlike_sizes_of];
       int ratio = grad_ratio(r.unlike_sizes_of);
       uint64_t x = al.requested;
-      if (x % uint64_t(ratio) == 0 && set.count(x / uint64_t(ratio))) return false;
+      if (ratio > 0 && x % uint64_t(ratio) == 0 && set.count(x / uint64_t(ratio))) return false;
     }
     if (r.replaces_category >= 0) {
       if (pre) return false;
