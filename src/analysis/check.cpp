@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "snapdiff/error.hpp"
+#include "util/read_file.hpp"
 
 namespace snapdiff {
 
@@ -436,20 +437,7 @@ Budget parse_budget(const std::string& text, const std::string& name) {
 }
 
 Budget read_budget_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    InputError e("cannot open the budget file");
-    e.set_file(path);
-    throw e;
-  }
-  std::ostringstream s;
-  s << f.rdbuf();
-  if (f.bad()) {
-    InputError e("cannot read the budget file");
-    e.set_file(path);
-    throw e;
-  }
-  return parse_budget(s.str(), path);
+  return parse_budget(detail::read_small_file(path, "budget file"), path);
 }
 
 std::string write_budget_json(const Budget& b) {

@@ -5,6 +5,7 @@
 
 #include "snapdiff/attribution.hpp"
 #include "snapdiff/error.hpp"
+#include "util/read_file.hpp"
 
 namespace snapdiff {
 
@@ -200,16 +201,9 @@ void RuleSet::add_json(const std::string& text, const std::string& origin) {
 }
 
 void RuleSet::add_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    InputError e("cannot open rules file");
-    e.set_file(path);
-    throw e;
-  }
-  std::ostringstream s;
-  s << f.rdbuf();
+  const std::string text = detail::read_small_file(path, "rules file");
   try {
-    add_json(s.str(), path);
+    add_json(text, path);
   } catch (InputError& e) {
     e.set_file(path);
     throw;
