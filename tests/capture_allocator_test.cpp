@@ -2,6 +2,7 @@
 // strongest check there is — snapdiff's replay of what it recorded gives the
 // allocator's own counters exactly.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "caching_allocator.hpp"
@@ -154,4 +155,130 @@ TEST_CASE("snapdiff's replay of the recording equals the allocator's own counter
   for (const auto& e : ev)
     if (e.stack != 0) labelled |= back.strings.get(back.frames[back.stacks.node(e.stack).frame].name).rfind("iter ", 0) == 0;
   CHECK(labelled);
+}
+
+TEST_CASE("kernel launches and device-memory samples are recorded with scopes, times and reserved bytes", "[capture]") {
+  FakeDevice dev(uint64_t(1) << 34);
+  CachingAllocator a(dev, 2);
+  const uint64_t total = uint64_t(80) << 30, context = 500 * MiB;
+  // What cudaMemGetInfo would say: the context plus the allocator's segments.
+  auto sample = [&](const std::string& label) {
+    a.record_device_memory(label, total - context - uint64_t(a.stats().reserved), total);
+  };
+  sample("start");
+  a.record_kernel("init_weights");  // outside every scope
+  a.push_scope("iter 1");
+  a.push_scope("forward");
+  uint64_t x = a.allocate(8 * MiB);
+  a.record_kernel("gemm_fwd", 7);
+  a.pop_scope();
+  a.push_scope("backward");
+  uint64_t y = a.allocate(30 * MiB);  // the peak
+  a.record_kernel("gemm_bwd");
+  a.record_kernel("gemm_fwd");  // the same name in another scope
+  a.deallocate(y);
+  a.pop_scope();
+  a.pop_scope();
+  sample("after iteration 1");
+  a.deallocate(x);
+  for (int i = 0; i < 20000; ++i) a.record_kernel("elementwise");  // many launches, one interned name
+
+  snapdiff::Trace t = a.to_trace();
+  REQUIRE(t.kernels.size() == 20004);
+  REQUIRE(t.device_memory.size() == 2);
+  auto names = [&](const snapdiff::Trace& tr, snapdiff::StackId s) {
+    std::vector<std::string> out;  // outermost first
+    for (snapdiff::FrameId f : tr.stacks.frames(s)) {
+      CHECK(tr.strings.get(tr.frames[f].file) == "snapcapture");
+      out.insert(out.begin(), std::string(tr.strings.get(tr.frames[f].name)));
+    }
+    return out;
+  };
+  using V = std::vector<std::string>;
+  const auto& k = t.kernels;
+  CHECK(t.strings.get(k[0].name) == "init_weights");
+  CHECK(k[0].stack == 0);
+  CHECK(t.strings.get(k[1].name) == "gemm_fwd");
+  CHECK(names(t, k[1].stack) == V{"iter 1", "forward"});
+  CHECK(k[1].stream == 7);
+  CHECK(names(t, k[2].stack) == V{"iter 1", "backward"});
+  CHECK(k[3].name == k[1].name);
+  CHECK(k[3].stack == k[2].stack);
+  CHECK(k[4].stack == 0);
+  for (size_t i = 0; i < k.size(); ++i) {
+    CHECK(k[i].device == 2);
+    if (i) CHECK(k[i].time_us > k[i - 1].time_us);  // every record reads the clock
+  }
+  // The kernel stacks are the allocation events' stacks: same scope, same id.
+  const auto& ev = t.devices[0].events;
+  for (const auto& e : ev)
+    if (e.kind == snapdiff::EventKind::Alloc && e.size == 30 * MiB) CHECK(e.stack == k[2].stack);
+  // Reserved bytes at each sample: none at the start, both segments after iteration 1.
+  CHECK(t.device_memory[0].reserved_bytes == 0);
+  CHECK(t.device_memory[1].reserved_bytes == 20 * MiB + 30 * MiB);
+  CHECK(t.strings.get(t.device_memory[1].label) == "after iteration 1");
+  CHECK(t.device_memory[1].total_bytes == total);
+  CHECK(t.device_memory[0].time_us < ev.front().time_us);
+
+  // Through .snap and into the report.
+  snapdiff::Trace back = snapdiff::load_trace_from_memory(snapdiff::write_snap_json(t), "capture.snap");
+  REQUIRE(back.kernels.size() == t.kernels.size());
+  CHECK(names(back, back.kernels[2].stack) == V{"iter 1", "backward"});
+  CHECK(back.device_memory[1].reserved_bytes == 50 * MiB);
+  snapdiff::Report r = snapdiff::analyze_report(back, {});
+  REQUIRE(r.devices.size() == 1);
+  const snapdiff::DeviceReport& d = r.devices[0];
+  CHECK(r.kernel_launches == 20004);
+  // The peak is the 30 MiB alloc: gemm_fwd in the forward scope launched
+  // before it, gemm_bwd after it.
+  REQUIRE(d.kernel_before == 1);
+  REQUIRE(d.kernel_after == 2);
+  REQUIRE(r.device_memory.size() == 2);
+  CHECK(r.device_memory[0].outside_bytes == int64_t(context));
+  CHECK(r.device_memory[1].outside_bytes == int64_t(context));
+  CHECK(r.device_memory[1].used_bytes == int64_t(context + 50 * MiB));
+  CHECK(r.device_memory[0].since_first_event_us < 0);
+  CHECK(r.outside_min_bytes == int64_t(context));
+  CHECK(r.outside_max_bytes == int64_t(context));
+  std::string text = snapdiff::render_text(r, back);
+  CHECK(text.find("  kernels     20,004 launches\n") != std::string::npos);
+  CHECK(text.find("  last kernel gemm_fwd  (") != std::string::npos);
+  CHECK(text.find(", stream 0x7)  in iter 1 / forward\n") != std::string::npos);
+  CHECK(text.find("  next kernel gemm_bwd  (") != std::string::npos);
+  CHECK(text.find(")  in iter 1 / backward\n") != std::string::npos);
+  CHECK(text.find("\nDEVICE MEMORY OUTSIDE THE ALLOCATOR") != std::string::npos);
+  CHECK(text.find("after iteration 1\n") != std::string::npos);
+  CHECK(text.find("  outside the allocator: min 500.0 MiB, max 500.0 MiB  (CUDA context, library handles and modules)") !=
+        std::string::npos);
+  auto j = nlohmann::json::parse(snapdiff::render_json(r, back));
+  CHECK(j["input"]["kernel_launches"] == 20004);
+  for (const auto* p : {&j["peak"], &j["devices"][0]["peak"]}) {
+    CHECK((*p)["kernel_before"]["name"] == "gemm_fwd");
+    CHECK((*p)["kernel_before"]["stack"][0]["name"] == "forward");  // innermost first
+    CHECK((*p)["kernel_before"]["stack"][1]["name"] == "iter 1");
+    CHECK((*p)["kernel_after"]["name"] == "gemm_bwd");
+    CHECK((*p)["kernel_after"]["time_us"] == back.kernels[2].time_us);
+  }
+  CHECK(j["device_memory"]["samples"].size() == 2);
+  CHECK(j["device_memory"]["samples"][1]["outside_bytes"] == int64_t(context));
+  CHECK(j["device_memory"]["samples"][1]["reserved_bytes"] == int64_t(50 * MiB));
+  CHECK(j["device_memory"]["outside_min_bytes"] == int64_t(context));
+  CHECK(j["device_memory"]["outside_max_bytes"] == int64_t(context));
+}
+
+TEST_CASE("no kernel launches or samples: no new report fields", "[capture]") {
+  FakeDevice dev(uint64_t(1) << 34);
+  CachingAllocator a(dev, 0);
+  a.deallocate(a.allocate(MiB));
+  snapdiff::Trace t = a.to_trace();
+  CHECK(t.kernels.empty());
+  CHECK(t.device_memory.empty());
+  snapdiff::Report r = snapdiff::analyze_report(t, {});
+  auto j = nlohmann::json::parse(snapdiff::render_json(r, t));
+  CHECK_FALSE(j["input"].contains("kernel_launches"));
+  CHECK_FALSE(j["peak"].contains("kernel_before"));
+  CHECK_FALSE(j.contains("device_memory"));
+  std::string text = snapdiff::render_text(r, t);
+  CHECK(text.find("kernel") == std::string::npos);
+  CHECK(text.find("DEVICE MEMORY") == std::string::npos);
 }

@@ -39,33 +39,48 @@ uint64_t CachingAllocator::segment_size(uint64_t rounded) {
 }
 
 CachingAllocator::CachingAllocator(DeviceApi& dev, int device_index) : dev_(dev), device_(device_index) {
-  scopes_.push_back({});
+  scopes_.push_back(ScopeNode{0, std::string(), {}});
 }
 
 CachingAllocator::~CachingAllocator() = default;
 
 void CachingAllocator::push_scope(const std::string& label) {
-  std::vector<std::string> s = scopes_[current_scope_];
-  s.push_back(label);
-  auto it = std::find(scopes_.begin(), scopes_.end(), s);
-  if (it == scopes_.end()) {
-    scopes_.push_back(std::move(s));
-    current_scope_ = uint32_t(scopes_.size() - 1);
-  } else {
-    current_scope_ = uint32_t(it - scopes_.begin());
+  auto& children = scopes_[current_scope_].children;
+  auto it = children.find(label);
+  if (it != children.end()) {
+    current_scope_ = it->second;
+    return;
   }
-  scope_.push_back(label);
+  uint32_t id = uint32_t(scopes_.size());
+  children.emplace(label, id);
+  scopes_.push_back(ScopeNode{current_scope_, label, {}});
+  current_scope_ = id;
 }
 
-void CachingAllocator::pop_scope() {
-  if (scope_.empty()) return;
-  scope_.pop_back();
-  auto it = std::find(scopes_.begin(), scopes_.end(), scope_);
-  current_scope_ = uint32_t(it - scopes_.begin());
-}
+void CachingAllocator::pop_scope() { current_scope_ = scopes_[current_scope_].parent; }
 
 void CachingAllocator::record(snapdiff::EventKind kind, uint64_t addr, uint64_t size, uint64_t stream) {
+  if (!recording_) return;
   recs_.push_back({kind, addr, size, stream, dev_.now_us(), current_scope_});
+}
+
+void CachingAllocator::record_kernel(const std::string& name, uint64_t stream) {
+  if (!recording_) return;
+  uint32_t id;
+  auto it = kernel_name_index_.find(name);
+  if (it != kernel_name_index_.end()) {
+    id = it->second;
+  } else {
+    id = uint32_t(kernel_names_.size());
+    kernel_names_.push_back(name);
+    kernel_name_index_.emplace(name, id);
+  }
+  kernel_recs_.push_back({dev_.now_us(), stream, id, current_scope_});
+}
+
+void CachingAllocator::record_device_memory(const std::string& label, uint64_t free_bytes, uint64_t total_bytes) {
+  if (!recording_) return;
+  mem_recs_.push_back({dev_.now_us(), free_bytes, total_bytes, uint64_t(stats_.reserved), label});
 }
 
 void CachingAllocator::touch_peaks() {
@@ -204,12 +219,13 @@ snapdiff::Trace CachingAllocator::to_trace() const {
   t.source.format = "snapcapture";
   std::vector<snapdiff::StackId> stack_of(scopes_.size(), 0);
   std::vector<snapdiff::FrameId> frames;
-  for (size_t i = 0; i < scopes_.size(); ++i) {
+  // Node 0 is the empty stack; a node's parent always comes before it.
+  for (size_t i = 1; i < scopes_.size(); ++i) {
     frames.clear();
     // Innermost first: the last label pushed.
-    for (size_t k = scopes_[i].size(); k-- > 0;) {
+    for (uint32_t n = uint32_t(i); n != 0; n = scopes_[n].parent) {
       snapdiff::Frame f;
-      f.name = t.strings.intern(scopes_[i][k]);
+      f.name = t.strings.intern(scopes_[n].label);
       f.file = t.strings.intern("snapcapture");
       frames.push_back(t.intern_frame(f));
     }
@@ -228,6 +244,28 @@ snapdiff::Trace CachingAllocator::to_trace() const {
     e.stack = stack_of[r.scope];
     e.action = t.strings.intern(snapdiff::event_kind_name(r.kind));
     d.events.push_back(e);
+  }
+  std::vector<snapdiff::StrId> kernel_name(kernel_names_.size());
+  for (size_t i = 0; i < kernel_names_.size(); ++i) kernel_name[i] = t.strings.intern(kernel_names_[i]);
+  t.kernels.reserve(kernel_recs_.size());
+  for (const KernelRec& r : kernel_recs_) {
+    snapdiff::KernelLaunch k;
+    k.device = device_;
+    k.time_us = r.time_us;
+    k.name = kernel_name[r.name];
+    k.stack = stack_of[r.scope];
+    k.stream = r.stream;
+    t.kernels.push_back(k);
+  }
+  for (const MemRec& r : mem_recs_) {
+    snapdiff::DeviceMemorySample m;
+    m.device = device_;
+    m.time_us = r.time_us;
+    m.free_bytes = r.free_bytes;
+    m.total_bytes = r.total_bytes;
+    m.reserved_bytes = r.reserved_bytes;
+    m.label = t.strings.intern(r.label);
+    t.device_memory.push_back(m);
   }
   // Current segments and their blocks, in address order.
   std::vector<Block*> segs = segments_;

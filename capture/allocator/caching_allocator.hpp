@@ -13,7 +13,8 @@
 //  * when the device is full, cached segments that are entirely free are
 //    released and the allocation retried; then it is an out-of-memory error.
 // Every alloc, free and segment event is recorded with its time, stream and
-// the current scope stack (labels the workload pushes and pops).
+// the current scope stack (labels the workload pushes and pops); so are the
+// kernel launches and device-memory samples the workload reports.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "snapdiff/model.hpp"
@@ -62,9 +64,21 @@ class CachingAllocator {
   void push_scope(const std::string& label);
   void pop_scope();
 
+  // A kernel launch under the current scope stack, timed by the DeviceApi's
+  // now_us(). Cheap: a 24-byte record (the name is interned here).
+  void record_kernel(const std::string& name, uint64_t stream = 0);
+  // What cudaMemGetInfo reported, with the allocator's reserved bytes at
+  // this moment (the difference is memory held outside the allocator).
+  void record_device_memory(const std::string& label, uint64_t free_bytes, uint64_t total_bytes);
+
+  // With recording off the allocator only allocates (to measure what
+  // recording costs); scopes are still tracked.
+  void set_recording(bool on) { recording_ = on; }
+
   const AllocatorStats& stats() const { return stats_; }
-  // Everything recorded so far, in snapdiff's event model: events with
-  // stacks built from the scope labels, and the current segments and blocks.
+  // Everything recorded so far, in snapdiff's event model: events and
+  // kernel launches with stacks built from the scope labels, device-memory
+  // samples, and the current segments and blocks.
   snapdiff::Trace to_trace() const;
 
   static uint64_t round_size(uint64_t bytes);
@@ -90,7 +104,6 @@ class CachingAllocator {
   std::vector<std::unique_ptr<Block>> storage_;
   std::vector<Block*> segments_;  // first block of each live segment
   AllocatorStats stats_;
-  std::vector<std::string> scope_;
   // The recording, kept as plain data until to_trace().
   struct Rec {
     snapdiff::EventKind kind;
@@ -99,8 +112,31 @@ class CachingAllocator {
     uint32_t scope;  // index into scopes_
   };
   std::vector<Rec> recs_;
-  std::vector<std::vector<std::string>> scopes_;  // distinct scope stacks, outermost first
+  struct KernelRec {
+    int64_t time_us;
+    uint64_t stream;
+    uint32_t name;   // index into kernel_names_
+    uint32_t scope;  // index into scopes_
+  };
+  std::vector<KernelRec> kernel_recs_;
+  std::vector<std::string> kernel_names_;
+  std::unordered_map<std::string, uint32_t> kernel_name_index_;
+  struct MemRec {
+    int64_t time_us;
+    uint64_t free_bytes, total_bytes, reserved_bytes;
+    std::string label;
+  };
+  std::vector<MemRec> mem_recs_;
+  // Scope stacks as a tree: node 0 is the empty stack, each node one label
+  // below its parent. push_scope/pop_scope are one hash lookup.
+  struct ScopeNode {
+    uint32_t parent;
+    std::string label;
+    std::unordered_map<std::string, uint32_t> children;
+  };
+  std::vector<ScopeNode> scopes_;
   uint32_t current_scope_ = 0;
+  bool recording_ = true;
 };
 
 }  // namespace snapcapture

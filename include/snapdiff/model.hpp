@@ -3,7 +3,9 @@
 // Nothing after the readers knows which format the data came from. A Trace
 // holds interned strings, frames and stacks (a parent-pointer tree), and one
 // Device per CUDA device with its chronological event array and the
-// dump-time segments and blocks.
+// dump-time segments and blocks. Besides the allocator's events a Trace may
+// hold kernel launches and device-memory samples (from the capture shim, or
+// later a profiler trace); inputs without them leave both lists empty.
 #pragma once
 
 #include <cstdint>
@@ -163,6 +165,30 @@ struct AllocatorSettings {
   std::vector<std::pair<std::string, std::string>> raw;
 };
 
+// One kernel launch, with the scope stack it was launched under (the same
+// kind of stack as an allocation's: innermost frame = the innermost scope).
+// Not an allocator event: the replay never sees it.
+struct KernelLaunch {
+  int device = 0;
+  int64_t time_us = kNoTime;  // Unix-epoch microseconds, like Event::time_us
+  StrId name = 0;             // kernel name as recorded (mangled or not)
+  StackId stack = 0;          // 0 when launched outside every scope
+  uint64_t stream = 0;        // cudaStream_t value; 0 = the default stream
+};
+
+// What the device itself reported (cudaMemGetInfo) at one moment, with the
+// caching allocator's reserved bytes at that same moment, so that
+// (total - free) - reserved is the device memory held outside the allocator:
+// the CUDA context, library handles (cuBLAS, ...), loaded modules, and any
+// other process on the device.
+struct DeviceMemorySample {
+  int device = 0;
+  int64_t time_us = kNoTime;
+  uint64_t free_bytes = 0, total_bytes = 0;
+  uint64_t reserved_bytes = 0;  // the caching allocator's reserved bytes at that moment
+  StrId label = 0;              // where it was taken, e.g. "after init" (a phase boundary)
+};
+
 struct SourceInfo {
   std::string format;           // "torch-pickle", "snap"
   std::string format_detail;    // e.g. "pickle protocol 4"
@@ -181,6 +207,8 @@ struct Trace {
   AllocatorSettings settings;
   std::vector<Annotation> annotations;
   std::vector<std::pair<std::string, std::string>> metadata;  // run metadata (.snap)
+  std::vector<KernelLaunch> kernels;               // chronological, all devices
+  std::vector<DeviceMemorySample> device_memory;   // chronological, all devices
 
   FrameId intern_frame(const Frame& f);
   size_t event_count() const;

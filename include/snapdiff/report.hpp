@@ -82,6 +82,20 @@ struct Finding {
   int64_t bytes = 0;
 };
 
+// One device-memory sample (cudaMemGetInfo) against the allocator.
+struct DeviceMemoryRow {
+  int device = 0;
+  std::string label;
+  int64_t time_us = kNoTime;
+  // From the first event of the sample's device (of the whole trace when that
+  // device has no timed events); kNoTime when either time is unknown.
+  int64_t since_first_event_us = kNoTime;
+  uint64_t free_bytes = 0, total_bytes = 0;
+  int64_t used_bytes = 0;      // total - free: everything on the device
+  int64_t reserved_bytes = 0;  // the caching allocator's segments at that moment
+  int64_t outside_bytes = 0;   // used - reserved: CUDA context, library handles, modules
+};
+
 struct DeviceReport {
   int device = 0;
   uint64_t events = 0;
@@ -104,6 +118,10 @@ struct DeviceReport {
   SiteRow other_sites;              // the rest, summed
   Fragmentation frag;
   int64_t first_time_us = kNoTime, last_time_us = kNoTime;
+  // Kernel launches of this device around the peak (indices into
+  // Trace::kernels; -1 when none): the last one launched at or before the
+  // peak event's time, and the first one after it.
+  int64_t kernel_before = -1, kernel_after = -1;
 };
 
 struct Report {
@@ -119,6 +137,9 @@ struct Report {
   std::string explain_query;
   std::vector<ExplainItem> explain;
   uint64_t explain_total = 0;  // matches before truncation to the first 50
+  uint64_t kernel_launches = 0;  // Trace::kernels, all devices
+  std::vector<DeviceMemoryRow> device_memory;  // in input order; empty when none were recorded
+  int64_t outside_min_bytes = 0, outside_max_bytes = 0;  // over device_memory
 };
 
 Report analyze_report(const Trace& trace, const ReportOptions& opts);

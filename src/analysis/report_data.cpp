@@ -77,7 +77,7 @@ std::string format_frame(const Trace& t, FrameId f) {
   std::string name(t.strings.get(fr.name));
   std::string file(t.strings.get(fr.file));
   if (name.empty()) name = "??";
-  if (!is_python_file(file)) name = detail::short_native_name(name);
+  if (!detail::keep_name_verbatim(file)) name = detail::short_native_name(name);
   std::string out = name;
   if (!file.empty() && file != "??") {
     // Keep the last two path components: enough to tell files apart.
@@ -313,6 +313,50 @@ void explain_query(const Trace& t, Report& r, const std::string& q) {
   }
 }
 
+// The kernel launches around each device's peak, and the device memory the
+// samples show outside the allocator.
+void kernels_and_device_memory(const Trace& t, Report& r) {
+  r.kernel_launches = t.kernels.size();
+  for (DeviceReport& d : r.devices) {
+    if (t.kernels.empty() || d.peak_index < 0 || d.peak_event.time_us == kNoTime) continue;
+    const int64_t tp = d.peak_event.time_us;
+    int64_t before_t = 0, after_t = 0;
+    // A linear pass: no reliance on the launches being sorted, and ties go to
+    // the launch recorded last (before) or first (after).
+    for (size_t i = 0; i < t.kernels.size(); ++i) {
+      const KernelLaunch& k = t.kernels[i];
+      if (k.device != d.device || k.time_us == kNoTime) continue;
+      if (k.time_us <= tp) {
+        if (d.kernel_before < 0 || k.time_us >= before_t) d.kernel_before = int64_t(i), before_t = k.time_us;
+      } else if (d.kernel_after < 0 || k.time_us < after_t) {
+        d.kernel_after = int64_t(i), after_t = k.time_us;
+      }
+    }
+  }
+  if (t.device_memory.empty()) return;
+  int64_t first_any = kNoTime;
+  for (const DeviceReport& d : r.devices)
+    if (d.first_time_us != kNoTime && (first_any == kNoTime || d.first_time_us < first_any)) first_any = d.first_time_us;
+  for (const DeviceMemorySample& m : t.device_memory) {
+    DeviceMemoryRow row;
+    row.device = m.device;
+    row.label = std::string(t.strings.get(m.label));
+    row.time_us = m.time_us;
+    int64_t first = first_any;
+    for (const DeviceReport& d : r.devices)
+      if (d.device == m.device && d.first_time_us != kNoTime) first = d.first_time_us;
+    if (m.time_us != kNoTime && first != kNoTime) row.since_first_event_us = m.time_us - first;
+    row.free_bytes = m.free_bytes;
+    row.total_bytes = m.total_bytes;
+    row.used_bytes = int64_t(m.total_bytes) - int64_t(m.free_bytes);
+    row.reserved_bytes = int64_t(m.reserved_bytes);
+    row.outside_bytes = row.used_bytes - row.reserved_bytes;
+    if (r.device_memory.empty() || row.outside_bytes < r.outside_min_bytes) r.outside_min_bytes = row.outside_bytes;
+    if (r.device_memory.empty() || row.outside_bytes > r.outside_max_bytes) r.outside_max_bytes = row.outside_bytes;
+    r.device_memory.push_back(std::move(row));
+  }
+}
+
 }  // namespace
 
 Report analyze_report(const Trace& trace, const ReportOptions& opts) {
@@ -451,6 +495,7 @@ Report analyze_report(const Trace& trace, const ReportOptions& opts) {
     r.devices.push_back(std::move(dr));
   }
   if (!opts.explain.empty()) explain_query(trace, r, opts.explain);
+  kernels_and_device_memory(trace, r);
   // Top-level peak: the device with the highest allocated peak.
   for (size_t i = 0; i < r.devices.size(); ++i)
     if (r.devices[i].replay.peak_allocated.bytes > r.devices[r.peak_device].replay.peak_allocated.bytes)

@@ -3,6 +3,7 @@
 // schemas/snap.schema.json documents it; docs/formats.md explains it.
 #include <cstdio>
 #include <fstream>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 
 #include "input/file_source.hpp"
@@ -99,6 +100,52 @@ std::string write_snap_json(const Trace& t) {
     devs.push_back(std::move(dj));
   }
   j["devices"] = std::move(devs);
+  // Optional sections: written only when there is something in them, so a
+  // trace without kernel launches or device-memory samples writes the same
+  // document as before they existed.
+  if (!t.kernels.empty()) {
+    std::vector<uint64_t> streams;
+    J device = J::array(), time = J::array(), name = J::array(), stack = J::array(), stream = J::array();
+    int64_t last_t = 0;
+    for (const KernelLaunch& k : t.kernels) {
+      device.push_back(k.device);
+      if (k.time_us == kNoTime) {
+        time.push_back(nullptr);
+      } else {
+        time.push_back(k.time_us - last_t);
+        last_t = k.time_us;
+      }
+      name.push_back(k.name);
+      stack.push_back(k.stack);
+      size_t si = 0;
+      while (si < streams.size() && streams[si] != k.stream) ++si;
+      if (si == streams.size()) streams.push_back(k.stream);
+      stream.push_back(si);
+    }
+    j["kernels"] = {{"count", t.kernels.size()}, {"streams", streams}, {"device", device}, {"time_us_delta", time},
+                    {"name", name},              {"stack", stack},     {"stream", stream}};
+  }
+  if (!t.device_memory.empty()) {
+    J device = J::array(), time = J::array(), free_b = J::array(), total_b = J::array(), reserved_b = J::array(),
+      label = J::array();
+    int64_t last_t = 0;
+    for (const DeviceMemorySample& m : t.device_memory) {
+      device.push_back(m.device);
+      if (m.time_us == kNoTime) {
+        time.push_back(nullptr);
+      } else {
+        time.push_back(m.time_us - last_t);
+        last_t = m.time_us;
+      }
+      free_b.push_back(m.free_bytes);
+      total_b.push_back(m.total_bytes);
+      reserved_b.push_back(m.reserved_bytes);
+      label.push_back(m.label);
+    }
+    j["device_memory"] = {{"count", t.device_memory.size()}, {"device", device},         {"time_us_delta", time},
+                          {"free_bytes", free_b},             {"total_bytes", total_b},   {"reserved_bytes", reserved_b},
+                          {"label", label}};
+  }
   return j.dump();
 }
 
@@ -206,6 +253,8 @@ class SnapReader {
     }
     const J& devs = arr(j, "devices", "$.devices");
     for (size_t i = 0; i < devs.size(); ++i) device(devs[i], "$.devices[" + std::to_string(i) + "]");
+    if (j.contains("kernels")) kernels(j["kernels"], "$.kernels");
+    if (j.contains("device_memory")) device_memory(j["device_memory"], "$.device_memory");
     t_.source.format = "snap";
     if (t_.source.format_detail.empty()) t_.source.format_detail = "version " + std::to_string(v);
     else t_.source.format_detail = "version " + std::to_string(v) + ", " + t_.source.format_detail;
@@ -244,6 +293,98 @@ class SnapReader {
     uint64_t id = num_u64(v, p);
     if (id >= stack_map_.size()) fail(p, "stack index out of range");
     return stack_map_[id];
+  }
+
+  // A column section: an object with `count` and the named arrays, each of
+  // `count` entries. Returns count.
+  static size_t columns(const J& sec, const std::string& p, std::initializer_list<const char*> cols) {
+    if (!sec.is_object()) fail(p, "expected an object");
+    uint64_t n = num_u64(sec.contains("count") ? sec["count"] : J(), p + ".count");
+    for (const char* c : cols) {
+      const J& a = arr(sec, c, p + "." + c);
+      if (a.size() != n) fail(p + "." + c, "has " + std::to_string(a.size()) + " entries, expected " + std::to_string(n));
+    }
+    return size_t(n);
+  }
+  static std::string at(const std::string& p, const char* col, size_t i) {
+    return p + "." + col + "[" + std::to_string(i) + "]";
+  }
+  // Entry i of a time_us_delta column: null (unknown) or a delta from the
+  // previous non-null entry (the first from 0).
+  static int64_t time_at(const J& col, const std::string& p, size_t i, int64_t* last_t) {
+    if (col[i].is_null()) return kNoTime;
+    const J& v = col[i];
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)))
+      fail(at(p, "time_us_delta", i), "expected an integer or null");
+    int64_t t = 0;
+    if (__builtin_add_overflow(*last_t, v.get<int64_t>(), &t) || t == kNoTime)
+      fail(at(p, "time_us_delta", i), "time out of range");
+    *last_t = t;
+    return t;
+  }
+  static int device_at(const J& col, const std::string& p, size_t i) {
+    const J& v = col[i];
+    if (!v.is_number_integer()) fail(at(p, "device", i), "expected an integer");
+    if (v.is_number_unsigned() ? v.get<uint64_t>() > (1u << 20) : (v.get<int64_t>() < -1 || v.get<int64_t>() > (1 << 20)))
+      fail(at(p, "device", i), "device index out of range");
+    return int(v.get<int64_t>());
+  }
+  static uint64_t u64_at(const J& col, const std::string& p, const char* name, size_t i) {
+    const J& v = col[i];
+    if (v.is_number_unsigned()) return v.get<uint64_t>();
+    if (v.is_number_integer() && v.get<int64_t>() >= 0) return uint64_t(v.get<int64_t>());
+    fail(at(p, name, i), "expected a non-negative integer");
+  }
+  StrId str_at(const J& col, const std::string& p, const char* name, size_t i) const {
+    uint64_t id = u64_at(col, p, name, i);
+    if (id >= remap_.size()) fail(at(p, name, i), "string index out of range");
+    return remap_[id];
+  }
+  StackId stack_at(const J& col, const std::string& p, const char* name, size_t i) const {
+    uint64_t id = u64_at(col, p, name, i);
+    if (id >= stack_map_.size()) fail(at(p, name, i), "stack index out of range");
+    return stack_map_[id];
+  }
+
+  void kernels(const J& k, const std::string& p) {
+    const size_t n = columns(k, p, {"device", "time_us_delta", "name", "stack", "stream"});
+    const J& streams = arr(k, "streams", p + ".streams");
+    std::vector<uint64_t> sv(streams.size());
+    for (size_t i = 0; i < streams.size(); ++i) sv[i] = u64_at(streams, p, "streams", i);
+    const J &dev = k["device"], &time = k["time_us_delta"], &name = k["name"], &stk = k["stack"], &stream = k["stream"];
+    t_.kernels.resize(n);
+    int64_t last_t = 0;
+    for (size_t i = 0; i < n; ++i) {
+      KernelLaunch& x = t_.kernels[i];
+      x.device = device_at(dev, p, i);
+      x.time_us = time_at(time, p, i, &last_t);
+      x.name = str_at(name, p, "name", i);
+      x.stack = stack_at(stk, p, "stack", i);
+      uint64_t si = u64_at(stream, p, "stream", i);
+      if (si >= sv.size()) fail(at(p, "stream", i), "stream index out of range");
+      x.stream = sv[si];
+    }
+  }
+
+  void device_memory(const J& m, const std::string& p) {
+    const size_t n =
+        columns(m, p, {"device", "time_us_delta", "free_bytes", "total_bytes", "reserved_bytes", "label"});
+    const J &dev = m["device"], &time = m["time_us_delta"], &free_b = m["free_bytes"], &total_b = m["total_bytes"],
+            &reserved_b = m["reserved_bytes"], &label = m["label"];
+    t_.device_memory.resize(n);
+    int64_t last_t = 0;
+    for (size_t i = 0; i < n; ++i) {
+      DeviceMemorySample& x = t_.device_memory[i];
+      x.device = device_at(dev, p, i);
+      x.time_us = time_at(time, p, i, &last_t);
+      x.free_bytes = u64_at(free_b, p, "free_bytes", i);
+      x.total_bytes = u64_at(total_b, p, "total_bytes", i);
+      x.reserved_bytes = u64_at(reserved_b, p, "reserved_bytes", i);
+      if (x.total_bytes >> 56) fail(at(p, "total_bytes", i), "implausibly large size");
+      if (x.reserved_bytes >> 56) fail(at(p, "reserved_bytes", i), "implausibly large size");
+      if (x.free_bytes > x.total_bytes) fail(at(p, "free_bytes", i), "more free bytes than total bytes");
+      x.label = str_at(label, p, "label", i);
+    }
   }
 
   void device(const J& d, const std::string& p) {

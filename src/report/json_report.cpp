@@ -55,6 +55,20 @@ J phases_json(const Attribution& a) {
   return phases;
 }
 
+// A kernel launch: its name, time, stream and scope stack (frames innermost
+// first, like every `stack` in the report); null when there is none.
+J kernel_json(const Trace& t, int64_t idx) {
+  if (idx < 0) return nullptr;
+  const KernelLaunch& k = t.kernels[size_t(idx)];
+  J j;
+  j["name"] = std::string(t.strings.get(k.name));
+  j["time_us"] = k.time_us == kNoTime ? J(nullptr) : J(k.time_us);
+  j["stream"] = k.stream;
+  j["stack"] = J::array();
+  for (FrameId f : t.stacks.frames(k.stack)) j["stack"].push_back(frame_json(t, f));
+  return j;
+}
+
 J device_peak(const DeviceReport& d, const Trace& t) {
   const DeviceReplay& rp = d.replay;
   J p;
@@ -82,6 +96,10 @@ J device_peak(const DeviceReport& d, const Trace& t) {
     p["reached_by"] = e;
   } else {
     p["reached_by"] = nullptr;
+  }
+  if (!t.kernels.empty()) {
+    p["kernel_before"] = kernel_json(t, d.kernel_before);
+    p["kernel_after"] = kernel_json(t, d.kernel_after);
   }
   return p;
 }
@@ -120,6 +138,7 @@ std::string render_json(const Report& r, const Trace& t) {
   in["shape"] = r.source.shape;
   in["events"] = r.events;
   in["history"] = !r.has_history ? "none" : r.history_truncated ? "truncated" : "complete";
+  if (r.kernel_launches > 0) in["kernel_launches"] = r.kernel_launches;
   in["devices"] = J::array();
   for (const DeviceReport& d : r.devices) in["devices"].push_back(d.device);
   j["input"] = in;
@@ -197,6 +216,23 @@ std::string render_json(const Report& r, const Trace& t) {
     dj["replay_inconsistencies"] = rp.inconsistencies;
     dj["oom_events"] = rp.oom_events;
     j["devices"].push_back(dj);
+  }
+  if (!r.device_memory.empty()) {
+    J samples = J::array();
+    for (const DeviceMemoryRow& m : r.device_memory)
+      samples.push_back({{"device", m.device},
+                         {"label", m.label},
+                         {"time_us", m.time_us == kNoTime ? J(nullptr) : J(m.time_us)},
+                         {"time_since_first_event_us",
+                          m.since_first_event_us == kNoTime ? J(nullptr) : J(m.since_first_event_us)},
+                         {"free_bytes", m.free_bytes},
+                         {"total_bytes", m.total_bytes},
+                         {"used_bytes", m.used_bytes},
+                         {"reserved_bytes", m.reserved_bytes},
+                         {"outside_bytes", m.outside_bytes}});
+    j["device_memory"] = {{"samples", std::move(samples)},
+                          {"outside_min_bytes", r.outside_min_bytes},
+                          {"outside_max_bytes", r.outside_max_bytes}};
   }
   if (!r.explain_query.empty()) {
     J ex;

@@ -90,6 +90,35 @@ std::string site_text(const Trace& t, StackId stack, size_t n) {
   return out;
 }
 
+// A kernel's scope stack, outermost to innermost: "iter 2 / backward / attn".
+std::string scope_text(const Trace& t, StackId stack) {
+  std::vector<FrameId> fr = t.stacks.frames(stack);  // innermost first
+  if (fr.empty()) return "(outside every scope)";
+  std::string out;
+  for (size_t i = fr.size(); i-- > 0;) {
+    out += std::string(t.strings.get(t.frames[fr[i]].name));
+    if (i) out += " / ";
+  }
+  return out;
+}
+
+// "40 us after the peak", "1.5 ms before the peak", "at the peak's time".
+std::string offset_from_peak(int64_t dt) {
+  if (dt == 0) return "at the peak's time";
+  const uint64_t a = dt < 0 ? uint64_t(0) - uint64_t(dt) : uint64_t(dt);
+  char b[48];
+  if (a < 1000) std::snprintf(b, sizeof b, "%llu us", (unsigned long long)a);
+  else if (a < 1000000) std::snprintf(b, sizeof b, "%.1f ms", double(a) / 1e3);
+  else std::snprintf(b, sizeof b, "%.3f s", double(a) / 1e6);
+  return std::string(b) + (dt < 0 ? " before the peak" : " after the peak");
+}
+
+std::string signed_seconds(int64_t us) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%+.3f s", double(us) / 1e6);
+  return b;
+}
+
 }  // namespace
 
 std::string render_text(const Report& r, const Trace& t) {
@@ -100,12 +129,13 @@ std::string render_text(const Report& r, const Trace& t) {
   if (!r.source.format_detail.empty()) o << " (" << r.source.format_detail << ")";
   if (r.source.gzip) o << ", gzip";
   o << ", " << human_bytes(int64_t(r.source.file_bytes)) << "\n";
-  o << "  shape       " << r.source.shape << "\n";
+  if (!r.source.shape.empty()) o << "  shape       " << r.source.shape << "\n";
   o << "  devices     ";
   for (size_t i = 0; i < r.devices.size(); ++i) o << (i ? ", " : "") << "cuda:" << r.devices[i].device;
   if (r.devices.empty()) o << "none";
   o << "\n";
   o << "  events      " << with_commas(r.events) << "\n";
+  if (r.kernel_launches > 0) o << "  kernels     " << with_commas(r.kernel_launches) << " launches\n";
   o << "  history     "
     << (!r.has_history ? "none (dump-time state only)" : r.history_truncated ? "truncated (ring buffer wrapped)" : "complete")
     << "\n";
@@ -135,6 +165,21 @@ std::string render_text(const Report& r, const Trace& t) {
       o << ", " << phase_name(d.peak_phase) << "  (the requested peak: the moment the live tensors are largest)\n";
       o << "  reached by  " << event_kind_name(d.peak_event.kind) << " of " << human_bytes(int64_t(d.peak_event.size))
         << " at " << format_frame(t, user_frame(t, d.peak_stack)) << "\n";
+      if (r.kernel_launches > 0 && pk.time_us != kNoTime) {
+        auto kernel = [&](const char* label, int64_t idx, const char* none) {
+          o << "  " << label << " ";
+          if (idx < 0) {
+            o << none << "\n";
+            return;
+          }
+          const KernelLaunch& k = t.kernels[size_t(idx)];
+          o << t.strings.get(k.name) << "  (" << offset_from_peak(k.time_us - pk.time_us);
+          if (k.stream != 0) o << ", stream 0x" << hex(k.stream);
+          o << ")  in " << scope_text(t, k.stack) << "\n";
+        };
+        kernel("last kernel", d.kernel_before, "none launched at or before the peak");
+        kernel("next kernel", d.kernel_after, "none launched after the peak");
+      }
     }
 
     const Attribution& at = d.attr;
@@ -254,6 +299,17 @@ std::string render_text(const Report& r, const Trace& t) {
       o << "  segments  " << pad_left(with_commas(ck.replay_segments), 11) << "  replayed, "
         << pad_left(with_commas(ck.dump_segments), 11) << "  dumped\n";
     }
+  }
+  if (!r.device_memory.empty()) {
+    o << "\nDEVICE MEMORY OUTSIDE THE ALLOCATOR  (cudaMemGetInfo samples: used = total - free)\n";
+    o << "  DEVICE           T        USED    RESERVED     OUTSIDE  LABEL\n";
+    for (const DeviceMemoryRow& m : r.device_memory)
+      o << "  " << pad_right("cuda:" + std::to_string(m.device), 6) << "  "
+        << pad_left(m.since_first_event_us != kNoTime ? signed_seconds(m.since_first_event_us) : std::string("?"), 10)
+        << "  " << pad_left(human_bytes(m.used_bytes), 10) << "  " << pad_left(human_bytes(m.reserved_bytes), 10) << "  "
+        << pad_left(human_bytes(m.outside_bytes), 10) << "  " << (m.label.empty() ? "-" : m.label) << "\n";
+    o << "  outside the allocator: min " << human_bytes(r.outside_min_bytes) << ", max "
+      << human_bytes(r.outside_max_bytes) << "  (CUDA context, library handles and modules)\n";
   }
   if (!r.explain_query.empty()) {
     o << "\nEXPLAIN " << r.explain_query << "  (" << r.explain_total << (r.explain_total == 1 ? " match" : " matches")
