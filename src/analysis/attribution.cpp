@@ -58,8 +58,7 @@ class Attributor {
     if (n.empty()) {
       std::string raw(t_.strings.get(t_.frames[f].name));
       std::string_view file = t_.strings.get(t_.frames[f].file);
-      bool py = file.size() > 3 && file.substr(file.size() - 3) == ".py";
-      n = py ? raw : detail::short_native_name(raw);
+      n = detail::keep_name_verbatim(file) ? raw : detail::short_native_name(raw);
       if (n.empty()) n = raw;
       if (n.empty()) n = " ";
     }
@@ -479,14 +478,23 @@ class Attributor {
       const auto& frees = frees_in_span(as);
       auto it = frees.find(al.requested);
       if (it == frees.end()) return false;
+      // Prefer a tensor freed before this one was made; else one freed after
+      // it in the same step (`p.data = quantize(...)` makes the new tensor
+      // before the old one goes).
+      uint32_t later = UINT32_MAX;
       for (uint32_t other : it->second) {
         const Allocation& o = a_.allocations[other];
-        if (o.free_event < al.alloc_event && o.category == r.replaces_category && !replaced_.count(other)) {
+        if (o.category != r.replaces_category || replaced_.count(other)) continue;
+        if (o.alloc_event >= al.alloc_event) continue;
+        if (o.free_event < al.alloc_event) {
           replaced_.insert(other);
           return true;
         }
+        if (later == UINT32_MAX) later = other;
       }
-      return false;
+      if (later == UINT32_MAX) return false;
+      replaced_.insert(later);
+      return true;
     }
     return true;
   }

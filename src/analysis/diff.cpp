@@ -18,6 +18,30 @@ int64_t cat_of(const DeviceReport& d, const std::vector<int64_t>& v, const std::
 
 // Symbolic key of a stack: function and file of each frame, innermost first;
 // no addresses, no line numbers (they shift between code versions).
+// Scope labels (snapcapture's frames) carry iteration and layer numbers;
+// sites that differ only there are one site ("layer *").
+bool is_label_frame(const Trace& t, const Frame& f) { return t.strings.get(f.file) == "snapcapture"; }
+
+// Numbers that stand alone ("layer 17", "layers.0.fc1") become '*'; digits
+// inside a word ("fc1", "fp8") are part of the name.
+std::string without_numbers(std::string_view s) {
+  auto wordy = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] >= '0' && s[i] <= '9' && (i == 0 || !wordy(s[i - 1]))) {
+      size_t j = i;
+      while (j + 1 < s.size() && s[j + 1] >= '0' && s[j + 1] <= '9') ++j;
+      if (j + 1 == s.size() || !wordy(s[j + 1])) {
+        out += '*';
+        i = j;
+        continue;
+      }
+    }
+    out += s[i];
+  }
+  return out;
+}
+
 std::string stack_key(const Trace& t, StackId s) {
   if (s == 0) return "<no stack>";
   std::string k;
@@ -26,7 +50,8 @@ std::string stack_key(const Trace& t, StackId s) {
     std::string_view file = t.strings.get(f.file);
     size_t cut = file.rfind('/');
     if (cut != std::string_view::npos) file = file.substr(cut + 1);
-    k += t.strings.get(f.name);
+    if (is_label_frame(t, f)) k += without_numbers(t.strings.get(f.name));
+    else k += t.strings.get(f.name);
     k += '@';
     k += file;
     k += ';';
@@ -36,6 +61,15 @@ std::string stack_key(const Trace& t, StackId s) {
 
 std::string site_display(const Trace& t, StackId s) {
   if (s == 0) return "<no stack recorded>";
+  if (is_label_frame(t, t.frames[t.stacks.node(s).frame])) {
+    // Scope labels: the innermost three, numbers generalized (the row sums
+    // every layer and iteration that shares the scope).
+    std::string out;
+    int n = 0;
+    for (StackId x = s; x != 0 && n < 3; x = t.stacks.node(x).parent, ++n)
+      out += (n ? " <- " : "") + without_numbers(t.strings.get(t.frames[t.stacks.node(x).frame].name));
+    return out + "  (snapcapture)";
+  }
   FrameId uf = user_frame(t, s);
   std::string out = format_frame(t, uf);
   // Name the innermost Python frame inside the user's call, if any.
@@ -195,6 +229,16 @@ Diff diff_reports(const Trace& ta, const Report& a, const Trace& tb, const Repor
     add(db, false);
   }
 
+  // Sites grouped by their innermost frame within a category (all sites,
+  // before the table is cut): a change spread over many call paths, e.g. the
+  // same operation in every layer, is named once with its total.
+  struct SiteGroup {
+    std::string name;
+    int64_t delta = 0;
+    size_t sites = 0;
+    bool all_new = true, all_gone = true;
+  };
+  std::map<std::string, std::map<std::string, SiteGroup>> groups;  // category -> name -> group
   // Sites at each peak, matched by symbolic stack.
   {
     auto sa = sites_at_peak(ta, da);
@@ -230,6 +274,17 @@ Diff diff_reports(const Trace& ta, const Report& a, const Trace& tb, const Repor
       if (std::llabs(x.delta()) != std::llabs(y.delta())) return std::llabs(x.delta()) > std::llabs(y.delta());
       return x.key < y.key;
     });
+    for (const SiteDelta& sd : all) {
+      if (sd.delta() == 0) continue;
+      size_t cut = sd.display.find(" <- ");
+      std::string name = cut == std::string::npos ? sd.display : sd.display.substr(0, cut);
+      SiteGroup& g = groups[sd.category][name];
+      g.name = name;
+      g.delta += sd.delta();
+      ++g.sites;
+      g.all_new = g.all_new && sd.a_count == 0;
+      g.all_gone = g.all_gone && sd.b_count == 0;
+    }
     d.other_sites.display = "[other sites]";
     for (size_t i = 0; i < all.size(); ++i) {
       if (all[i].delta() == 0) continue;  // unchanged sites say nothing
@@ -282,6 +337,35 @@ Diff diff_reports(const Trace& ta, const Report& a, const Trace& tb, const Repor
         if (r > 0.4 && r < 0.6) m += " — B stores its weights in half the bytes per element (e.g. 1-byte FP8 instead of 2-byte bf16)";
         else if (r > 1.8 && r < 2.2) m += " — B stores its weights in twice the bytes per element (e.g. fp32 instead of bf16)";
       }
+    } else if (groups.count(c.name)) {
+      // The largest groups of sites in the category's direction, and what
+      // moves the other way when it is material: the net hides it.
+      auto ranked = [&](int64_t dir) {
+        std::vector<const SiteGroup*> v;
+        for (auto& kv : groups[c.name])
+          if ((kv.second.delta > 0) == (dir > 0) && kv.second.delta != 0 && is_material(kv.second.delta))
+            v.push_back(&kv.second);
+        std::sort(v.begin(), v.end(), [](const SiteGroup* x, const SiteGroup* y) {
+          if (std::llabs(x->delta) != std::llabs(y->delta)) return std::llabs(x->delta) > std::llabs(y->delta);
+          return x->name < y->name;
+        });
+        if (v.size() > 3) v.resize(3);
+        return v;
+      };
+      auto say = [&](const std::vector<const SiteGroup*>& v) {
+        std::string out;
+        for (size_t i = 0; i < v.size(); ++i) {
+          const SiteGroup& g = *v[i];
+          out += (i ? ", " : "") + human_delta(g.delta) + " at " + g.name;
+          if (g.sites > 1) out += " (" + std::to_string(g.sites) + " call paths)";
+          out += g.all_new ? " [NEW]" : g.all_gone ? " [GONE]" : "";
+        }
+        return out;
+      };
+      auto with = ranked(c.delta());
+      if (!with.empty()) m += "; mostly " + say(with);
+      auto against = ranked(-c.delta());
+      if (!against.empty()) m += "; partly offset by " + say(against);
     } else if (const SiteDelta* s = top_site(c.name, c.delta())) {
       m += "; largest change " + human_delta(s->delta()) + " at " + s->display +
            (s->a_count == 0 ? " [NEW]" : s->b_count == 0 ? " [GONE]" : "");

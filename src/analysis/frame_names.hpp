@@ -2,11 +2,18 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace snapdiff::detail {
 
 // "void ns::f<T, U>(int, long) [clone .isra.0]" -> "ns::f<…>": template
 // arguments, parameter lists and return types removed.
 std::string short_native_name(std::string name);
+
+// Frames whose names are shown as recorded: Python functions, and the scope
+// labels snapcapture records (file "snapcapture": "layer 3", "adam (foreach)").
+inline bool keep_name_verbatim(std::string_view file) {
+  return (file.size() > 3 && file.substr(file.size() - 3) == ".py") || file == "snapcapture";
+}
 
 }  // namespace snapdiff::detail
