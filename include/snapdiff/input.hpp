@@ -43,4 +43,18 @@ std::string write_snap_json(const Trace& trace);
 // Writes .snap to `path` (gzip-compressed unless gzip == false).
 void write_snap_file(const Trace& trace, const std::string& path, bool gzip = true);
 
+// The pickle torch.cuda.memory._dump_snapshot() writes (PyTorch 2.11 field
+// names, value types and key order; pickle protocol 4 with plain-data
+// opcodes only; strings, frames and stacks shared through the memo). Loads
+// with Python's pickle (no torch needed), torch.cuda._memory_viz and
+// MemoryViz.js; read back by snapdiff it gives the same model. What the
+// format has no field for is not written (run metadata, the source info,
+// kernel launches, device-memory samples); a device without a trace that
+// lies below the highest traced device index gets an empty trace list.
+std::string write_torch_pickle(const Trace& trace);
+// Writes it to `path` (gzip-compressed when gzip is true) through a
+// temporary file renamed into place. Throws UsageError when the file cannot
+// be written.
+void write_torch_pickle_file(const Trace& trace, const std::string& path, bool gzip);
+
 }  // namespace snapdiff

@@ -14,5 +14,7 @@ constexpr int kExitOk = 0, kExitCheckFailed = 1, kExitUsage = 2, kExitInput = 3,
 int cmd_check(const std::vector<std::string>& args);
 // `snapdiff diff A B` / `snapdiff A B` (src/cli/diff_cmd.cpp).
 int cmd_diff(const std::vector<std::string>& args);
+// `snapdiff convert IN -o OUT` (src/cli/convert_cmd.cpp).
+int cmd_convert(const std::vector<std::string>& args);
 
 }  // namespace snapdiff::cli

@@ -42,7 +42,8 @@ const char* kTopHelp =
     "  snapdiff diff A B [options]        why B peaks where it does compared with A\n"
     "  snapdiff check [BASELINE] CANDIDATE [thresholds]\n"
     "                                     CI gate on peak memory (exit 1 when a threshold fails)\n"
-    "  snapdiff convert IN -o OUT.snap    write any input as a .snap file\n"
+    "  snapdiff convert IN -o OUT         write any input as OUT.snap, OUT.pickle (the pickle\n"
+    "                                     PyTorch's _dump_snapshot writes) or OUT.pickle.gz\n"
     "  snapdiff COMMAND --help            options of a command\n"
     "  snapdiff --version\n"
     "\n"
@@ -99,29 +100,6 @@ int cmd_report(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int cmd_convert(const std::vector<std::string>& args) {
-  po::options_description d("snapdiff convert IN -o OUT.snap [options]\n\nOptions");
-  d.add_options()("help,h", "show this help")("output,o", po::value<std::string>(), "the .snap file to write")(
-      "no-gzip", "write plain JSON instead of gzip-compressed");
-  d.add(common_input_options());
-  po::variables_map vm = parse_command(args, d);
-  if (vm.count("help")) {
-    std::cout << d << "\nThe .snap format is described by schemas/snap.schema.json and docs/formats.md.\n";
-    return kExitOk;
-  }
-  if (!vm.count("input") || vm["input"].as<std::vector<std::string>>().size() != 1)
-    throw UsageError("convert needs exactly one input file");
-  if (!vm.count("output")) throw UsageError("convert needs -o OUT.snap");
-  std::string path = vm["input"].as<std::vector<std::string>>()[0];
-  Trace t = load_input(path, vm["max-input-bytes"].as<uint64_t>());
-  try {
-    write_snap_file(t, vm["output"].as<std::string>(), !vm.count("no-gzip"));
-  } catch (const std::runtime_error& e) {
-    throw UsageError(e.what());
-  }
-  return kExitOk;
-}
-
 int run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
@@ -139,7 +117,7 @@ int run(int argc, char** argv) {
   }
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (a0 == "report") return cmd_report(rest);
-  if (a0 == "convert") return cmd_convert(rest);
+  if (a0 == "convert") return snapdiff::cli::cmd_convert(rest);
   if (a0 == "check") return snapdiff::cli::cmd_check(rest);
   if (a0 == "diff") return snapdiff::cli::cmd_diff(rest);
   // `snapdiff A B` is a diff, `snapdiff FILE` a report (options may come first).
