@@ -1,0 +1,95 @@
+// `snapdiff chart FILE [B] --kind KIND -o OUT`: flame, lifetime and timeline
+// charts, drawn by Graphviz; the format comes from OUT's extension.
+#include <boost/program_options.hpp>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+
+#include "cli/cli_util.hpp"
+#include "cli/commands.hpp"
+#include "snapdiff/chart.hpp"
+#include "snapdiff/error.hpp"
+
+namespace po = boost::program_options;
+
+namespace snapdiff::cli {
+
+int cmd_chart(const std::vector<std::string>& args) {
+  po::options_description d("snapdiff chart FILE --kind KIND -o OUT [options]\n"
+                            "snapdiff chart A B --kind KIND -o OUT [options]   (two runs)\n\nOptions");
+  d.add_options()("help,h", "show this help")(
+      "kind,k", po::value<std::string>(),
+      "flame (bytes live at the peak by call stack; two runs: growth and shrinkage), lifetime (allocations as bars "
+      "from allocation to free), timeline (memory over time by category)")(
+      "output,o", po::value<std::string>(), "the file to write; its extension picks the format: .svg .png .pdf .dot")(
+      "top,n", po::value<size_t>()->default_value(600),
+      "lifetime: allocations drawn one by one (at most 5000); the rest are summed")(
+      "group", po::value<std::string>()->default_value("category"), "lifetime: one band per category | site")(
+      "x", po::value<std::string>()->default_value("auto"),
+      "lifetime, timeline: x axis: time | events | auto (time when every event has one)")(
+      "device", po::value<int>(), "CUDA device index (default: the device with the highest peak)")(
+      "width", po::value<double>()->default_value(1200), "width in points (PNG: pixels x 3/4)")(
+      "title", po::value<std::string>(), "title (default: the input's file name and what the chart shows)")(
+      "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable)")(
+      "max-input-bytes", po::value<uint64_t>()->default_value(uint64_t(16) << 30),
+      "refuse inputs that decompress to more than this many bytes");
+  po::variables_map vm = parse_command(args, d);
+  if (vm.count("help")) {
+    std::cout << d
+              << "\nThe charts are drawn with Graphviz's libraries in-process. A .dot file keeps the graph with every\n"
+                 "element pinned: `neato -n2 -Tsvg chart.dot` renders it as snapdiff does.\n";
+    return kExitOk;
+  }
+  const std::vector<std::string> in = inputs(vm);
+  if (in.empty() || in.size() > 2) throw UsageError("chart needs one input (or two to compare)");
+  if (!vm.count("kind")) throw UsageError("chart needs --kind flame|lifetime|timeline");
+  ChartOptions opt;
+  if (!parse_chart_kind(vm["kind"].as<std::string>(), &opt.kind))
+    throw UsageError("unknown --kind '" + vm["kind"].as<std::string>() + "' (flame, lifetime, timeline)");
+  if (!vm.count("output")) throw UsageError("chart needs -o OUT (.svg, .png, .pdf or .dot)");
+  const std::string out = vm["output"].as<std::string>();
+  ChartFormat fmt;
+  if (!chart_format_from_path(out, &fmt))
+    throw UsageError("chart: cannot tell the format from '" + out + "': name it OUT.svg, OUT.png, OUT.pdf or OUT.dot");
+  opt.top = vm["top"].as<size_t>();
+  if (opt.top > kMaxLifetimeBars) throw UsageError("--top is at most " + std::to_string(kMaxLifetimeBars));
+  const std::string group = vm["group"].as<std::string>();
+  if (group == "category") opt.group = LifetimeGroup::Category;
+  else if (group == "site") opt.group = LifetimeGroup::Site;
+  else throw UsageError("unknown --group '" + group + "' (category, site)");
+  const std::string x = vm["x"].as<std::string>();
+  if (x == "auto") opt.axis = ChartAxis::Auto;
+  else if (x == "time") opt.axis = ChartAxis::Time;
+  else if (x == "events") opt.axis = ChartAxis::Events;
+  else throw UsageError("unknown --x '" + x + "' (time, events, auto)");
+  opt.width = vm["width"].as<double>();
+  if (!(opt.width >= 400 && opt.width <= 20000)) throw UsageError("--width must be between 400 and 20000 points");
+  if (vm.count("title")) opt.title = vm["title"].as<std::string>();
+  if (vm.count("device")) opt.device = vm["device"].as<int>();
+
+  RuleSet rules = load_rules(rules_files(vm));
+  const uint64_t max_bytes = vm["max-input-bytes"].as<uint64_t>();
+  std::vector<Trace> traces;
+  std::vector<Report> reports;
+  traces.reserve(in.size());
+  reports.reserve(in.size());
+  for (const std::string& path : in) {
+    traces.push_back(load_input(path, max_bytes));
+    ReportOptions ro;
+    ro.rules = &rules;
+    ro.input_name = path;
+    reports.push_back(analyze_report(traces.back(), ro));
+    const Report& r = reports.back();
+    if (opt.device >= 0) {
+      bool found = false;
+      for (const DeviceReport& dr : r.devices) found = found || dr.device == opt.device;
+      if (!found) throw UsageError(path + " has no device " + std::to_string(opt.device));
+    }
+  }
+  const std::string dot = in.size() == 1 ? chart_dot(reports[0], traces[0], opt)
+                                         : chart_dot_diff(reports[0], traces[0], reports[1], traces[1], opt);
+  write_output(render_chart(dot, fmt), out);
+  return kExitOk;
+}
+
+}  // namespace snapdiff::cli

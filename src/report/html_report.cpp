@@ -1,0 +1,624 @@
+// The HTML report and the HTML diff: one self-contained page each (no
+// network: CSS, the charts' SVG and a few lines of JavaScript are inline).
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <set>
+#include <sstream>
+
+#include "report/chart_canvas.hpp"
+#include "snapdiff/chart.hpp"
+
+namespace snapdiff {
+
+namespace {
+
+using detail::percent;
+using detail::with_commas;
+
+std::string esc(std::string_view s) {
+  std::string o;
+  o.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      case '\'': o += "&#39;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+std::string utc_time(int64_t us) {
+  if (us == kNoTime) return "?";
+  time_t secs = time_t(us / 1000000);
+  struct tm tmv {};
+  gmtime_r(&secs, &tmv);
+  char b[48];
+  std::snprintf(b, sizeof b, "%04d-%02d-%02d %02d:%02d:%02d UTC", tmv.tm_year + 1900, tmv.tm_mon + 1, tmv.tm_mday,
+                tmv.tm_hour, tmv.tm_min, tmv.tm_sec);
+  return b;
+}
+
+std::string seconds(int64_t us) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f s", double(us) / 1e6);
+  return b;
+}
+
+std::string pct_of(int64_t part, int64_t whole) { return whole > 0 ? percent(double(part) / double(whole)) : "–"; }
+
+std::string signed_pct(int64_t delta, int64_t base) {
+  if (base == 0) return delta == 0 ? "" : "new";
+  char b[32];
+  std::snprintf(b, sizeof b, "%+.1f%%", 100.0 * double(delta) / double(base));
+  return b;
+}
+
+// A category name with its color swatch.
+std::string cat_cell(const std::string& name) {
+  if (name.empty()) return "";
+  return "<span class=\"sw\" style=\"background:" + category_color(name) + "\"></span>" + esc(name);
+}
+
+// A number cell that sorts by its value.
+std::string num_td(int64_t v, const std::string& text) {
+  return "<td class=\"n\" data-v=\"" + std::to_string(v) + "\">" + esc(text) + "</td>";
+}
+
+// The text report's site column: the innermost user frame and its callers
+// (at most three), and the library function it called.
+std::string site_text(const Trace& t, StackId stack) {
+  if (stack == 0) return "<no stack recorded>";
+  const FrameId uf = user_frame(t, stack);
+  const bool py = uf != UINT32_MAX && is_python_frame(t, uf);
+  std::string out, last;
+  bool started = false;
+  size_t shown = 0;
+  for (StackId s = stack; s != 0 && shown < 3; s = t.stacks.node(s).parent) {
+    const FrameId f = t.stacks.node(s).frame;
+    if (!started && f != uf) continue;
+    if (started && (py ? !is_python_frame(t, f) : is_internal_frame(t, f))) continue;
+    started = true;
+    std::string text = format_frame(t, f);
+    if (text == last) continue;
+    out += (shown ? " \xe2\x86\x90 " : "") + text;  // ←
+    last = std::move(text);
+    ++shown;
+  }
+  for (StackId s = stack; s != 0; s = t.stacks.node(s).parent) {
+    const FrameId f = t.stacks.node(s).frame;
+    if (f == uf) break;
+    if (is_python_frame(t, f)) {
+      out += "  [in " + format_frame(t, f) + "]";
+      break;
+    }
+  }
+  return out;
+}
+
+// The chart's SVG without the XML prolog, doctype and comments, ready to sit
+// inside the page.
+std::string inline_svg(const std::string& dot) {
+  std::string svg = render_chart(dot, ChartFormat::Svg);
+  const size_t start = svg.find("<svg");
+  if (start != std::string::npos) svg.erase(0, start);
+  for (size_t p; (p = svg.find("<!--")) != std::string::npos;) {
+    const size_t e = svg.find("-->", p);
+    if (e == std::string::npos) break;
+    svg.erase(p, e + 3 - p);
+  }
+  // Scale with the page: the drawing keeps its viewBox.
+  const size_t w = svg.find(" width=\"");
+  const size_t h = svg.find(" height=\"");
+  if (w != std::string::npos && h != std::string::npos && w < svg.find('>') && h < svg.find('>')) {
+    const size_t we = svg.find('"', w + 8);
+    svg.replace(w, we + 1 - w, "");
+    const size_t h2 = svg.find(" height=\"");
+    const size_t he = svg.find('"', h2 + 9);
+    svg.replace(h2, he + 1 - h2, " preserveAspectRatio=\"xMinYMin meet\" role=\"img\"");
+  }
+  return svg;
+}
+
+const char* kStyle = R"CSS(
+:root { --ink:#1f2328; --muted:#59636e; --line:#d8dee4; --bg:#ffffff; --soft:#f6f8fa; --peak:#c0392b; }
+* { box-sizing: border-box; }
+body { margin:0; font: 14px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; color:var(--ink); background:var(--bg); }
+header { padding: 20px 32px 12px; border-bottom: 1px solid var(--line); background: var(--soft); }
+header h1 { margin: 0 0 4px; font-size: 22px; }
+header .input { margin: 0; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 13px; word-break: break-all; }
+header .meta { margin: 4px 0 0; color: var(--muted); font-size: 13px; }
+nav { padding: 8px 32px; border-bottom: 1px solid var(--line); font-size: 13px; position: sticky; top: 0; background: #fff; z-index: 1; }
+nav a { color: #0b5cad; text-decoration: none; margin-right: 14px; white-space: nowrap; }
+nav a:hover { text-decoration: underline; }
+main { padding: 8px 32px 40px; max-width: 1500px; }
+section { margin-top: 26px; }
+h2 { font-size: 17px; margin: 0 0 10px; padding-bottom: 4px; border-bottom: 1px solid var(--line); }
+h2 .dev { color: var(--muted); font-weight: normal; font-size: 14px; }
+.cards { display: flex; flex-wrap: wrap; gap: 12px; margin-bottom: 12px; }
+.card { border: 1px solid var(--line); border-radius: 6px; padding: 10px 14px; min-width: 210px; }
+.card .k { color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .04em; }
+.card .v { font-size: 24px; font-weight: 600; }
+.card .s { color: var(--muted); font-size: 12px; font-variant-numeric: tabular-nums; }
+.card.peak { border-color: var(--peak); }
+ul.findings { padding-left: 20px; margin: 0; }
+ul.findings li { margin: 6px 0; max-width: 110ch; }
+table { border-collapse: collapse; font-size: 13px; margin: 4px 0; }
+th, td { padding: 4px 10px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
+th { background: var(--soft); font-weight: 600; white-space: nowrap; }
+table.sortable th { cursor: pointer; user-select: none; }
+table.sortable th.sorted-asc::after { content: " \25B2"; font-size: 10px; }
+table.sortable th.sorted-desc::after { content: " \25BC"; font-size: 10px; }
+td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.site { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12px; word-break: break-word; }
+tr.total td { font-weight: 600; border-top: 2px solid var(--line); }
+tr.peakrow td { background: #fdf0ee; }
+table.kv th { background: none; font-weight: normal; color: var(--muted); border: none; padding: 2px 14px 2px 0; }
+table.kv td { border: none; padding: 2px 0; }
+.sw { display: inline-block; width: 11px; height: 11px; border-radius: 2px; margin-right: 6px; vertical-align: -1px; }
+.bar { display: flex; height: 22px; border-radius: 4px; overflow: hidden; margin: 8px 0 4px; max-width: 1100px; }
+.bar span { display: block; height: 100%; }
+figure { margin: 8px 0; }
+figure svg { width: 100%; max-width: 1200pt; height: auto; display: block; }
+figcaption { color: var(--muted); font-size: 12px; margin-top: 4px; max-width: 110ch; }
+details { margin: 6px 0; }
+summary { cursor: pointer; color: #0b5cad; }
+.badge { display: inline-block; font-size: 11px; padding: 0 5px; border-radius: 3px; margin-right: 4px; color: #fff; }
+.badge.new { background: #b2182b; } .badge.gone { background: #2166ac; }
+.up { color: #b2182b; } .down { color: #2166ac; }
+.warn { border-left: 4px solid #d4a017; background: #fffbea; padding: 6px 10px; margin: 6px 0; }
+.muted { color: var(--muted); }
+footer { padding: 16px 32px; color: var(--muted); font-size: 12px; border-top: 1px solid var(--line); }
+)CSS";
+
+// Click a header to sort a table by that column (numbers by data-v).
+const char* kScript = R"JS(
+(function () {
+  function key(td) {
+    if (!td) return "";
+    var v = td.getAttribute("data-v");
+    return v === null ? td.textContent.trim().toLowerCase() : parseFloat(v);
+  }
+  var tables = document.querySelectorAll("table.sortable");
+  Array.prototype.forEach.call(tables, function (table) {
+    var heads = table.querySelectorAll("thead th");
+    Array.prototype.forEach.call(heads, function (th, col) {
+      th.addEventListener("click", function () {
+        var body = table.tBodies[0];
+        var rows = Array.prototype.slice.call(body.rows).filter(function (r) { return !r.classList.contains("total"); });
+        var totals = Array.prototype.slice.call(body.rows).filter(function (r) { return r.classList.contains("total"); });
+        var desc = !th.classList.contains("sorted-desc");
+        Array.prototype.forEach.call(heads, function (h) { h.classList.remove("sorted-asc", "sorted-desc"); });
+        th.classList.add(desc ? "sorted-desc" : "sorted-asc");
+        rows.sort(function (a, b) {
+          var x = key(a.cells[col]), y = key(b.cells[col]);
+          if (x === y) return 0;
+          return (x < y ? -1 : 1) * (desc ? -1 : 1);
+        });
+        rows.concat(totals).forEach(function (r) { body.appendChild(r); });
+      });
+    });
+  });
+})();
+)JS";
+
+std::string page_start(const std::string& title) {
+  return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" +
+         esc(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
+}
+
+std::string page_end() {
+  return "<footer>Written by snapdiff " SNAPDIFF_VERSION
+         ", offline: this page loads nothing from the network. Charts drawn with Graphviz.</footer>\n<script>" +
+         std::string(kScript) + "</script>\n</body>\n</html>\n";
+}
+
+std::string figure(const std::string& svg, const std::string& caption) {
+  return "<figure>" + svg + "<figcaption>" + esc(caption) + "</figcaption></figure>\n";
+}
+
+std::string phase_words(Phase p, int iteration) {
+  return (iteration > 0 ? "iteration " + std::to_string(iteration) + ", " : std::string()) + phase_name(p);
+}
+
+void device_sections(std::ostringstream& o, const Report& r, const Trace& t, const DeviceReport& d, size_t di) {
+  const std::string id = "d" + std::to_string(di);
+  const std::string dev = "<span class=\"dev\">cuda:" + std::to_string(d.device) + "</span>";
+  const DeviceReplay& rp = d.replay;
+  const Attribution& at = d.attr;
+  const PeakPoint& pk = rp.peak_requested;
+
+  // Peak.
+  o << "<section id=\"" << id << "-peak\"><h2>Peak " << dev << "</h2>\n<div class=\"cards\">\n";
+  auto card = [&](const char* name, const PeakPoint& p, bool main_peak) {
+    o << "<div class=\"card" << (main_peak ? " peak" : "") << "\"><div class=\"k\">" << name << "</div><div class=\"v\">"
+      << esc(human_bytes(p.bytes)) << "</div><div class=\"s\">" << with_commas(uint64_t(p.bytes)) << " B, "
+      << (p.event_index >= 0 ? "at event " + with_commas(uint64_t(p.event_index)) : std::string("before the first event"))
+      << "</div></div>\n";
+  };
+  card("requested", rp.peak_requested, true);
+  card("allocated", rp.peak_allocated, false);
+  card("reserved", rp.peak_reserved, false);
+  o << "</div>\n<table class=\"kv\">\n";
+  o << "<tr><th>events</th><td>" << with_commas(d.events) << ", " << rp.streams << (rp.streams == 1 ? " stream" : " streams");
+  if (d.first_time_us != kNoTime)
+    o << ", " << esc(utc_time(d.first_time_us)) << " + " << esc(seconds(d.last_time_us - d.first_time_us));
+  o << "</td></tr>\n";
+  if (pk.event_index >= 0) {
+    o << "<tr><th>when</th><td>event " << with_commas(uint64_t(pk.event_index)) << " of " << with_commas(d.events);
+    if (pk.time_us != kNoTime && d.first_time_us != kNoTime) o << ", t = +" << esc(seconds(pk.time_us - d.first_time_us));
+    o << ", " << esc(phase_words(d.peak_phase, d.peak_iteration))
+      << " <span class=\"muted\">(the requested peak: the moment the live tensors are largest)</span></td></tr>\n";
+    o << "<tr><th>reached by</th><td>" << event_kind_name(d.peak_event.kind) << " of "
+      << esc(human_bytes(int64_t(d.peak_event.size))) << " at <code>" << esc(format_frame(t, user_frame(t, d.peak_stack)))
+      << "</code></td></tr>\n";
+    auto kernel = [&](const char* label, int64_t idx) {
+      if (idx < 0 || r.kernel_launches == 0) return;
+      const KernelLaunch& k = t.kernels[size_t(idx)];
+      o << "<tr><th>" << label << "</th><td><code>" << esc(t.strings.get(k.name)) << "</code> ("
+        << esc(seconds(k.time_us - pk.time_us)) << " from the peak)</td></tr>\n";
+    };
+    kernel("last kernel", d.kernel_before);
+    kernel("next kernel", d.kernel_after);
+  }
+  o << "</table></section>\n";
+
+  // Explanation.
+  if (!d.findings.empty()) {
+    o << "<section id=\"" << id << "-explanation\"><h2>Explanation " << dev << "</h2><ul class=\"findings\">\n";
+    for (const Finding& f : d.findings) o << "<li>" << esc(f.message) << "</li>\n";
+    o << "</ul></section>\n";
+  }
+
+  ChartOptions co;
+  co.device = d.device;
+
+  // Timeline.
+  co.kind = ChartKind::Timeline;
+  co.graph_id = id + "-timeline-svg";
+  o << "<section id=\"" << id << "-timeline\"><h2>Memory over time " << dev << "</h2>\n"
+    << figure(inline_svg(chart_dot(r, t, co)),
+              "Requested bytes by category, stacked; allocated (solid) and reserved (dashed) bytes as lines; the phases "
+              "shaded; the red line marks the peak. Hover for values.")
+    << "</section>\n";
+
+  // Categories.
+  int64_t total = 0;
+  for (int64_t v : d.categories) total += v;
+  o << "<section id=\"" << id << "-categories\"><h2>At the peak by category " << dev << "</h2>\n<div class=\"bar\">";
+  for (size_t k = 0; k < d.categories.size(); ++k)
+    if (d.categories[k] > 0 && total > 0)
+      o << "<span style=\"width:" << 100.0 * double(d.categories[k]) / double(total)
+        << "%;background:" << category_color(at.categories[k]) << "\" title=\"" << esc(at.categories[k]) << " "
+        << esc(human_bytes(d.categories[k])) << "\"></span>";
+  o << "</div>\n<table class=\"sortable\"><thead><tr><th>category</th><th class=\"n\">bytes</th><th class=\"n\">%</th>"
+       "<th class=\"n\">allocations</th><th class=\"n\">sites</th></tr></thead><tbody>\n";
+  {
+    std::vector<size_t> order;
+    for (size_t k = 0; k < d.categories.size(); ++k)
+      if (d.categories[k] != 0) order.push_back(k);
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return d.categories[x] > d.categories[y]; });
+    for (size_t k : order)
+      o << "<tr><td>" << cat_cell(at.categories[k]) << "</td>" << num_td(d.categories[k], human_bytes(d.categories[k]))
+        << num_td(d.categories[k], pct_of(d.categories[k], total))
+        << num_td(int64_t(d.category_allocations[k]), with_commas(d.category_allocations[k]))
+        << num_td(int64_t(d.category_sites[k]), with_commas(d.category_sites[k])) << "</tr>\n";
+    o << "<tr class=\"total\"><td>TOTAL (= requested peak)</td>" << num_td(total, human_bytes(total))
+      << num_td(total, "100%") << num_td(int64_t(d.peak_live_allocations), with_commas(d.peak_live_allocations))
+      << "<td></td></tr>\n";
+  }
+  o << "</tbody></table></section>\n";
+
+  // Flame.
+  co.kind = ChartKind::Flame;
+  co.graph_id = id + "-flame-svg";
+  o << "<section id=\"" << id << "-flame\"><h2>What is live at the peak, by call stack " << dev << "</h2>\n"
+    << figure(inline_svg(chart_dot(r, t, co)),
+              "Callers above callees; width = bytes; color = category (gray: several, their shares along the bottom). "
+              "Hover a box for its frame, bytes and categories.")
+    << "</section>\n";
+
+  // Sites.
+  o << "<section id=\"" << id << "-sites\"><h2>Live at the peak, by site " << dev << "</h2>\n"
+    << "<table class=\"sortable\"><thead><tr><th class=\"n\">bytes</th><th class=\"n\">%</th><th class=\"n\">count</th>"
+       "<th>category</th><th>site (innermost user frame \xe2\x86\x90 callers)</th></tr></thead><tbody>\n";
+  for (const SiteRow& s : d.sites)
+    o << "<tr>" << num_td(s.requested_bytes, human_bytes(s.requested_bytes))
+      << num_td(s.requested_bytes, pct_of(s.requested_bytes, d.peak_live_requested))
+      << num_td(int64_t(s.count), with_commas(s.count)) << "<td>"
+      << cat_cell(s.category >= 0 ? at.categories[size_t(s.category)] : "") << "</td><td class=\"site\">"
+      << esc(site_text(t, s.stack)) << "</td></tr>\n";
+  if (d.other_sites.count > 0)
+    o << "<tr>" << num_td(d.other_sites.requested_bytes, human_bytes(d.other_sites.requested_bytes))
+      << num_td(d.other_sites.requested_bytes, pct_of(d.other_sites.requested_bytes, d.peak_live_requested))
+      << num_td(int64_t(d.other_sites.count), with_commas(d.other_sites.count))
+      << "<td></td><td class=\"site\">[other sites] <span class=\"muted\">(-n N lists more)</span></td></tr>\n";
+  o << "<tr class=\"total\">" << num_td(d.peak_live_requested, human_bytes(d.peak_live_requested))
+    << num_td(d.peak_live_requested, "100%") << num_td(int64_t(d.peak_live_allocations), with_commas(d.peak_live_allocations))
+    << "<td></td><td>TOTAL</td></tr>\n</tbody></table></section>\n";
+
+  // Lifetimes.
+  co.kind = ChartKind::Lifetime;
+  co.graph_id = id + "-lifetime-svg";
+  o << "<section id=\"" << id << "-lifetime\"><h2>Allocation lifetimes " << dev << "</h2>\n"
+    << figure(inline_svg(chart_dot(r, t, co)),
+              "Each bar is one allocation from its allocation to its free, as tall as its size; each band has its own "
+              "scale; thin ones are summed, lighter, on top. Hover a bar for its site and when it was allocated and "
+              "freed.")
+    << "</section>\n";
+
+  // Phases.
+  if (!at.spans.empty()) {
+    auto table = [&](bool all) {
+      o << "<table class=\"sortable\"><thead><tr><th class=\"n\">iteration</th><th>phase</th><th class=\"n\">events</th>"
+           "<th class=\"n\">start</th><th class=\"n\">peak</th><th class=\"n\">rise</th><th>largest at the phase "
+           "peak</th></tr></thead><tbody>\n";
+      const std::set<int> shown = {0, 1, 2, d.peak_iteration, at.iterations};
+      for (const PhaseSpan& ps : at.spans) {
+        if (!all && !shown.count(ps.iteration)) continue;
+        size_t big = 0;
+        for (size_t k = 0; k < ps.categories.size(); ++k)
+          if (ps.categories[k] > ps.categories[big]) big = k;
+        const bool is_peak = ps.peak_event == pk.event_index;
+        o << "<tr" << (is_peak ? " class=\"peakrow\"" : "") << ">" << num_td(ps.iteration, std::to_string(ps.iteration))
+          << "<td>" << phase_name(ps.phase) << (is_peak ? " <b>\xe2\x86\x90 the peak</b>" : "") << "</td>"
+          << num_td(ps.start_event, std::to_string(ps.start_event) + "\xe2\x80\x93" + std::to_string(ps.end_event))
+          << num_td(ps.start_requested, human_bytes(ps.start_requested))
+          << num_td(ps.peak_requested, human_bytes(ps.peak_requested))
+          << num_td(ps.peak_requested - ps.start_requested, human_delta(ps.peak_requested - ps.start_requested)) << "<td>"
+          << (ps.categories.empty() ? "" : cat_cell(at.categories[big]) + " " + esc(human_bytes(ps.categories[big])))
+          << "</td></tr>\n";
+      }
+      o << "</tbody></table>\n";
+    };
+    o << "<section id=\"" << id << "-phases\"><h2>Phases " << dev << "</h2><p class=\"muted\">Found from "
+      << esc(at.phase_evidence) << ".</p>\n";
+    size_t selected = 0;
+    const std::set<int> shown = {0, 1, 2, d.peak_iteration, at.iterations};
+    for (const PhaseSpan& ps : at.spans) selected += shown.count(ps.iteration);
+    table(selected == at.spans.size());
+    if (selected < at.spans.size()) {
+      o << "<details><summary>All " << at.spans.size() << " phases (" << at.iterations << " iterations)</summary>\n";
+      table(true);
+      o << "</details>\n";
+    }
+    o << "</section>\n";
+  }
+
+  // Unknown.
+  if (!d.unknown_sites.empty()) {
+    o << "<section id=\"" << id << "-unknown\"><h2>Unknown at the peak " << dev
+      << "</h2><p class=\"muted\">No rule placed these; add one with <code>--rules</code>.</p>\n"
+      << "<table class=\"sortable\"><thead><tr><th class=\"n\">bytes</th><th class=\"n\">count</th><th>allocated in</th>"
+         "<th>freed in</th><th>site</th></tr></thead><tbody>\n";
+    for (const SiteRow& s : d.unknown_sites)
+      o << "<tr>" << num_td(s.requested_bytes, human_bytes(s.requested_bytes)) << num_td(int64_t(s.count), with_commas(s.count))
+        << "<td>" << esc(phase_words(s.alloc_phase, s.alloc_iteration)) << "</td><td>"
+        << esc(s.freed ? phase_words(s.free_phase, s.free_iteration) : "never") << "</td><td class=\"site\">"
+        << esc(site_text(t, s.stack)) << "</td></tr>\n";
+    o << "</tbody></table></section>\n";
+  }
+
+  // Fragmentation.
+  const Fragmentation& f = d.frag;
+  o << "<section id=\"" << id << "-fragmentation\"><h2>Fragmentation at the peak " << dev << "</h2>\n<table>\n";
+  auto row = [&](const std::string& name, int64_t bytes, const std::string& note) {
+    o << "<tr><td>" << esc(name) << "</td>" << num_td(bytes, human_bytes(bytes)) << "<td class=\"muted\">" << esc(note)
+      << "</td></tr>\n";
+  };
+  row("reserved \xe2\x88\x92 allocated", f.reserved - f.allocated, pct_of(f.reserved - f.allocated, f.reserved) + " of reserved");
+  row("in free blocks", f.free_cached,
+      with_commas(f.free_blocks) + " blocks, largest " + human_bytes(int64_t(f.largest_free_block)));
+  if (f.pending_free > 0) row("pending free", f.pending_free, "waiting on other streams");
+  if (f.too_small_threshold > 0)
+    row("too small to reuse", f.too_small_bytes,
+        "free blocks smaller than the " + human_bytes(int64_t(f.too_small_threshold)) + " block that set the peak");
+  for (const FreeSizeClass& c : f.classes)
+    if (c.blocks > 0) row(std::string("free ") + c.label, c.bytes, with_commas(c.blocks) + (c.blocks == 1 ? " block" : " blocks"));
+  row("allocated \xe2\x88\x92 requested", f.internal, "rounding and unsplit block remainders");
+  o << "</table></section>\n";
+
+  // End state.
+  const EndStateCheck& ck = rp.end_check;
+  if (ck.have_dump) {
+    o << "<section id=\"" << id << "-endstate\"><h2>End state vs dumped segments " << dev << "</h2>\n<table><thead><tr>"
+         "<th></th><th class=\"n\">replayed</th><th class=\"n\">dumped</th><th></th></tr></thead><tbody>\n";
+    auto cmp = [&](const char* name, int64_t a, int64_t b) {
+      o << "<tr><td>" << name << "</td>" << num_td(a, human_bytes(a)) << num_td(b, human_bytes(b)) << "<td>"
+        << (a == b ? "match" : "<b>differ by " + esc(human_delta(a - b)) + "</b>") << "</td></tr>\n";
+    };
+    cmp("requested", ck.replay.requested, ck.dump.requested);
+    cmp("allocated", ck.replay.allocated, ck.dump.allocated);
+    cmp("reserved", ck.replay.reserved, ck.dump.reserved);
+    o << "<tr><td>segments</td>" << num_td(int64_t(ck.replay_segments), with_commas(ck.replay_segments))
+      << num_td(int64_t(ck.dump_segments), with_commas(ck.dump_segments)) << "<td></td></tr>\n</tbody></table></section>\n";
+  }
+}
+
+}  // namespace
+
+std::string render_html(const Report& r, const Trace& t) {
+  std::ostringstream o;
+  o << page_start("snapdiff report: " + detail::base_name(r.input_name));
+  o << "<header><h1>snapdiff report</h1><p class=\"input\">" << esc(r.input_name) << "</p><p class=\"meta\">"
+    << esc(r.source.format) << (r.source.format_detail.empty() ? "" : " (" + esc(r.source.format_detail) + ")")
+    << (r.source.gzip ? ", gzip" : "") << ", " << esc(human_bytes(int64_t(r.source.file_bytes))) << " \xc2\xb7 "
+    << with_commas(r.events) << " events \xc2\xb7 devices ";
+  for (size_t i = 0; i < r.devices.size(); ++i) o << (i ? ", " : "") << "cuda:" << r.devices[i].device;
+  if (r.devices.empty()) o << "none";
+  if (r.kernel_launches > 0) o << " \xc2\xb7 " << with_commas(r.kernel_launches) << " kernel launches";
+  o << " \xc2\xb7 history "
+    << (!r.has_history ? "none (dump-time state only)" : r.history_truncated ? "truncated (ring buffer wrapped)" : "complete")
+    << "</p></header>\n<nav>";
+  for (size_t i = 0; i < r.devices.size(); ++i) {
+    const std::string id = std::string(1, 'd') + std::to_string(i);
+    const std::string suffix = r.devices.size() > 1 ? " (cuda:" + std::to_string(r.devices[i].device) + ")" : "";
+    for (const auto& [anchor, name] : std::vector<std::pair<std::string, std::string>>{
+             {"peak", "Peak"}, {"explanation", "Explanation"}, {"timeline", "Timeline"}, {"categories", "Categories"},
+             {"flame", "Flame chart"}, {"sites", "Sites"}, {"lifetime", "Lifetimes"}, {"phases", "Phases"},
+             {"fragmentation", "Fragmentation"}}) {
+      if (anchor == "explanation" && r.devices[i].findings.empty()) continue;
+      if (anchor == "phases" && r.devices[i].attr.spans.empty()) continue;
+      o << "<a href=\"#" << id << "-" << anchor << "\">" << name << esc(suffix) << "</a>";
+    }
+  }
+  if (!r.warnings.empty()) o << "<a href=\"#warnings\">Warnings</a>";
+  o << "</nav>\n<main>\n";
+  if (r.devices.empty()) o << "<section><p>No device data in this input.</p></section>\n";
+  for (size_t i = 0; i < r.devices.size(); ++i) device_sections(o, r, t, r.devices[i], i);
+  if (!r.device_memory.empty()) {
+    o << "<section id=\"device-memory\"><h2>Device memory outside the allocator</h2>\n<table><thead><tr><th>device</th>"
+         "<th class=\"n\">t</th><th class=\"n\">used</th><th class=\"n\">reserved</th><th class=\"n\">outside</th>"
+         "<th>label</th></tr></thead><tbody>\n";
+    for (const DeviceMemoryRow& m : r.device_memory)
+      o << "<tr><td>cuda:" << m.device << "</td><td class=\"n\">"
+        << (m.since_first_event_us != kNoTime ? esc(seconds(m.since_first_event_us)) : std::string("?")) << "</td>"
+        << num_td(m.used_bytes, human_bytes(m.used_bytes)) << num_td(m.reserved_bytes, human_bytes(m.reserved_bytes))
+        << num_td(m.outside_bytes, human_bytes(m.outside_bytes)) << "<td>" << esc(m.label.empty() ? "-" : m.label)
+        << "</td></tr>\n";
+    o << "</tbody></table><p class=\"muted\">Outside the allocator: min " << esc(human_bytes(r.outside_min_bytes))
+      << ", max " << esc(human_bytes(r.outside_max_bytes)) << " (CUDA context, library handles and modules).</p></section>\n";
+  }
+  if (!r.explain_query.empty()) {
+    o << "<section id=\"explain\"><h2>Explain <code>" << esc(r.explain_query) << "</code></h2>\n";
+    if (r.explain.empty()) o << "<p>Nothing matches.</p>\n";
+    else
+      o << "<table><thead><tr><th>category</th><th>rule</th><th>why</th><th>allocated</th><th>freed</th><th>site</th>"
+           "</tr></thead><tbody>\n";
+    for (const ExplainItem& it : r.explain)
+      o << "<tr><td>" << cat_cell(it.category) << "</td><td>" << esc(it.rule) << "</td><td>" << esc(it.evidence) << "</td><td>"
+        << (it.alloc_event < 0 ? "before the history" : "event " + std::to_string(it.alloc_event) + ", " +
+                                                            esc(phase_words(it.alloc_phase, it.alloc_iteration)))
+        << "</td><td>"
+        << (it.free_event == INT64_MAX ? "never" : "event " + std::to_string(it.free_event) + ", " +
+                                                       esc(phase_words(it.free_phase, it.free_iteration)))
+        << "</td><td class=\"site\">" << esc(site_text(t, it.stack)) << "</td></tr>\n";
+    if (!r.explain.empty()) o << "</tbody></table>\n";
+    o << "</section>\n";
+  }
+  if (!r.warnings.empty()) {
+    o << "<section id=\"warnings\"><h2>Warnings</h2>\n";
+    for (const Warning& w : r.warnings) o << "<div class=\"warn\"><b>" << esc(w.code) << "</b>: " << esc(w.message) << "</div>\n";
+    o << "</section>\n";
+  }
+  o << "</main>\n" << page_end();
+  return o.str();
+}
+
+std::string render_diff_html(const Diff& d) {
+  std::ostringstream o;
+  o << page_start("snapdiff diff: " + detail::base_name(d.a_name) + " vs " + detail::base_name(d.b_name));
+  o << "<header><h1>snapdiff diff</h1><p class=\"input\">A: " << esc(d.a_name) << "</p><p class=\"input\">B: "
+    << esc(d.b_name) << "</p></header>\n";
+  const DeviceReport* da = d.a && !d.a->devices.empty() ? &d.a->devices[d.a->peak_device] : nullptr;
+  const DeviceReport* db = d.b && !d.b->devices.empty() ? &d.b->devices[d.b->peak_device] : nullptr;
+  if (!da || !db) {
+    o << "<main><p>One of the inputs has no device data.</p></main>\n" << page_end();
+    return o.str();
+  }
+  o << "<nav><a href=\"#peak\">Peak</a><a href=\"#findings\">Findings</a><a href=\"#flame\">Flame chart</a>"
+       "<a href=\"#timeline\">Timelines</a><a href=\"#categories\">Categories</a><a href=\"#phases\">Phases</a>"
+       "<a href=\"#sites\">Sites</a><a href=\"#lifetime\">Lifetimes</a></nav>\n<main>\n";
+  auto delta_td = [](int64_t delta, const std::string& text) {
+    return "<td class=\"n " + std::string(delta > 0 ? "up" : delta < 0 ? "down" : "") + "\" data-v=\"" +
+           std::to_string(delta) + "\">" + esc(text) + "</td>";
+  };
+  // Peak.
+  o << "<section id=\"peak\"><h2>Peak</h2>\n<table><thead><tr><th></th><th class=\"n\">A</th><th class=\"n\">B</th>"
+       "<th class=\"n\">delta</th><th class=\"n\">%</th></tr></thead><tbody>\n";
+  const PeakPoint* pa[3] = {&da->replay.peak_requested, &da->replay.peak_allocated, &da->replay.peak_reserved};
+  const PeakPoint* pb[3] = {&db->replay.peak_requested, &db->replay.peak_allocated, &db->replay.peak_reserved};
+  const char* names[3] = {"requested", "allocated", "reserved"};
+  for (int i = 0; i < 3; ++i)
+    o << "<tr><td>" << names[i] << "</td>" << num_td(pa[i]->bytes, human_bytes(pa[i]->bytes))
+      << num_td(pb[i]->bytes, human_bytes(pb[i]->bytes)) << delta_td(d.peak_delta[i], human_delta(d.peak_delta[i]))
+      << delta_td(d.peak_delta[i], signed_pct(d.peak_delta[i], pa[i]->bytes)) << "</tr>\n";
+  o << "<tr><td>the peak</td><td class=\"n\">" << esc(phase_words(da->peak_phase, da->peak_iteration))
+    << "</td><td class=\"n\">" << esc(phase_words(db->peak_phase, db->peak_iteration)) << "</td><td></td><td></td></tr>\n";
+  o << "</tbody></table></section>\n";
+  // Findings.
+  o << "<section id=\"findings\"><h2>Findings</h2><ul class=\"findings\">\n";
+  if (d.findings.empty()) o << "<li>None: no difference reaches 1% of the peak.</li>\n";
+  for (const Finding& f : d.findings) o << "<li>" << esc(f.message) << "</li>\n";
+  o << "</ul></section>\n";
+  // Charts.
+  ChartOptions co;
+  co.device = da->device;
+  const bool same_device = da->device == db->device;
+  if (!same_device) co.device = -1;
+  co.kind = ChartKind::Flame;
+  co.graph_id = "diff-flame-svg";
+  o << "<section id=\"flame\"><h2>What changed at the peak, by call stack</h2>\n"
+    << figure(inline_svg(chart_dot_diff(*d.a, *d.ta, *d.b, *d.tb, co)),
+              "Bytes live at each run's peak, callers above callees, frames matched by function and file. Width = A + B "
+              "bytes; red grew, blue shrank, gray unchanged. Hover a box for A and B.")
+    << "</section>\n";
+  co.kind = ChartKind::Timeline;
+  co.graph_id = "diff-timeline-svg";
+  o << "<section id=\"timeline\"><h2>Memory over time, A above B</h2>\n"
+    << figure(inline_svg(chart_dot_diff(*d.a, *d.ta, *d.b, *d.tb, co)),
+              "Both runs on the same byte scale and the same x axis.")
+    << "</section>\n";
+  // Categories.
+  o << "<section id=\"categories\"><h2>Categories at each peak</h2>\n<table class=\"sortable\"><thead><tr><th>category"
+       "</th><th class=\"n\">A</th><th class=\"n\">B</th><th class=\"n\">delta</th></tr></thead><tbody>\n";
+  int64_t ta = 0, tb = 0;
+  for (const CategoryDelta& c : d.categories) {
+    ta += c.a;
+    tb += c.b;
+    if (c.a == 0 && c.b == 0) continue;
+    o << "<tr><td>" << cat_cell(c.name) << "</td>" << num_td(c.a, human_bytes(c.a)) << num_td(c.b, human_bytes(c.b))
+      << delta_td(c.delta(), human_delta(c.delta())) << "</tr>\n";
+  }
+  o << "<tr class=\"total\"><td>TOTAL</td>" << num_td(ta, human_bytes(ta)) << num_td(tb, human_bytes(tb))
+    << delta_td(tb - ta, human_delta(tb - ta)) << "</tr>\n</tbody></table></section>\n";
+  // Phases.
+  o << "<section id=\"phases\"><h2>Phases</h2><p class=\"muted\">Requested bytes at each phase's peak, aligned by "
+       "iteration and phase.</p>\n<table class=\"sortable\"><thead><tr><th class=\"n\">iteration</th><th>phase</th>"
+       "<th class=\"n\">A</th><th class=\"n\">B</th><th class=\"n\">delta</th><th class=\"n\">optimizer temporaries A"
+       "</th><th class=\"n\">B</th></tr></thead><tbody>\n";
+  for (const PhaseDelta& p : d.phases) {
+    o << "<tr>" << num_td(p.iteration, std::to_string(p.iteration)) << "<td>" << phase_name(p.phase) << "</td>"
+      << (p.in_a ? num_td(p.a_peak, human_bytes(p.a_peak)) : "<td class=\"n\">\xe2\x80\x93</td>")
+      << (p.in_b ? num_td(p.b_peak, human_bytes(p.b_peak)) : "<td class=\"n\">\xe2\x80\x93</td>")
+      << (p.in_a && p.in_b ? delta_td(p.b_peak - p.a_peak, human_delta(p.b_peak - p.a_peak)) : "<td></td>");
+    if (p.phase == Phase::Optimizer)
+      o << num_td(p.a_opt_temp, human_bytes(p.a_opt_temp)) << num_td(p.b_opt_temp, human_bytes(p.b_opt_temp));
+    else
+      o << "<td></td><td></td>";
+    o << "</tr>\n";
+  }
+  o << "</tbody></table></section>\n";
+  // Sites.
+  o << "<section id=\"sites\"><h2>Sites at each peak</h2><p class=\"muted\">Matched by the function and file of every "
+       "frame (never addresses or line numbers).</p>\n<table class=\"sortable\"><thead><tr><th class=\"n\">delta</th>"
+       "<th class=\"n\">A</th><th class=\"n\">B</th><th>category</th><th>site</th></tr></thead><tbody>\n";
+  for (const SiteDelta& s : d.sites) {
+    const std::string badge = s.a_count == 0 ? "<span class=\"badge new\">NEW</span>"
+                              : s.b_count == 0 ? "<span class=\"badge gone\">GONE</span>"
+                                               : "";
+    o << "<tr>" << delta_td(s.delta(), human_delta(s.delta())) << num_td(s.a, human_bytes(s.a))
+      << num_td(s.b, human_bytes(s.b)) << "<td>" << cat_cell(s.category) << "</td><td class=\"site\">" << badge
+      << esc(s.display) << "</td></tr>\n";
+  }
+  if (d.other_sites.a || d.other_sites.b)
+    o << "<tr>" << delta_td(d.other_sites.delta(), human_delta(d.other_sites.delta()))
+      << num_td(d.other_sites.a, human_bytes(d.other_sites.a)) << num_td(d.other_sites.b, human_bytes(d.other_sites.b))
+      << "<td></td><td class=\"site\">[other sites]</td></tr>\n";
+  o << "</tbody></table></section>\n";
+  co.kind = ChartKind::Lifetime;
+  co.graph_id = "diff-lifetime-svg";
+  o << "<section id=\"lifetime\"><h2>Allocation lifetimes, A above B</h2>\n"
+    << figure(inline_svg(chart_dot_diff(*d.a, *d.ta, *d.b, *d.tb, co)),
+              "Each band has one scale for both runs; thin allocations are summed, lighter, on top.")
+    << "</section>\n";
+  o << "</main>\n" << page_end();
+  return o.str();
+}
+
+}  // namespace snapdiff
