@@ -1,0 +1,525 @@
+// By op, by kernel, and PyTorch's memory timeline against snapdiff's
+// categories (include/snapdiff/report.hpp, docs/attribution.md).
+#include "analysis/profiler_views.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+
+#include "analysis/frame_names.hpp"
+
+namespace snapdiff::detail {
+
+std::string kernel_display_name(std::string_view name) {
+  if (name.find('<') == std::string_view::npos && name.find("::") == std::string_view::npos) return std::string(name);
+  std::string s = short_native_name(std::string(name));
+  return s.empty() ? std::string(name) : s;
+}
+
+namespace {
+
+std::string before_label(const Device& dev) {
+  return dev.from_profiler() ? "(allocated before the profiler started)" : "(allocated before the recorded history)";
+}
+
+uint32_t kernel_begin(const Trace& t, uint32_t op) {
+  return op < t.ops.size() ? t.ops[op].first_kernel : uint32_t(t.op_kernels.size());
+}
+
+uint32_t producer_op(const Trace& t, uint32_t op) {
+  for (uint32_t o = op; o != kNoOp && o < t.ops.size(); o = t.ops[o].parent)
+    if (kernel_begin(t, t.ops[o].subtree_end) > kernel_begin(t, o)) return o;
+  return op;
+}
+
+FrameId python_frame_of(const Trace& t, StackId s) {
+  for (StackId x = s; x != 0; x = t.stacks.node(x).parent) {
+    FrameId f = t.stacks.node(x).frame;
+    if (is_python_frame(t, f)) return f;
+  }
+  return UINT32_MAX;
+}
+
+// Where an op was called from when no Python frame says it: its outermost
+// enclosing op (the autograd node of a backward op, "AddmmBackward0").
+std::string caller_of(const Trace& t, uint32_t op) {
+  if (op == kNoOp || op >= t.ops.size()) return "";
+  uint32_t root = op;
+  while (t.ops[root].parent != kNoOp) root = t.ops[root].parent;
+  if (root == op) return "";
+  return short_native_name(std::string(t.strings.get(t.ops[root].name)));
+}
+
+}  // namespace
+
+OpContext op_context(const Trace& t, const Device& dev, int64_t alloc_event) {
+  OpContext c;
+  if (alloc_event < 0 || dev.event_op.size() <= size_t(alloc_event)) return c;
+  const uint32_t op = dev.event_op[size_t(alloc_event)];
+  if (op == kNoOp || op >= t.ops.size()) return c;
+  c.op = producer_op(t, op);
+  const int64_t when = dev.events[size_t(alloc_event)].time_us;
+  const uint32_t b = kernel_begin(t, c.op), e = kernel_begin(t, t.ops[c.op].subtree_end);
+  // Compute kernels first: a memset or copy an op starts with (zeroing a
+  // workspace) is not what it is about.
+  for (int pass = 0; pass < 2 && c.kernel < 0; ++pass) {
+    int64_t after = -1, before = -1;
+    for (uint32_t i = b; i < e; ++i) {
+      const uint32_t k = t.op_kernels[i];
+      if (pass == 0) {
+        std::string_view n = t.strings.get(t.kernels[k].name);
+        if (n.rfind("Memset", 0) == 0 || n.rfind("Memcpy", 0) == 0) continue;
+      }
+      const int64_t kt = t.kernels[k].time_us;
+      if (when == kNoTime || kt >= when) {
+        if (after < 0 || kt < t.kernels[size_t(after)].time_us) after = k;
+      } else if (before < 0 || kt >= t.kernels[size_t(before)].time_us) {
+        before = k;
+      }
+    }
+    c.kernel = after >= 0 ? after : before;
+  }
+  return c;
+}
+
+namespace {
+
+// Accumulates rows keyed by a string and a frame.
+struct RowAcc {
+  OpRow row;
+  std::vector<int64_t> by_cat;
+  std::map<std::string, int64_t> by_other;
+  uint64_t largest = 0;
+};
+
+void add_to(std::map<std::pair<std::string, FrameId>, RowAcc>& m, const std::string& key, FrameId py,
+            const std::string& other, const std::string& caller, const Allocation& al, size_t ncat) {
+  RowAcc& a = m[{key, py}];
+  a.row.python = py;
+  a.row.bytes += int64_t(al.requested);
+  ++a.row.count;
+  if (a.by_cat.empty()) a.by_cat.assign(ncat, 0);
+  a.by_cat[al.category] += int64_t(al.requested);
+  a.by_other[other] += int64_t(al.requested);
+  if (al.requested >= a.largest) {
+    a.largest = al.requested;
+    a.row.stack = al.stack;
+    a.row.caller = caller;
+  }
+}
+
+std::vector<OpRow> finish(std::map<std::pair<std::string, FrameId>, RowAcc>& m, bool key_is_op) {
+  std::vector<OpRow> rows;
+  for (auto& kv : m) {
+    RowAcc& a = kv.second;
+    OpRow r = a.row;
+    if (key_is_op) r.op = kv.first.first;
+    else r.kernel = kv.first.first;
+    r.category = int(std::max_element(a.by_cat.begin(), a.by_cat.end()) - a.by_cat.begin());
+    std::string best;
+    int64_t best_b = -1;
+    for (auto& o : a.by_other)
+      if (o.second > best_b) best = o.first, best_b = o.second;
+    if (key_is_op) r.kernel = best;
+    else r.other = best;
+    rows.push_back(std::move(r));
+  }
+  std::sort(rows.begin(), rows.end(), [](const OpRow& a, const OpRow& b) {
+    if (a.bytes != b.bytes) return a.bytes > b.bytes;
+    if (a.op != b.op) return a.op < b.op;
+    return a.kernel < b.kernel;
+  });
+  return rows;
+}
+
+void truncate(std::vector<OpRow>& rows, OpRow& other, size_t top) {
+  other = OpRow{};
+  for (size_t i = top; i < rows.size(); ++i) {
+    other.bytes += rows[i].bytes;
+    other.count += rows[i].count;
+  }
+  if (rows.size() > top) rows.resize(top);
+}
+
+}  // namespace
+
+void ops_at_peak(const Trace& t, const Device& dev, DeviceReport& d, size_t top) {
+  if (t.ops.empty() || dev.event_op.empty()) return;
+  d.has_ops = true;
+  const Attribution& at = d.attr;
+  std::map<std::pair<std::string, FrameId>, RowAcc> by_op, by_kernel;
+  for (uint32_t id : at.live_at(d.peak_index)) {
+    const Allocation& al = at.allocations[id];
+    OpContext c = op_context(t, dev, al.alloc_event);
+    std::string op = c.op != kNoOp ? std::string(t.strings.get(t.ops[c.op].name))
+                     : al.alloc_event < 0 ? before_label(dev)
+                                          : std::string();
+    std::string kernel = c.kernel >= 0 ? kernel_display_name(t.strings.get(t.kernels[size_t(c.kernel)].name)) : std::string();
+    FrameId py = python_frame_of(t, c.op != kNoOp ? t.ops[c.op].stack : al.stack);
+    const std::string caller = caller_of(t, c.op);
+    add_to(by_op, op, py, kernel, caller, al, at.categories.size());
+    add_to(by_kernel, kernel, UINT32_MAX, op, caller, al, at.categories.size());
+  }
+  d.by_op = finish(by_op, true);
+  d.by_kernel = finish(by_kernel, false);
+  d.ops_rows = d.by_op.size();
+  d.kernel_rows = d.by_kernel.size();
+  truncate(d.by_op, d.other_ops, top);
+  truncate(d.by_kernel, d.other_kernels, top);
+}
+
+namespace {
+
+struct Key {
+  int64_t t;
+  uint64_t size;
+  bool operator<(const Key& o) const { return t != o.t ? t < o.t : size < o.size; }
+};
+
+}  // namespace
+
+namespace {
+
+constexpr int kU = MemoryTimeline::kUnknown;
+
+int64_t ns_to_us(int64_t ns) { return ns >= 0 ? ns / 1000 : -((-ns + 999) / 1000); }
+
+// PyTorch's category of every allocation, following the timeline up to one
+// moment, and what that gives at the moment.
+class TimelineMatcher {
+ public:
+  TimelineMatcher(const Trace& t, const Device& dev, const DeviceReport& d, const MemoryTimeline& tl)
+      : t_(t), dev_(dev), d_(d), at_(d.attr), tl_(tl) {
+    if (tl.raw) {
+      rows_ = tl.rows;
+      std::stable_sort(rows_.begin(), rows_.end(), [](const MemoryTimeline::Row& a, const MemoryTimeline::Row& b) {
+        const int64_t x = a.time_ns < 0 ? INT64_MIN : a.time_ns, y = b.time_ns < 0 ? INT64_MIN : b.time_ns;
+        return x < y;
+      });
+    }
+  }
+
+  TimelineMoment at(int64_t event_index, int64_t T, size_t top);
+
+ private:
+  bool retag(uint64_t size, int from, int to) {
+    auto it = live_by_.find({size, from});
+    if (it == live_by_.end()) return false;
+    auto& v = it->second;
+    while (!v.empty()) {
+      uint32_t id = v.back();
+      v.pop_back();
+      if (gone_[id] || pc_[id] != from) continue;
+      pc_[id] = uint8_t(to);
+      live_by_[{size, to}].push_back(id);
+      return true;
+    }
+    return false;
+  }
+  void follow_raw(int64_t T, TimelineMoment& m);
+  void follow_sums(int64_t T, TimelineMoment& m);
+
+  const Trace& t_;
+  const Device& dev_;
+  const DeviceReport& d_;
+  const Attribution& at_;
+  const MemoryTimeline& tl_;
+  std::vector<MemoryTimeline::Row> rows_;
+  std::vector<uint8_t> pc_;  // PyTorch's category per allocation (255: not tied)
+  std::vector<char> gone_;
+  // Live allocations by (size, PyTorch category), most recent last (a
+  // version bump names only a size: the latest such tensor is taken, e.g.
+  // the output an in-place ReLU just overwrote).
+  std::map<std::pair<uint64_t, int>, std::vector<uint32_t>> live_by_;
+  std::map<std::pair<uint64_t, int>, int64_t> pre_pool_;  // tensors from before profiling: count by (size, category)
+};
+
+void TimelineMatcher::follow_raw(int64_t T, TimelineMoment& m) {
+  // Allocations and frees by (time_us, size), in event order.
+  std::map<Key, std::deque<uint32_t>> allocs, frees;
+  for (size_t i = 0; i < dev_.events.size(); ++i) {
+    const Event& e = dev_.events[i];
+    const uint32_t id = i < at_.event_alloc.size() ? at_.event_alloc[i] : UINT32_MAX;
+    if (id == UINT32_MAX) continue;
+    if (e.kind == EventKind::Alloc) allocs[{e.time_us, e.size}].push_back(id);
+    else if (e.kind == EventKind::FreeRequested) frees[{e.time_us, e.size}].push_back(id);
+  }
+  for (size_t i = 0; i < rows_.size(); ++i) {
+    const auto& row = rows_[i];
+    if (row.time_ns >= 0 && T != kNoTime && ns_to_us(row.time_ns) > T) break;
+    m.pytorch[row.category] += row.bytes;
+    const uint64_t b = uint64_t(row.bytes < 0 ? -row.bytes : row.bytes);
+    const int64_t tu = ns_to_us(row.time_ns);
+    switch (row.action) {
+      case MemoryTimeline::Preexisting: ++pre_pool_[{b, row.category}]; break;
+      case MemoryTimeline::Create: {
+        auto it = allocs.find({tu, b});
+        if (it != allocs.end() && !it->second.empty()) {
+          uint32_t id = it->second.front();
+          it->second.pop_front();
+          pc_[id] = row.category;
+          live_by_[{b, row.category}].push_back(id);
+          ++m.allocations_matched;
+        }
+        break;
+      }
+      case MemoryTimeline::Destroy: {
+        auto it = frees.find({tu, b});
+        bool pre = true;
+        if (it != frees.end() && !it->second.empty()) {
+          uint32_t id = it->second.front();
+          it->second.pop_front();
+          pre = at_.allocations[id].alloc_event < 0;
+          pc_[id] = row.category;
+          gone_[id] = 1;
+        }
+        if (pre) {
+          auto p = pre_pool_.find({b, row.category});
+          if (p != pre_pool_.end() && p->second > 0) --p->second;
+        }
+        break;
+      }
+      case MemoryTimeline::IncrementVersion: {
+        // Written as a pair at one time: (-bytes, old category), (+bytes, new).
+        if (row.bytes < 0 && i + 1 < rows_.size() && rows_[i + 1].action == MemoryTimeline::IncrementVersion &&
+            rows_[i + 1].time_ns == row.time_ns) {
+          const int from = row.category, to = rows_[i + 1].category;
+          ++i;
+          m.pytorch[size_t(to)] += rows_[i].bytes;
+          if (from == to) break;
+          if (!retag(b, from, to)) {
+            auto p = pre_pool_.find({b, from});
+            if (p != pre_pool_.end() && p->second > 0) {
+              --p->second;
+              ++pre_pool_[{b, to}];
+            }
+          }
+        }
+        break;
+      }
+      default: break;
+    }
+  }
+  for (auto& kv : pre_pool_) {
+    const int64_t b = int64_t(kv.first.first) * kv.second;
+    m.pre_trace_tensors[size_t(kv.first.second)] += b;
+    if (kv.first.second == kU) m.before_profiler += b;
+  }
+}
+
+void TimelineMatcher::follow_sums(int64_t T, TimelineMoment& m) {
+  const auto& times = tl_.times_us;
+  size_t k_at = 0;
+  bool any = false;
+  for (size_t k = 0; k < times.size(); ++k)
+    if (T == kNoTime || times[k] <= T) k_at = k, any = true;
+  if (!any) return;
+  m.pytorch = tl_.sizes[k_at];
+  // Events by the timeline's row. PyTorch turns nanoseconds into its
+  // microseconds through a double (int(t / 1000)), which rounds some of them
+  // up: an event with no row at its microsecond belongs to the next one.
+  std::map<int64_t, std::vector<size_t>> bucket;
+  for (size_t i = 0; i < dev_.events.size(); ++i) {
+    const Event& e = dev_.events[i];
+    if ((e.kind == EventKind::Alloc || e.kind == EventKind::FreeRequested) && i < at_.event_alloc.size() &&
+        at_.event_alloc[i] != UINT32_MAX) {
+      int64_t key = e.time_us;
+      if (!std::binary_search(times.begin(), times.end(), key) && std::binary_search(times.begin(), times.end(), key + 1))
+        ++key;
+      bucket[key].push_back(i);
+    }
+  }
+  constexpr int N = MemoryTimeline::kCategories;
+  for (size_t k = 1; k <= k_at; ++k) {
+    std::array<int64_t, N> delta{};
+    for (int q = 0; q < N; ++q) delta[size_t(q)] = tl_.sizes[k][size_t(q)] - tl_.sizes[k - 1][size_t(q)];
+    auto bit = bucket.find(times[k]);
+    if (bit != bucket.end()) {
+      std::vector<uint32_t> unknown_frees;
+      for (size_t i : bit->second) {
+        const Event& e = dev_.events[i];
+        const uint32_t id = at_.event_alloc[i];
+        if (e.kind != EventKind::FreeRequested) continue;
+        gone_[id] = 1;
+        if (pc_[id] != 255) delta[pc_[id]] += int64_t(e.size);
+        else unknown_frees.push_back(id);
+      }
+      // The allocations of this timestamp: first those whose size is exactly
+      // one category's change; then, when the rest add up to one category's
+      // change, all of them there; then each where it fits best.
+      std::vector<size_t> todo;
+      for (size_t i : bit->second)
+        if (dev_.events[i].kind == EventKind::Alloc) todo.push_back(i);
+      auto assign = [&](size_t i, int q) {
+        const uint32_t id = at_.event_alloc[i];
+        pc_[id] = uint8_t(q);
+        delta[size_t(q)] -= int64_t(dev_.events[i].size);
+        live_by_[{dev_.events[i].size, q}].push_back(id);
+        ++m.allocations_matched;
+      };
+      std::vector<size_t> rest;
+      for (size_t i : todo) {
+        int q = -1;
+        for (int c = 0; c < N && q < 0; ++c)
+          if (delta[size_t(c)] == int64_t(dev_.events[i].size)) q = c;
+        if (q >= 0) assign(i, q);
+        else rest.push_back(i);
+      }
+      if (!rest.empty()) {
+        int64_t sum = 0;
+        for (size_t i : rest) sum += int64_t(dev_.events[i].size);
+        int q = -1;
+        for (int c = 0; c < N && q < 0; ++c)
+          if (delta[size_t(c)] == sum) q = c;
+        if (q >= 0) {
+          for (size_t i : rest) assign(i, q);
+          rest.clear();
+        }
+      }
+      for (size_t i : rest) {
+        const int64_t b = int64_t(dev_.events[i].size);
+        int best = -1;
+        for (int c = 0; c < N; ++c)
+          if (delta[size_t(c)] >= b && (best < 0 || delta[size_t(c)] > delta[size_t(best)])) best = c;
+        if (best >= 0) assign(i, best);
+      }
+      for (uint32_t id : unknown_frees)
+        for (int q = 0; q < N; ++q)
+          if (delta[size_t(q)] == -int64_t(at_.allocations[id].requested)) {
+            pc_[id] = uint8_t(q);
+            delta[size_t(q)] = 0;
+            break;
+          }
+    }
+    // What is left moved between categories: version bumps of live tensors.
+    for (int from = 0; from < N; ++from) {
+      if (delta[size_t(from)] >= 0) continue;
+      for (int to = 0; to < N; ++to)
+        if (delta[size_t(to)] == -delta[size_t(from)] && retag(uint64_t(delta[size_t(to)]), from, to)) {
+          delta[size_t(to)] = 0;
+          delta[size_t(from)] = 0;
+          break;
+        }
+    }
+  }
+}
+
+TimelineMoment TimelineMatcher::at(int64_t event_index, int64_t T, size_t top) {
+  pc_.assign(at_.allocations.size(), 255);
+  gone_.assign(at_.allocations.size(), 0);
+  live_by_.clear();
+  pre_pool_.clear();
+  TimelineMoment m;
+  m.time_us = T;
+  m.event_index = event_index;
+  m.phase = at_.phase_at(event_index);
+  m.iteration = at_.iteration_at(event_index);
+  for (int64_t i = 0; i < int64_t(dev_.events.size()) && i <= event_index; ++i)
+    m.allocations += dev_.events[size_t(i)].kind == EventKind::Alloc;
+  if (tl_.raw) follow_raw(T, m);
+  else follow_sums(T, m);
+  for (int64_t v : m.pytorch) m.pytorch_total += v;
+  m.unknown = m.pytorch[kU];
+  m.snapdiff = at_.categories_at({event_index})[0];
+  for (int64_t v : m.snapdiff) m.snapdiff_total += v;
+  // What PyTorch calls unknown, placed.
+  m.unknown_by_category.assign(at_.categories.size(), 0);
+  std::map<std::tuple<int, std::string, std::string>, RowAcc> groups;
+  const std::vector<uint32_t> live = at_.live_at(event_index);
+  for (uint32_t id : live)
+    if (at_.allocations[id].alloc_event < 0) m.pre_trace_live += int64_t(at_.allocations[id].requested);
+  for (uint32_t id : live) {
+    if (pc_[id] != kU) continue;
+    const Allocation& al = at_.allocations[id];
+    m.placed += int64_t(al.requested);
+    m.unknown_by_category[al.category] += int64_t(al.requested);
+    OpContext oc = op_context(t_, dev_, al.alloc_event);
+    std::string op = oc.op != kNoOp ? std::string(t_.strings.get(t_.ops[oc.op].name))
+                     : al.alloc_event < 0 ? before_label(dev_)
+                                          : std::string();
+    std::string kernel = oc.kernel >= 0 ? kernel_display_name(t_.strings.get(t_.kernels[size_t(oc.kernel)].name)) : std::string();
+    RowAcc& a = groups[{int(al.category), op, kernel}];
+    a.row.op = op;
+    a.row.kernel = kernel;
+    a.row.category = al.category;
+    a.row.bytes += int64_t(al.requested);
+    ++a.row.count;
+    if (al.requested >= a.largest) {
+      a.largest = al.requested;
+      a.row.stack = al.stack;
+      a.row.python = python_frame_of(t_, oc.op != kNoOp ? t_.ops[oc.op].stack : al.stack);
+      a.row.caller = caller_of(t_, oc.op);
+    }
+  }
+  for (auto& kv : groups) m.placements.push_back(kv.second.row);
+  std::sort(m.placements.begin(), m.placements.end(), [](const OpRow& a, const OpRow& b) {
+    if (a.bytes != b.bytes) return a.bytes > b.bytes;
+    return a.op < b.op;
+  });
+  if (m.placements.size() > top) m.placements.resize(top);
+  (void)d_;
+  return m;
+}
+
+}  // namespace
+
+void compare_timeline(const Trace& t, Report& r, const MemoryTimeline& tl, size_t top) {
+  TimelineComparison& c = r.timeline;
+  c.present = true;
+  c.name = tl.name;
+  c.raw = tl.raw;
+  c.method = tl.raw ? "per event: each row of the raw export tied to the trace's allocation or free with the same time and size"
+                    : "per timestamp: the export's category totals, tied to the trace's allocations where a timestamp's change fits them";
+  if (r.devices.empty()) return;
+  // export_memory_timeline describes one device, cuda:0 unless told otherwise.
+  size_t di = r.peak_device;
+  for (size_t i = 0; i < r.devices.size(); ++i)
+    if (r.devices[i].device == 0) di = i;
+  const DeviceReport& d = r.devices[di];
+  c.device = d.device;
+  const Device* dev = t.find_device(d.device);
+  if (!dev || dev->events.empty()) return;
+  // PyTorch's own maximum, and when its unknown is largest.
+  int64_t max_unknown = 0, max_unknown_t = kNoTime;
+  if (tl.raw) {
+    std::vector<MemoryTimeline::Row> rows = tl.rows;
+    std::stable_sort(rows.begin(), rows.end(), [](const MemoryTimeline::Row& a, const MemoryTimeline::Row& b) {
+      const int64_t x = a.time_ns < 0 ? INT64_MIN : a.time_ns, y = b.time_ns < 0 ? INT64_MIN : b.time_ns;
+      return x < y;
+    });
+    int64_t total = 0, unknown = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      total += rows[i].bytes;
+      if (rows[i].category == kU) unknown += rows[i].bytes;
+      if (i + 1 < rows.size() && rows[i + 1].time_ns == rows[i].time_ns) continue;
+      const int64_t tu = rows[i].time_ns < 0 ? kNoTime : ns_to_us(rows[i].time_ns);
+      if (total > c.pytorch_peak) c.pytorch_peak = total, c.pytorch_peak_time_us = tu;
+      if (unknown > max_unknown && tu != kNoTime) max_unknown = unknown, max_unknown_t = tu;
+    }
+  } else {
+    for (size_t k = 0; k < tl.times_us.size(); ++k) {
+      int64_t sum = 0;
+      for (int64_t v : tl.sizes[k]) sum += v;
+      if (sum > c.pytorch_peak) c.pytorch_peak = sum, c.pytorch_peak_time_us = tl.times_us[k];
+      if (tl.sizes[k][kU] > max_unknown) max_unknown = tl.sizes[k][kU], max_unknown_t = tl.times_us[k];
+    }
+  }
+  TimelineMatcher tm(t, *dev, d, tl);
+  const int64_t peak_t = d.peak_index >= 0 ? d.peak_event.time_us : dev->events.front().time_us;
+  TimelineMoment first = tm.at(d.peak_index, peak_t, top);
+  first.label = "snapdiff's peak";
+  c.moments.push_back(std::move(first));
+  if (max_unknown > c.moments[0].unknown && max_unknown_t != kNoTime) {
+    // The last event at or before that time.
+    int64_t e = -1;
+    for (size_t i = 0; i < dev->events.size(); ++i)
+      if (dev->events[i].time_us != kNoTime && dev->events[i].time_us <= max_unknown_t) e = int64_t(i);
+    TimelineMoment second = tm.at(e, max_unknown_t, top);
+    second.label = "PyTorch's largest unknown";
+    c.moments.push_back(std::move(second));
+  }
+}
+
+}  // namespace snapdiff::detail

@@ -1,0 +1,32 @@
+// Internal: the report's views of inputs that carry ops (profiler traces,
+// snapshots joined with one), and the comparison with PyTorch's memory
+// timeline.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "snapdiff/report.hpp"
+
+namespace snapdiff::detail {
+
+// "void at::native::foo<float, 4>(int)" -> "at::native::foo<…>"; names
+// without templates or parameter lists ("nvjet_sm90_…", "Memset (Device)")
+// are kept.
+std::string kernel_display_name(std::string_view name);
+
+// The allocation's op context: the op that made it (the innermost op around
+// it whose calls launched a kernel), and that op's kernel.
+struct OpContext {
+  uint32_t op = kNoOp;
+  int64_t kernel = -1;  // index into Trace::kernels
+};
+OpContext op_context(const Trace& t, const Device& dev, int64_t alloc_event);
+
+// Fills d.by_op / d.by_kernel from the live allocations at d's peak.
+void ops_at_peak(const Trace& t, const Device& dev, DeviceReport& d, size_t top);
+
+// Fills r.timeline for the device the timeline describes.
+void compare_timeline(const Trace& t, Report& r, const MemoryTimeline& tl, size_t top);
+
+}  // namespace snapdiff::detail

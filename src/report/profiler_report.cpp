@@ -1,0 +1,406 @@
+// Report sections for inputs with ops: profiler traces and snapshots joined
+// with one (docs/cli.md).
+#include "report/profiler_report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "snapdiff/report.hpp"
+
+namespace snapdiff::detail {
+
+namespace {
+
+using J = nlohmann::ordered_json;
+
+std::string commas(uint64_t v) {
+  const std::string s = std::to_string(v);
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i > 0 && (s.size() - i) % 3 == 0) out += ',';
+    out += s[i];
+  }
+  return out;
+}
+
+std::string percent(int64_t part, int64_t whole) {
+  char b[16];
+  std::snprintf(b, sizeof b, "%5.1f%%", whole > 0 ? 100.0 * double(part) / double(whole) : 0.0);
+  return b;
+}
+
+// Display width: UTF-8 continuation bytes take no column.
+size_t width(const std::string& s) {
+  size_t w = 0;
+  for (char c : s) w += (uint8_t(c) & 0xC0) != 0x80;
+  return w;
+}
+std::string lpad(const std::string& s, size_t w) { return width(s) >= w ? s : std::string(w - width(s), ' ') + s; }
+std::string rpad(const std::string& s, size_t w) { return width(s) >= w ? s : s + std::string(w - width(s), ' '); }
+// Cuts to at most w columns, ending in "..." when cut.
+std::string clip(const std::string& s, size_t w) {
+  if (width(s) <= w) return s;
+  std::string out;
+  size_t cols = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if ((uint8_t(s[i]) & 0xC0) != 0x80) {
+      if (cols + 3 >= w) break;
+      ++cols;
+    }
+    out += s[i];
+  }
+  return out + "...";
+}
+
+// "1.234 s later" / "0.5 ms earlier" from a to b.
+std::string seconds_between(int64_t a, int64_t b) {
+  if (a == kNoTime || b == kNoTime) return "at another time";
+  const int64_t dt = b - a;
+  const double ad = double(dt < 0 ? -dt : dt);
+  char buf[48];
+  if (ad < 1e3) std::snprintf(buf, sizeof buf, "%.0f us", ad);
+  else if (ad < 1e6) std::snprintf(buf, sizeof buf, "%.1f ms", ad / 1e3);
+  else std::snprintf(buf, sizeof buf, "%.3f s", ad / 1e6);
+  return std::string(buf) + (dt < 0 ? " before the peak" : " after the peak");
+}
+
+std::string wrap_text(const std::string& lead, const std::string& text, size_t w) {
+  std::string out, line = lead;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = text.find(' ', i);
+    if (j == std::string::npos) j = text.size();
+    std::string word = text.substr(i, j - i);
+    if (line.size() > lead.size() && width(line) + 1 + width(word) > w) {
+      out += line + "\n";
+      line = std::string(lead.size() + 2, ' ');
+    }
+    if (line.size() > lead.size() && line.back() != ' ') line += " ";
+    line += word;
+    i = j + 1;
+  }
+  out += line + "\n";
+  for (char& c : out)
+    if (c == '\x01') c = ' ';
+  return out;
+}
+
+// A size that wrap_text keeps on one line.
+std::string hb(int64_t b) {
+  std::string s = human_bytes(b);
+  for (char& c : s)
+    if (c == ' ') c = '\x01';
+  return s;
+}
+
+std::string op_or_none(const std::string& op) { return op.empty() ? "(outside every op)" : op; }
+
+std::string op_kernel(const OpRow& r) {
+  std::string s = op_or_none(r.op);
+  if (!r.kernel.empty()) s += " -> " + r.kernel;
+  return s;
+}
+
+std::string where(const Trace& t, const OpRow& r) {
+  if (r.python != UINT32_MAX) return format_frame(t, r.python);
+  return r.caller.empty() ? std::string("-") : "in " + r.caller;
+}
+
+std::string cat_name(const DeviceReport& d, int c) {
+  return c >= 0 && size_t(c) < d.attr.categories.size() ? d.attr.categories[size_t(c)] : std::string("?");
+}
+
+J frame_j(const Trace& t, FrameId f) {
+  if (f == UINT32_MAX) return nullptr;
+  const Frame& fr = t.frames[f];
+  J j;
+  j["name"] = std::string(t.strings.get(fr.name));
+  j["file"] = std::string(t.strings.get(fr.file));
+  j["line"] = fr.line >= 0 ? J(fr.line) : J(nullptr);
+  return j;
+}
+
+J row_j(const DeviceReport& d, const Trace& t, const OpRow& r) {
+  J j;
+  j["op"] = r.op.empty() ? J(nullptr) : J(r.op);
+  j["kernel"] = r.kernel.empty() ? J(nullptr) : J(r.kernel);
+  j["requested_bytes"] = r.bytes;
+  j["count"] = r.count;
+  j["category"] = r.category >= 0 ? J(cat_name(d, r.category)) : J(nullptr);
+  j["python_frame"] = frame_j(t, r.python);
+  j["caller"] = r.caller.empty() ? J(nullptr) : J(r.caller);
+  J st = J::array();
+  for (FrameId f : t.stacks.frames(r.stack)) st.push_back(frame_j(t, f));
+  j["stack"] = st;
+  return j;
+}
+
+}  // namespace
+
+std::string profiler_input_text(const Report& r) {
+  std::ostringstream o;
+  if (r.ops > 0) o << "  ops         " << commas(r.ops) << " (cpu_op ranges)\n";
+  if (r.host_memory_events > 0)
+    o << "  cpu memory  " << commas(r.host_memory_events) << " events of the CPU allocator, largest total "
+      << human_bytes(r.host_peak_bytes) << " (not replayed)\n";
+  for (const TraceJoinDevice& j : r.join.devices) {
+    o << "  trace       " << r.join.trace_name << ": cuda:" << j.device << ", " << commas(j.matched) << " of "
+      << commas(j.snapshot_allocs) << " allocations tied to the trace's, " << commas(j.with_op) << " of them inside an op";
+    if (j.method == "time") {
+      char b[96];
+      std::snprintf(b, sizeof b, " (clocks aligned: snapshot = trace %+.1f us, spread %.1f us", j.offset_us,
+                    j.offset_spread_us);
+      o << b << "; " << commas(j.in_window) << " allocations fall in the traced window, the trace has "
+        << commas(j.trace_allocs) << ")\n";
+    } else {
+      o << " (no consistent clock offset: matched by address and size in order; the trace has "
+        << commas(j.trace_allocs) << ")\n";
+    }
+  }
+  if (r.join.devices.empty() && !r.join.trace_name.empty())
+    o << "  trace       " << r.join.trace_name << ": no device in common with the snapshot, nothing joined\n";
+  return o.str();
+}
+
+std::string reported_peak_text(const DeviceReport& d) {
+  const DeviceReplay& rp = d.replay;
+  std::ostringstream o;
+  auto line = [&](const char* name, const PeakPoint& p, const char* note) {
+    o << "  " << name << lpad(human_bytes(p.bytes), 11) << "  " << lpad(commas(uint64_t(p.bytes)), 17) << " B";
+    if (p.event_index >= 0) o << "   at event " << commas(uint64_t(p.event_index));
+    else o << "   before the first event";
+    o << note << "\n";
+  };
+  o << "  requested         n/a  (a profiler trace records block sizes, not requested sizes; below, requested = allocated)\n";
+  line("allocated ", rp.peak_allocated, "  (exact: the largest Total Allocated the trace reports)");
+  line("reserved  ", rp.peak_reserved, "  (Total Reserved as reported)");
+  return o.str();
+}
+
+std::string no_fragmentation_text(const DeviceReport& d) {
+  const Fragmentation& f = d.frag;
+  std::ostringstream o;
+  o << "\nFRAGMENTATION AT THE PEAK  cuda:" << d.device << "\n";
+  o << "  reserved - allocated   " << lpad(human_bytes(f.reserved - f.allocated), 10)
+    << "   (a profiler trace has no segments or blocks: how it splits into free blocks is not known)\n";
+  return o.str();
+}
+
+std::string ops_text(const DeviceReport& d, const Trace& t) {
+  if (!d.has_ops) return "";
+  std::ostringstream o;
+  const int64_t total = d.peak_live_requested;
+  o << "\nBY OP AT THE PEAK  cuda:" << d.device
+    << "  (the op that made each live byte: the innermost op around the allocation that launched a kernel)\n";
+  o << "       BYTES       %   COUNT  CATEGORY             OP -> KERNEL                                                              CALLED FROM\n";
+  for (const OpRow& r : d.by_op)
+    o << "  " << lpad(human_bytes(r.bytes), 10) << "  " << percent(r.bytes, total) << "  " << lpad(commas(r.count), 6)
+      << "  " << rpad(cat_name(d, r.category), 19) << "  " << rpad(clip(op_kernel(r), 72), 72) << "  "
+      << where(t, r) << "\n";
+  if (d.other_ops.count > 0)
+    o << "  " << lpad(human_bytes(d.other_ops.bytes), 10) << "  " << percent(d.other_ops.bytes, total) << "  "
+      << lpad(commas(d.other_ops.count), 6) << "  " << rpad("", 19) << "  [" << commas(d.ops_rows - d.by_op.size())
+      << " other ops]\n";
+  o << "\nBY KERNEL AT THE PEAK  cuda:" << d.device
+    << "  (each live byte under the first kernel its op launched after allocating it)\n";
+  o << "       BYTES       %   COUNT  CATEGORY             KERNEL                                                                    LAUNCHED BY\n";
+  for (const OpRow& r : d.by_kernel)
+    o << "  " << lpad(human_bytes(r.bytes), 10) << "  " << percent(r.bytes, total) << "  " << lpad(commas(r.count), 6)
+      << "  " << rpad(cat_name(d, r.category), 19) << "  "
+      << rpad(clip(r.kernel.empty() ? "(no kernel: the op launched none)" : r.kernel, 72), 72) << "  "
+      << op_or_none(r.other) << "\n";
+  if (d.other_kernels.count > 0)
+    o << "  " << lpad(human_bytes(d.other_kernels.bytes), 10) << "  " << percent(d.other_kernels.bytes, total) << "  "
+      << lpad(commas(d.other_kernels.count), 6) << "  " << rpad("", 19) << "  ["
+      << commas(d.kernel_rows - d.by_kernel.size()) << " other kernels]\n";
+  return o.str();
+}
+
+namespace {
+
+std::string placement_text(const DeviceReport& d, const Trace& t, const TimelineMoment& m) {
+  std::ostringstream o;
+  std::vector<std::pair<int64_t, std::string>> by_cat;
+  for (size_t i = 0; i < m.unknown_by_category.size(); ++i)
+    if (m.unknown_by_category[i] > 0) by_cat.push_back({m.unknown_by_category[i], d.attr.categories[i]});
+  std::sort(by_cat.begin(), by_cat.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  o << "    ";
+  for (size_t i = 0; i < by_cat.size(); ++i) o << (i ? ", " : "") << by_cat[i].second << " " << human_bytes(by_cat[i].first);
+  if (by_cat.empty()) o << "(none of it tied to an allocation)";
+  o << "\n";
+  o << "         BYTES  CATEGORY             OP -> KERNEL                                                              CALLED FROM\n";
+  int64_t shown = 0;
+  for (const OpRow& p : m.placements) {
+    shown += p.bytes;
+    o << "    " << lpad(human_bytes(p.bytes), 10) << "  " << rpad(cat_name(d, p.category), 19) << "  "
+      << rpad(clip(op_kernel(p), 72), 72) << "  " << where(t, p) << "\n";
+  }
+  if (m.placed > shown) o << "    " << lpad(human_bytes(m.placed - shown), 10) << "  " << rpad("", 19) << "  [other ops]\n";
+  if (m.before_profiler > 0)
+    o << "    " << lpad(human_bytes(m.before_profiler), 10) << "  " << rpad("", 19)
+      << "  tensors that existed before profiling (the export gives no address)\n";
+  // (Negative when rows at the moment's microsecond come after its event.)
+  const int64_t rest = m.unknown - m.placed - m.before_profiler;
+  if (rest > 0)
+    o << "    " << lpad(human_bytes(rest), 10) << "  " << rpad("", 19)
+      << "  not tied to an allocation (rows whose time and size fit none)\n";
+  return o.str();
+}
+
+std::string when_text(const TimelineMoment& m) {
+  std::string s = phase_name(m.phase);
+  if (m.iteration > 0) s = "iteration " + std::to_string(m.iteration) + ", " + s;
+  return s;
+}
+
+}  // namespace
+
+std::string timeline_text(const Report& r, const Trace& t) {
+  const TimelineComparison& c = r.timeline;
+  if (!c.present) return "";
+  std::ostringstream o;
+  const DeviceReport* d = nullptr;
+  for (const DeviceReport& x : r.devices)
+    if (x.device == c.device) d = &x;
+  o << "\nPYTORCH'S MEMORY TIMELINE  cuda:" << c.device << "  (" << c.name << ": export_memory_timeline"
+    << (c.raw ? ", raw" : "") << ")\n";
+  if (!d || c.moments.empty()) {
+    o << "  nothing to compare: the input has no allocations on this device\n";
+    return o.str();
+  }
+  const TimelineMoment& m = c.moments[0];
+  {
+    std::string msg = "At snapdiff's peak (" + when_text(m) + ") PyTorch's timeline holds " + hb(m.pytorch_total) +
+                      " in tensors against " + hb(m.snapdiff_total) + " allocated";
+    if (m.snapdiff_total > m.pytorch_total)
+      msg += " (" + hb(m.snapdiff_total - m.pytorch_total) + " are not tensors to it: workspaces and other buffers)";
+    msg += "; its own maximum is " + hb(c.pytorch_peak) + ".";
+    o << wrap_text("  ", msg, 100);
+  }
+  o << "    PYTORCH'S CATEGORY          BYTES     SNAPDIFF'S CATEGORY          BYTES\n";
+  std::vector<std::pair<std::string, int64_t>> ours;
+  for (size_t i = 0; i < m.snapdiff.size(); ++i)
+    if (m.snapdiff[i] != 0) ours.push_back({d->attr.categories[i], m.snapdiff[i]});
+  std::sort(ours.begin(), ours.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  const size_t rows = std::max(size_t(MemoryTimeline::kCategories), ours.size());
+  for (size_t i = 0; i < rows; ++i) {
+    std::string left = i < size_t(MemoryTimeline::kCategories)
+                           ? "    " + rpad(MemoryTimeline::kCategoryNames[i], 20) + lpad(human_bytes(m.pytorch[i]), 11)
+                           : std::string(35, ' ');
+    std::string right = i < ours.size() ? "     " + rpad(ours[i].first, 20) + lpad(human_bytes(ours[i].second), 11) : "";
+    o << left << right << "\n";
+  }
+  o << "    " << rpad("TOTAL", 20) << lpad(human_bytes(m.pytorch_total), 11) << "     " << rpad("TOTAL", 20)
+    << lpad(human_bytes(m.snapdiff_total), 11) << "\n";
+  if (c.raw && m.pre_trace_live > 0) {
+    int64_t tensors = 0;
+    std::string parts;
+    for (int i = 0; i < MemoryTimeline::kCategories; ++i) {
+      if (m.pre_trace_tensors[size_t(i)] <= 0) continue;
+      tensors += m.pre_trace_tensors[size_t(i)];
+      parts += (parts.empty() ? "" : ", ") + std::string(MemoryTimeline::kCategoryNames[i]) + " " +
+               hb(m.pre_trace_tensors[size_t(i)]);
+    }
+    std::string msg = "Of the " + hb(m.pre_trace_live) + " allocated before the trace's first event and alive at the peak, "
+                      "PyTorch's timeline knows " + hb(tensors) + " as tensors" + (parts.empty() ? "" : " (" + parts + ")");
+    if (m.pre_trace_live > tensors)
+      msg += "; the other " + hb(m.pre_trace_live - tensors) + " are not tensors (library workspaces and other buffers)";
+    o << "\n" << wrap_text("  ", msg + ".", 100);
+  }
+  o << "\n  PyTorch's memory timeline calls " << human_bytes(m.unknown) << " unknown at the peak";
+  if (m.unknown == 0) o << ".\n";
+  else o << "; snapdiff places it as:\n" << placement_text(*d, t, m);
+  for (size_t k = 1; k < c.moments.size(); ++k) {
+    const TimelineMoment& x = c.moments[k];
+    o << "\n"
+      << wrap_text("  ", "Its unknown is largest elsewhere: " + hb(x.unknown) + " (of " + hb(x.pytorch_total) + ") in " +
+                             when_text(x) + ", " + seconds_between(m.time_us, x.time_us) + "; snapdiff places it as:",
+                   100)
+      << placement_text(*d, t, x);
+  }
+  o << wrap_text("  ", "(" + commas(m.allocations_matched) + " of " + commas(m.allocations) +
+                          " of the trace's allocations up to the peak tied to the timeline; " + c.method + ")",
+                  100);
+  return o.str();
+}
+
+J profiler_input_json(const Report& r) {
+  J j;
+  j["ops"] = r.ops;
+  j["cpu_memory_events"] = r.host_memory_events;
+  j["cpu_memory_peak_bytes"] = r.host_peak_bytes;
+  return j;
+}
+
+J ops_json(const DeviceReport& d, const Trace& t) {
+  J j;
+  J ops = J::array(), ks = J::array();
+  for (const OpRow& r : d.by_op) ops.push_back(row_j(d, t, r));
+  for (const OpRow& r : d.by_kernel) {
+    J x = row_j(d, t, r);
+    x["op"] = r.other.empty() ? J(nullptr) : J(r.other);
+    ks.push_back(x);
+  }
+  j["by_op"] = ops;
+  j["by_op_other"] = {{"requested_bytes", d.other_ops.bytes}, {"count", d.other_ops.count}};
+  j["by_kernel"] = ks;
+  j["by_kernel_other"] = {{"requested_bytes", d.other_kernels.bytes}, {"count", d.other_kernels.count}};
+  return j;
+}
+
+J timeline_json(const Report& r, const Trace& t) {
+  const TimelineComparison& c = r.timeline;
+  J j;
+  j["name"] = c.name;
+  j["raw"] = c.raw;
+  j["device"] = c.device;
+  j["pytorch_peak_bytes"] = c.pytorch_peak;
+  j["pytorch_peak_time_us"] = c.pytorch_peak_time_us == kNoTime ? J(nullptr) : J(c.pytorch_peak_time_us);
+  j["method"] = c.method;
+  const DeviceReport* d = nullptr;
+  for (const DeviceReport& x : r.devices)
+    if (x.device == c.device) d = &x;
+  J ms = J::array();
+  for (const TimelineMoment& m : c.moments) {
+    J x;
+    x["label"] = m.label;
+    x["time_us"] = m.time_us == kNoTime ? J(nullptr) : J(m.time_us);
+    x["event_index"] = m.event_index;
+    x["phase"] = phase_name(m.phase);
+    x["iteration"] = m.iteration;
+    J pc = J::object();
+    for (int i = 0; i < MemoryTimeline::kCategories; ++i) pc[MemoryTimeline::kCategoryNames[i]] = m.pytorch[size_t(i)];
+    x["pytorch_categories"] = pc;
+    x["pytorch_total_bytes"] = m.pytorch_total;
+    J sc = J::object(), ub = J::object();
+    if (d) {
+      for (size_t i = 0; i < m.snapdiff.size(); ++i) sc[d->attr.categories[i]] = m.snapdiff[i];
+      for (size_t i = 0; i < m.unknown_by_category.size(); ++i)
+        if (m.unknown_by_category[i] != 0) ub[d->attr.categories[i]] = m.unknown_by_category[i];
+    }
+    x["snapdiff_categories"] = sc;
+    x["snapdiff_total_bytes"] = m.snapdiff_total;
+    x["unknown_bytes"] = m.unknown;
+    x["placed_bytes"] = m.placed;
+    x["before_profiler_bytes"] = m.before_profiler;
+    if (c.raw) {
+      J pt = J::object();
+      for (int i = 0; i < MemoryTimeline::kCategories; ++i) pt[MemoryTimeline::kCategoryNames[i]] = m.pre_trace_tensors[size_t(i)];
+      x["pre_trace_live_bytes"] = m.pre_trace_live;
+      x["pre_trace_tensors"] = pt;
+    }
+    x["unknown_by_category"] = ub;
+    J pl = J::array();
+    if (d)
+      for (const OpRow& p : m.placements) pl.push_back(row_j(*d, t, p));
+    x["placements"] = pl;
+    x["allocations_matched"] = m.allocations_matched;
+    x["allocations"] = m.allocations;
+    ms.push_back(x);
+  }
+  j["moments"] = ms;
+  return j;
+}
+
+}  // namespace snapdiff::detail

@@ -1,0 +1,27 @@
+// Internal: the report sections profiler inputs add (text and JSON).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "snapdiff/report.hpp"
+
+namespace snapdiff::detail {
+
+// INPUT lines: ops, the CPU allocator, the join with a trace.
+std::string profiler_input_text(const Report& r);
+// The PEAK lines of a device whose counters a profiler trace reported.
+std::string reported_peak_text(const DeviceReport& d);
+// BY OP / BY KERNEL AT THE PEAK.
+std::string ops_text(const DeviceReport& d, const Trace& t);
+// FRAGMENTATION for a device without a block layout.
+std::string no_fragmentation_text(const DeviceReport& d);
+// PYTORCH'S MEMORY TIMELINE.
+std::string timeline_text(const Report& r, const Trace& t);
+
+// JSON: input.profiler, devices[].by_op/by_kernel, memory_timeline, trace_join.
+nlohmann::ordered_json profiler_input_json(const Report& r);
+nlohmann::ordered_json ops_json(const DeviceReport& d, const Trace& t);
+nlohmann::ordered_json timeline_json(const Report& r, const Trace& t);
+
+}  // namespace snapdiff::detail

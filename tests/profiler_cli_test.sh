@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# End-to-end checks of torch.profiler inputs: report on a Chrome trace,
+# --memory-timeline, --trace, diff/check on traces, and the error contract
+# for truncated and malformed traces. Usage: profiler_cli_test.sh BIN SOURCE_DIR
+set -u
+BIN=$1
+SRC=$2
+DATA=$SRC/../shared/data
+PROF=$SRC/tests/data/profile
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+check() {  # check NAME EXPECTED_RC CMD...
+  local name=$1 want=$2; shift 2
+  "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  if [[ $rc -ne $want ]]; then
+    echo "FAIL $name: exit $rc, expected $want"; sed 's/^/  stderr: /' "$T/err" | head -5; fails=$((fails+1)); return 1
+  fi
+  echo "ok   $name"
+}
+has() {  # has NAME FILE TEXT
+  grep -qF -- "$3" "$2" || { echo "FAIL $1: no '$3' in output"; fails=$((fails+1)); }
+}
+input_error() {  # input_error NAME FILE WHERE : exit 3, one stderr line naming the file and WHERE, empty stdout
+  local name=$1 file=$2 where=$3
+  check "$name" 3 "$BIN" report "$file" || return
+  local lines; lines=$(wc -l <"$T/err")
+  if [[ $lines -ne 1 ]] || ! grep -qF "snapdiff: error: $file: $where" "$T/err"; then
+    echo "FAIL $name: stderr is not one 'snapdiff: error: FILE: $where...' line:"; cat "$T/err"; fails=$((fails+1))
+  fi
+  if [[ -s $T/out ]]; then echo "FAIL $name: printed to stdout on error"; fails=$((fails+1)); fi
+}
+
+TRACE=$DATA/small_profile.trace.json.gz
+check "report trace" 0 "$BIN" report "$TRACE"
+has "report trace" "$T/out" "format      chrome-trace"
+has "report trace" "$T/out" "BY OP AT THE PEAK"
+has "report trace" "$T/out" "BY KERNEL AT THE PEAK"
+has "report trace" "$T/out" "exact: the largest Total Allocated the trace reports"
+[[ -s $T/err ]] && { echo "FAIL report trace: wrote to stderr"; fails=$((fails+1)); }
+
+check "report trace json" 0 "$BIN" report --format json "$TRACE"
+python3 - "$T/out" "$DATA/small_profile.truth.json" "$SRC" <<'PY' || fails=$((fails+1))
+import json, os, sys
+r = json.load(open(sys.argv[1])); t = json.load(open(sys.argv[2]))
+assert r["input"]["format"] == "chrome-trace", r["input"]
+assert r["input"]["history"] == "truncated"           # the profiler started after the model was built
+assert r["peak"]["allocated_bytes"] == t["max_memory_allocated"], r["peak"]
+assert r["peak"]["requested_bytes"] == r["peak"]["allocated_bytes"]
+assert sum(r["categories"].values()) == r["peak"]["requested_bytes"]
+s = json.load(open(os.path.join(sys.argv[3], "schemas/report.schema.json")))
+for k in s["required"]: assert k in r, k
+for k in s["$defs"]["devicePeak"]["required"]: assert k in r["peak"], k
+d = r["devices"][0]
+for k in s["$defs"]["device"]["required"]: assert k in d, k
+assert d["counters"] == "reported"
+assert sum(x["requested_bytes"] for x in d["by_op"]) + d["by_op_other"]["requested_bytes"] == r["peak"]["requested_bytes"]
+assert sum(x["requested_bytes"] for x in d["by_kernel"]) + d["by_kernel_other"]["requested_bytes"] == r["peak"]["requested_bytes"]
+assert r["input"]["profiler"]["ops"] == 1450
+print("ok   trace json fields")
+PY
+
+for tl in small_profile.memtl.json small_profile.memtl.raw.json.gz; do
+  check "--memory-timeline $tl" 0 "$BIN" report "$TRACE" --memory-timeline "$DATA/$tl"
+  has "--memory-timeline $tl" "$T/out" "PYTORCH'S MEMORY TIMELINE"
+  has "--memory-timeline $tl" "$T/out" "PyTorch's memory timeline calls"
+done
+check "--memory-timeline json" 0 "$BIN" report --format json "$TRACE" --memory-timeline "$DATA/small_profile.memtl.raw.json.gz"
+python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["memory_timeline"]; p=m["moments"][0]; u=m["moments"][1]; assert m["raw"] and p["placed_bytes"] + p["before_profiler_bytes"] == p["unknown_bytes"], m; assert u["placements"][0]["op"] == "aten::_foreach_sqrt", u; print("ok   memory_timeline json")' "$T/out" || fails=$((fails+1))
+
+check "snapshot --trace" 0 "$BIN" report "$PROF/joint.snapshot.pickle" --trace "$PROF/joint.trace.json.gz"
+has "snapshot --trace" "$T/out" "joint.trace.json.gz: cuda:0"
+has "snapshot --trace" "$T/out" "BY OP AT THE PEAK"
+check "bare --trace" 0 "$BIN" --trace "$PROF/joint.trace.json.gz" "$PROF/joint.snapshot.pickle"
+has "bare --trace" "$T/out" "snapdiff report:"
+check "snapshot --trace json" 0 "$BIN" report --format json "$PROF/joint.snapshot.pickle" --trace "$PROF/joint.trace.json.gz"
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["trace_join"]["devices"][0]; assert j["method"] == "time" and j["matched"] > 0, j; print("ok   trace_join json")' "$T/out" || fails=$((fails+1))
+
+check "--trace on a trace" 2 "$BIN" report "$TRACE" --trace "$PROF/joint.trace.json.gz"
+check "--trace of a snapshot" 2 "$BIN" report "$PROF/joint.snapshot.pickle" --trace "$PROF/joint.snapshot.pickle"
+check "--memory-timeline on a snapshot" 2 "$BIN" report "$PROF/joint.snapshot.pickle" --memory-timeline "$DATA/small_profile.memtl.json"
+check "--memory-timeline not a timeline" 3 "$BIN" report "$TRACE" --memory-timeline "$TRACE"
+check "convert a trace" 2 "$BIN" convert "$TRACE" -o "$T/x.snap"
+[[ -e $T/x.snap ]] && { echo "FAIL convert a trace: wrote output"; fails=$((fails+1)); }
+
+check "diff two traces" 0 "$BIN" "$TRACE" "$PROF/joint.trace.json.gz"
+has "diff two traces" "$T/out" "snapdiff diff"
+check "check a trace (window)" 1 "$BIN" check --max-peak 1GiB "$TRACE"
+check "check a trace --allow-truncated" 0 "$BIN" check --allow-truncated --max-peak 1GiB "$TRACE"
+
+# The error contract on traces: the JSON path (and byte offset) of the problem.
+zcat "$TRACE" >"$T/trace.json"
+head -c 800000 "$T/trace.json" >"$T/cut.json"
+input_error "truncated trace" "$T/cut.json" '$.traceEvents['
+has "truncated trace" "$T/err" "truncated input"
+gzip -c "$T/cut.json" >"$T/cut.json.gz"
+input_error "truncated trace, gzip" "$T/cut.json.gz" '$.traceEvents['
+head -c 100000 "$TRACE" >"$T/cutgz.json.gz"
+input_error "truncated gzip stream" "$T/cutgz.json.gz" 'offset '
+python3 - "$T/trace.json" "$T/bad.json" <<'PY'
+import sys
+s = open(sys.argv[1]).read()
+i = s.index('"Bytes": ')
+open(sys.argv[2], "w").write(s[:i] + '"Bytes": "many"' + s[s.index(",", i):])
+PY
+input_error "malformed trace" "$T/bad.json" '$.traceEvents['
+has "malformed trace" "$T/err" '.args.Bytes: expected an integer'
+input_error "memory timeline as the input" "$DATA/small_profile.memtl.json" 'offset 0'
+has "memory timeline as the input" "$T/err" "--memory-timeline"
+
+if ((fails)); then echo "$fails profiler CLI check(s) failed"; exit 1; fi
+echo "all profiler CLI checks passed"
