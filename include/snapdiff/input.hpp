@@ -21,8 +21,18 @@ using ProgressFn = std::function<void(uint64_t done, uint64_t total)>;
 struct LoadOptions {
   // Refuse inputs that decompress to more than this (gzip bombs).
   uint64_t max_decoded_bytes = uint64_t(16) << 30;
+  // Refuse, before reading, inputs whose analysis is predicted to need more
+  // memory than this (0: no bound). The prediction is measured per format
+  // (predicted_memory_bytes); the CLI sets 75% of physical memory unless
+  // --max-memory says otherwise.
+  uint64_t max_memory_bytes = 0;
   ProgressFn progress;
 };
+
+// Upper estimate of the peak memory of reading and analysing `decoded_bytes`
+// of a pickle (or of .snap JSON text when `json`), measured on real
+// snapshots (docs/reliability.md); add the decoded buffer itself for gzip.
+uint64_t predicted_memory_bytes(uint64_t decoded_bytes, bool json);
 
 // Reads any supported file. Throws InputError (with file() set).
 Trace load_trace(const std::string& path, const LoadOptions& opts = {});

@@ -5,7 +5,10 @@
 // Device per CUDA device with its chronological event array and the
 // dump-time segments and blocks. Besides the allocator's events a Trace may
 // hold kernel launches and device-memory samples (from the capture shim, or
-// later a profiler trace); inputs without them leave both lists empty.
+// a profiler trace); inputs without them leave both lists empty. A
+// torch.profiler trace adds its ops (with the kernels each launched), the
+// op each event happened in, and the totals the allocator reported; its
+// devices have no segments.
 #pragma once
 
 #include <cstdint>
@@ -145,6 +148,17 @@ struct Device {
   std::vector<Segment> segments;  // at dump time
   std::vector<Block> blocks;      // at dump time, grouped by segment
   bool has_trace = false;         // a trace list was present (may be empty)
+  // Profiler traces ([memory] events): no segments and no requested sizes
+  // (an event's size is the block's); the allocator's totals after each
+  // event as the trace reported them, and what was allocated before the
+  // first event. Empty for snapshots.
+  std::vector<int64_t> reported_allocated, reported_reserved;
+  int64_t allocated_before = 0;
+  StackId before_stack = 0;       // names the bytes allocated before the first event, never freed in it
+  // Per event, the innermost op it happened in (kNoOp: none); empty when the
+  // input has no ops (a snapshot not joined with a trace).
+  std::vector<uint32_t> event_op;
+  bool from_profiler() const { return !reported_allocated.empty(); }
 };
 
 struct Annotation {
@@ -174,6 +188,34 @@ struct KernelLaunch {
   StrId name = 0;             // kernel name as recorded (mangled or not)
   StackId stack = 0;          // 0 when launched outside every scope
   uint64_t stream = 0;        // cudaStream_t value; 0 = the default stream
+  uint32_t op = UINT32_MAX;   // profiler traces: the launching op (index into Trace::ops)
+};
+
+// An operator a torch.profiler trace recorded (a `cpu_op` range: aten::addmm,
+// autograd::engine::evaluate_function: MmBackward0, ...). Ops are stored in
+// pre-order, thread by thread: an op's descendants are the ops after it up
+// to subtree_end, and its own kernel launches are
+// Trace::op_kernels[first_kernel, first_kernel + kernel_count).
+constexpr uint32_t kNoOp = UINT32_MAX;
+struct TraceOp {
+  StrId name = 0;
+  int64_t time_us = kNoTime;   // start, Unix-epoch microseconds
+  int64_t duration_ns = 0;
+  uint32_t thread = 0;         // profiler thread, numbered in order of appearance
+  uint32_t parent = kNoOp;     // the enclosing op on the same thread
+  uint32_t subtree_end = 0;    // one past its last descendant
+  StackId stack = 0;           // its own frame innermost, then enclosing ops, record_function ranges, Python calls
+  uint32_t first_kernel = 0;
+  uint32_t kernel_count = 0;
+};
+
+// A CPU-allocator event of a profiler trace ([memory] with Device Type 0):
+// kept apart from the CUDA devices, never replayed.
+struct HostMemoryEvent {
+  int64_t time_us = kNoTime;
+  uint64_t addr = 0;
+  int64_t bytes = 0;            // +allocated, -freed
+  int64_t total_allocated = 0;  // as the trace reported it after the event
 };
 
 // What the device itself reported (cudaMemGetInfo) at one moment, with the
@@ -190,7 +232,7 @@ struct DeviceMemorySample {
 };
 
 struct SourceInfo {
-  std::string format;           // "torch-pickle", "snap"
+  std::string format;           // "torch-pickle", "snap", "chrome-trace"
   std::string format_detail;    // e.g. "pickle protocol 4"
   bool gzip = false;
   uint64_t file_bytes = 0;      // on disk
@@ -209,6 +251,10 @@ struct Trace {
   std::vector<std::pair<std::string, std::string>> metadata;  // run metadata (.snap)
   std::vector<KernelLaunch> kernels;               // chronological, all devices
   std::vector<DeviceMemorySample> device_memory;   // chronological, all devices
+  // From a torch.profiler trace (read directly, or joined into a snapshot).
+  std::vector<TraceOp> ops;
+  std::vector<uint32_t> op_kernels;                // indices into kernels, grouped by op
+  std::vector<HostMemoryEvent> host_memory;        // CPU allocator events, chronological
 
   FrameId intern_frame(const Frame& f);
   size_t event_count() const;

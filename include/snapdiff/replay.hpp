@@ -58,6 +58,12 @@ struct DeviceReplay {
   std::vector<std::string> notes;     // the first few inconsistencies, explained
   uint64_t oom_events = 0;
   uint64_t streams = 0;
+  // A profiler trace: allocated and reserved are the totals the trace
+  // reported after each event (exact); requested is the running sum of the
+  // events' sizes, which are block sizes (so requested = allocated: PyTorch's
+  // requested bytes are not in a trace); no block layout, so no
+  // fragmentation figures.
+  bool reported_totals = false;
 };
 
 DeviceReplay replay_device(const Trace& trace, const Device& dev);

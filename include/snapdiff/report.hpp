@@ -2,6 +2,7 @@
 // renderers (text, JSON). Layering: input -> model -> analysis -> report.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "snapdiff/attribution.hpp"
 #include "snapdiff/model.hpp"
+#include "snapdiff/profiler.hpp"
 #include "snapdiff/replay.hpp"
 
 namespace snapdiff {
@@ -18,9 +20,63 @@ struct ReportOptions {
   std::string input_name;  // shown in the report (the path as given)
   const RuleSet* rules = nullptr;  // nullptr: the built-in rules
   std::string explain;             // --explain ADDRESS|SITE ("" = none)
+  const MemoryTimeline* timeline = nullptr;  // --memory-timeline: PyTorch's categories to compare with
+  const TraceJoin* join = nullptr;           // --trace: how the snapshot was joined with a trace
 };
 
-// Why allocations got their category (--explain).
+// Bytes live at the peak by the op that allocated them, or by the kernel
+// that op launched (inputs with ops: profiler traces, joined snapshots).
+// An allocation's op is the innermost op whose calls launched a kernel
+// (aten::addmm rather than the aten::empty inside it); its kernel is the
+// first that op launched at or after the allocation (else the last before).
+struct OpRow {
+  std::string op;       // "" = allocations outside every op
+  std::string kernel;   // by op: the kernel holding most of the row's bytes; by kernel: the kernel ("" = none)
+  std::string other;    // by kernel: the op holding most of the row's bytes
+  FrameId python = UINT32_MAX;  // the innermost Python frame around the op (the call site), if any
+  std::string caller;           // without one: the op's outermost enclosing op (e.g. the autograd node)
+  StackId stack = 0;            // stack of the row's largest allocation
+  int64_t bytes = 0;            // requested bytes live at the peak
+  uint64_t count = 0;
+  int category = -1;            // snapdiff's category holding most of the bytes
+};
+
+// --memory-timeline: PyTorch's own categories (export_memory_timeline) at a
+// moment, and where snapdiff places the bytes PyTorch calls unknown then.
+struct TimelineMoment {
+  std::string label;             // "snapdiff's peak", "PyTorch's largest unknown"
+  int64_t time_us = kNoTime;
+  int64_t event_index = -1;      // the device's last event at or before that time
+  Phase phase = Phase::PreTrace;
+  int iteration = 0;
+  std::array<int64_t, MemoryTimeline::kCategories> pytorch{};  // PyTorch's bytes by its category
+  int64_t pytorch_total = 0;
+  std::vector<int64_t> snapdiff;  // snapdiff's requested bytes by category then
+  int64_t snapdiff_total = 0;
+  int64_t unknown = 0;           // = pytorch[kUnknown]
+  int64_t placed = 0;            // of it, tied to allocations snapdiff knows
+  int64_t before_profiler = 0;   // of it, tensors that existed before profiling (raw export; no address)
+  // Raw export: the bytes allocated before the trace's first event and alive
+  // then, as snapdiff sees them, and the tensors among them by PyTorch's
+  // category (the rest are not tensors: library workspaces and the like).
+  int64_t pre_trace_live = 0;
+  std::array<int64_t, MemoryTimeline::kCategories> pre_trace_tensors{};
+  std::vector<int64_t> unknown_by_category;  // snapdiff category -> placed unknown bytes
+  std::vector<OpRow> placements;             // by snapdiff category, op and kernel
+  uint64_t allocations_matched = 0, allocations = 0;  // the trace's allocations up to then tied to a row
+};
+struct TimelineComparison {
+  bool present = false;
+  std::string name;
+  bool raw = false;
+  int device = 0;
+  int64_t pytorch_peak = 0, pytorch_peak_time_us = kNoTime;  // the timeline's own maximum
+  std::string method;
+  // snapdiff's peak; then, when PyTorch's unknown is larger at another
+  // moment, that moment.
+  std::vector<TimelineMoment> moments;
+};
+
 struct ExplainItem {
   int device = 0;
   uint64_t addr = 0;
@@ -122,6 +178,12 @@ struct DeviceReport {
   // Trace::kernels; -1 when none): the last one launched at or before the
   // peak event's time, and the first one after it.
   int64_t kernel_before = -1, kernel_after = -1;
+  // Inputs with ops (profiler traces, joined snapshots): the live bytes at
+  // the peak by op and by kernel; the rest of the rows summed in other_*.
+  bool has_ops = false;
+  std::vector<OpRow> by_op, by_kernel;
+  OpRow other_ops, other_kernels;
+  uint64_t ops_rows = 0, kernel_rows = 0;  // rows before truncation
 };
 
 struct Report {
@@ -140,6 +202,13 @@ struct Report {
   uint64_t kernel_launches = 0;  // Trace::kernels, all devices
   std::vector<DeviceMemoryRow> device_memory;  // in input order; empty when none were recorded
   int64_t outside_min_bytes = 0, outside_max_bytes = 0;  // over device_memory
+  // Profiler inputs.
+  bool profiler_trace = false;     // the input is a torch.profiler Chrome trace
+  uint64_t ops = 0;                // Trace::ops
+  uint64_t host_memory_events = 0;
+  int64_t host_peak_bytes = 0;     // the CPU allocator's largest Total Allocated
+  TraceJoin join;                  // --trace (devices empty when not joined)
+  TimelineComparison timeline;     // --memory-timeline
 };
 
 Report analyze_report(const Trace& trace, const ReportOptions& opts);

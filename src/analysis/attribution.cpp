@@ -154,6 +154,21 @@ class Attributor {
         if (e.kind == EventKind::FreeRequested) freed_once_.insert(e.addr);
       }
     }
+    // Profiler traces: what was allocated before the first event and is not
+    // freed in the trace, as one allocation (its sites are unknown).
+    if (d_.from_profiler()) {
+      int64_t pre = 0;
+      for (const Allocation& al : a_.allocations)
+        if (al.alloc_event < 0) pre += int64_t(al.requested);
+      if (d_.allocated_before > pre) {
+        Allocation al;
+        al.addr = 0;
+        al.requested = uint64_t(d_.allocated_before - pre);
+        al.stack = d_.before_stack;
+        al.alloc_event = -1;
+        a_.allocations.push_back(al);
+      }
+    }
     // Blocks alive at the dump that the history never allocated.
     for (const Segment& sg : d_.segments)
       for (uint32_t k = 0; k < sg.block_count; ++k) {

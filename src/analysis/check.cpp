@@ -184,7 +184,11 @@ CheckItem history_item(const std::string& name, const std::string& who, const Pe
     return it;
   }
   it.status = allow ? CheckStatus::Warn : CheckStatus::Fail;
-  if (f.history == "truncated")
+  if (f.history == "truncated" && f.format == "chrome-trace")
+    it.message = who + " " + f.name +
+                 ": the profiler started with memory already allocated, so the trace's peak is exact for the profiled "
+                 "window only: a higher peak before it cannot be seen. Profile from the start of the run";
+  else if (f.history == "truncated")
     it.message = who + " " + f.name +
                  ": the history is truncated (the ring buffer wrapped, max_entries was reached), so the peak "
                  "cannot be established: a higher peak before the first recorded event cannot be seen. Record with a "
@@ -362,6 +366,11 @@ Budget parse_budget(const std::string& text, const std::string& name) {
     size_t p = what.find("parse error");
     InputError err(e.byte > 0 ? uint64_t(e.byte - 1) : 0,
                    "not valid JSON: " + (p == std::string::npos ? what : what.substr(p)));
+    err.set_file(name);
+    throw err;
+  } catch (const json::exception& e) {
+    // e.g. out_of_range.406: a number literal beyond what a double holds.
+    InputError err("$", std::string("not valid JSON: ") + e.what());
     err.set_file(name);
     throw err;
   }

@@ -5,6 +5,9 @@ namespace snapdiff::detail {
 // "void ns::f<T, U>(int, long) const" -> "ns::f<…>": template arguments and
 // parameter lists make native frames unreadable in a one-line site.
 std::string short_native_name(std::string name) {
+  // A name wholly in angle brackets is a label, not a template
+  // ("<built-in method ...>", "<allocated before the profiler started>").
+  if (name.size() >= 2 && name.front() == '<' && name.back() == '>') return name;
   if (size_t c = name.find(" [clone "); c != std::string::npos) name.erase(c);
   std::string out;
   int angle = 0, paren = 0;

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <unordered_map>
 
 #include "analysis/addr_map.hpp"
 #include "util/hugepages.hpp"
@@ -513,6 +514,130 @@ AllocatorState Replayer::state() const {
   return st;
 }
 
+// Profiler traces: no block layout to replay. Event sizes are block sizes,
+// so the requested counter is the running sum of the events from what was
+// allocated before the first one (= allocated, checked against the totals
+// the trace reported); allocated and reserved are those totals.
+struct ReportedLive {
+  std::vector<LiveAllocation> pre;  // allocated before the first event (freed in it), and the rest as one
+  uint64_t residual = 0;
+};
+
+ReportedLive reported_pre_trace(const Device& dev, DeviceReplay* out) {
+  ReportedLive r;
+  detail::AddrMap live;
+  int64_t pre_sum = 0;
+  for (size_t i = 0; i < dev.events.size(); ++i) {
+    const Event& e = dev.events[i];
+    if (e.kind == EventKind::Alloc) {
+      live.put(e.addr, 1);
+    } else if (e.kind == EventKind::FreeRequested) {
+      if (live.find(e.addr) == detail::AddrMap::kNone) {
+        r.pre.push_back({e.addr, e.size, e.size, e.stream, e.stack, -1});
+        pre_sum += int64_t(e.size);
+      } else {
+        live.erase(e.addr);
+      }
+    }
+  }
+  int64_t residual = dev.allocated_before - pre_sum;
+  if (residual < 0) {
+    if (out) {
+      ++out->inconsistencies;
+      if (out->notes.size() < kMaxNotes)
+        out->notes.push_back("the trace frees " + std::to_string(pre_sum) + " bytes allocated before its first event, more than the " +
+                             std::to_string(dev.allocated_before) + " it reports allocated then");
+    }
+    residual = 0;
+  }
+  r.residual = uint64_t(residual);
+  return r;
+}
+
+DeviceReplay replay_reported(const Device& dev) {
+  DeviceReplay out;
+  out.device = dev.index;
+  out.has_trace = dev.has_trace;
+  out.reported_totals = true;
+  ReportedLive pre = reported_pre_trace(dev, &out);
+  const size_t n = dev.events.size();
+  out.baseline.requested = out.baseline.allocated = dev.allocated_before;
+  out.baseline.reserved = n ? dev.reported_reserved[0] : 0;
+  out.pre_trace_allocations = pre.pre.size() + (pre.residual > 0 ? 1 : 0);
+  out.truncated = dev.allocated_before > 0 || !pre.pre.empty();
+  auto take = [&](PeakPoint& p, int64_t v, int64_t idx) {
+    if (v > p.bytes || (p.event_index == -1 && idx == -1)) {
+      p.bytes = v;
+      p.event_index = idx;
+      p.time_us = idx >= 0 ? dev.events[size_t(idx)].time_us : kNoTime;
+    }
+  };
+  take(out.peak_requested, out.baseline.requested, -1);
+  take(out.peak_allocated, out.baseline.allocated, -1);
+  take(out.peak_reserved, out.baseline.reserved, -1);
+  out.requested.reserve(n);
+  out.allocated.reserve(n);
+  out.reserved.reserve(n);
+  int64_t sum = dev.allocated_before;
+  bool any_alloc = false;
+  for (size_t i = 0; i < n; ++i) {
+    const Event& e = dev.events[i];
+    if (e.kind == EventKind::Alloc) wadd(sum, e.size), any_alloc = true;
+    else if (e.kind == EventKind::FreeRequested) wsub(sum, e.size);
+    else if (e.kind == EventKind::Oom) ++out.oom_events;
+    const int64_t alloc = dev.reported_allocated[i];
+    if (alloc != sum) {
+      ++out.inconsistencies;
+      if (out.notes.size() < kMaxNotes)
+        out.notes.push_back("event " + std::to_string(i) + ": the trace reports " + std::to_string(alloc) +
+                            " bytes allocated, the events sum to " + std::to_string(sum));
+    }
+    out.requested.push_back(sum);
+    out.allocated.push_back(alloc);
+    out.reserved.push_back(dev.reported_reserved[i]);
+    take(out.peak_requested, sum, int64_t(i));
+    take(out.peak_allocated, alloc, int64_t(i));
+    take(out.peak_reserved, dev.reported_reserved[i], int64_t(i));
+  }
+  out.streams = any_alloc ? 1 : 0;
+  out.end = n ? Counters{out.requested.back(), out.allocated.back(), out.reserved.back()} : out.baseline;
+  out.end_check.have_dump = false;
+  out.end_check.replay = out.end;
+  return out;
+}
+
+AllocatorState reported_state_at(const Device& dev, int64_t event_index) {
+  AllocatorState st;
+  ReportedLive pre = reported_pre_trace(dev, nullptr);
+  std::unordered_map<uint64_t, LiveAllocation> live;
+  for (const LiveAllocation& la : pre.pre) live.emplace(la.addr, la);
+  int64_t sum = dev.allocated_before;
+  const int64_t last = std::min<int64_t>(event_index, int64_t(dev.events.size()) - 1);
+  for (int64_t i = 0; i <= last; ++i) {
+    const Event& e = dev.events[size_t(i)];
+    if (e.kind == EventKind::Alloc) {
+      live[e.addr] = LiveAllocation{e.addr, e.size, e.size, e.stream, e.stack, i};
+      wadd(sum, e.size);
+    } else if (e.kind == EventKind::FreeRequested) {
+      live.erase(e.addr);
+      wsub(sum, e.size);
+    }
+  }
+  st.live.reserve(live.size() + 1);
+  for (auto& kv : live) st.live.push_back(kv.second);
+  if (pre.residual > 0) st.live.push_back({0, pre.residual, pre.residual, 0, dev.before_stack, -1});
+  std::sort(st.live.begin(), st.live.end(), [](const LiveAllocation& a, const LiveAllocation& b) { return a.addr < b.addr; });
+  st.counters.requested = sum;
+  if (last >= 0) {
+    st.counters.allocated = dev.reported_allocated[size_t(last)];
+    st.counters.reserved = dev.reported_reserved[size_t(last)];
+  } else {
+    st.counters.allocated = dev.allocated_before;
+    st.counters.reserved = dev.events.empty() ? 0 : dev.reported_reserved[0];
+  }
+  return st;
+}
+
 }  // namespace
 
 namespace detail {
@@ -521,6 +646,11 @@ namespace detail {
 // allocator_state_at(trace, dev, <allocated peak event>) returns: the second
 // replay starts from a copy of the reconstructed initial state.
 DeviceReplay replay_with_peak_state(const Trace& trace, const Device& dev, AllocatorState* at_peak) {
+  if (dev.from_profiler()) {
+    DeviceReplay out = replay_reported(dev);
+    if (at_peak) *at_peak = reported_state_at(dev, out.peak_requested.event_index);
+    return out;
+  }
   Replayer r(trace, dev);
   r.out.device = dev.index;
   r.out.has_trace = dev.has_trace;
@@ -577,6 +707,7 @@ DeviceReplay replay_device(const Trace& trace, const Device& dev) {
 }
 
 AllocatorState allocator_state_at(const Trace& trace, const Device& dev, int64_t event_index) {
+  if (dev.from_profiler()) return reported_state_at(dev, event_index);
   Replayer r(trace, dev);
   r.reconstruct_initial_state();
   int64_t last = std::min<int64_t>(event_index, int64_t(dev.events.size()) - 1);

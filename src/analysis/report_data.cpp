@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "analysis/frame_names.hpp"
+#include "analysis/profiler_views.hpp"
 #include "snapdiff/report.hpp"
 
 namespace snapdiff {
@@ -26,6 +27,11 @@ bool contains(std::string_view s, std::string_view needle) { return s.find(needl
 bool is_python_file(std::string_view f) { return f.size() > 3 && f.substr(f.size() - 3) == ".py"; }
 
 bool is_library_python(std::string_view f) {
+  // Profiler traces name files relative to sys.path ("torch/nn/modules/module.py").
+  static const std::string_view relative[] = {"torch/", "torchvision/", "torchaudio/", "transformers/",
+                                              "accelerate/", "triton/", "apex/", "deepspeed/", "numpy/"};
+  for (auto r : relative)
+    if (f.rfind(r, 0) == 0) return true;
   return contains(f, "/torch/") || contains(f, "/site-packages/") || contains(f, "/dist-packages/") ||
          contains(f, "/lib/python3") || f.rfind("<frozen", 0) == 0;
 }
@@ -207,10 +213,28 @@ void explain(const Trace& t, DeviceReport& d) {
   }
   // 3. What no rule could place.
   int64_t unk = cat("unknown");
-  if (unk * 100 >= peak && unk > 0)
-    d.findings.push_back({"unknown", human_bytes(unk) + " at the peak fits no rule; see UNKNOWN AT THE PEAK for "
-                                                       "each allocation's frames, phase and lifetime.",
-                          unk});
+  if (unk * 100 >= peak && unk > 0) {
+    // Profiler traces: what was allocated before the profiler started and
+    // never freed in the trace is one allocation whose sites are unknown.
+    int64_t before = 0;
+    if (d.replay.reported_totals)
+      for (uint32_t id : a.live_at(d.peak_index)) {
+        const Allocation& al = a.allocations[id];
+        if (al.alloc_event < 0 && al.addr == 0 && a.categories[al.category] == "unknown") before += int64_t(al.requested);
+      }
+    std::string m = human_bytes(unk) + " at the peak fits no rule";
+    if (before > 0) {
+      m += ": " + human_bytes(before) +
+           " of it was allocated before the profiler started and is still alive (typically parameters, optimizer "
+           "state and library workspaces; a trace does not say which: join a snapshot of the run with --trace, or "
+           "compare PyTorch's view with --memory-timeline)";
+      if (unk > before) m += "; for the rest see UNKNOWN AT THE PEAK.";
+      else m += ".";
+    } else {
+      m += "; see UNKNOWN AT THE PEAK for each allocation's frames, phase and lifetime.";
+    }
+    d.findings.push_back({"unknown", m, unk});
+  }
   std::stable_sort(d.findings.begin() + 1, d.findings.end(),
                    [](const Finding& x, const Finding& y) { return x.bytes > y.bytes; });
 }
@@ -492,6 +516,7 @@ Report analyze_report(const Trace& trace, const ReportOptions& opts) {
         }
     }
     explain(trace, dr);
+    detail::ops_at_peak(trace, dev, dr, opts.top_sites);
     r.devices.push_back(std::move(dr));
   }
   if (!opts.explain.empty()) explain_query(trace, r, opts.explain);
@@ -500,13 +525,30 @@ Report analyze_report(const Trace& trace, const ReportOptions& opts) {
   for (size_t i = 0; i < r.devices.size(); ++i)
     if (r.devices[i].replay.peak_allocated.bytes > r.devices[r.peak_device].replay.peak_allocated.bytes)
       r.peak_device = i;
+  // Profiler inputs: ops, the CPU allocator, the join, PyTorch's timeline.
+  r.profiler_trace = is_profiler_trace(trace);
+  r.ops = trace.ops.size();
+  r.host_memory_events = trace.host_memory.size();
+  for (const HostMemoryEvent& h : trace.host_memory) r.host_peak_bytes = std::max(r.host_peak_bytes, h.total_allocated);
+  if (opts.join) r.join = *opts.join;
+  if (opts.timeline) detail::compare_timeline(trace, r, *opts.timeline, opts.top_sites);
 
   // Warnings.
   for (const DeviceReport& d : r.devices) {
     const DeviceReplay& rp = d.replay;
     std::string dv = "device " + std::to_string(d.device) + ": ";
     if (rp.has_trace && d.events > 0) r.has_history = true;
-    if (rp.truncated) {
+    if (rp.truncated && rp.reported_totals) {
+      r.history_truncated = true;
+      r.warnings.push_back(
+          {"profiler_window",
+           dv + "the profiler started with " + human_bytes(rp.baseline.allocated) +
+               " already allocated (the model, optimizer state, workspaces, ...): " +
+               "allocations freed inside the trace are known by their frees; the rest is one row, "
+               "'<allocated before the profiler started>', whose sites the trace cannot tell. The peak is exact "
+               "for the profiled window (= the largest Total Allocated the trace reports); a higher peak before "
+               "it cannot be seen"});
+    } else if (rp.truncated) {
       r.history_truncated = true;
       r.warnings.push_back(
           {"history_truncated",
@@ -543,7 +585,8 @@ Report analyze_report(const Trace& trace, const ReportOptions& opts) {
     }
     if (rp.inconsistencies > 0) {
       std::string m = dv + std::to_string(rp.inconsistencies) +
-                      " events did not fit the replayed allocator layout (first: " +
+                      (rp.reported_totals ? " events disagree with the totals the trace reports (first: "
+                                          : " events did not fit the replayed allocator layout (first: ") +
                       (rp.notes.empty() ? std::string("?") : rp.notes.front()) + ")";
       r.warnings.push_back({"replay_inconsistent", m});
     }

@@ -103,6 +103,9 @@ void RuleSet::add_json(const std::string& text, const std::string& origin) {
     j = J::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(uint64_t(e.byte > 0 ? e.byte - 1 : 0), std::string("invalid JSON in rules file: ") + e.what());
+  } catch (const nlohmann::json::exception& e) {
+    // e.g. out_of_range.406: a number literal beyond what a double holds.
+    throw InputError("$", std::string("invalid JSON in rules file: ") + e.what());
   }
   if (!j.is_object()) fail("$", "a rules file is a JSON object");
   if (str_field(j, "format", "$", true) != "snapdiff.rules") fail("$.format", "expected \"snapdiff.rules\"");

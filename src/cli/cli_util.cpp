@@ -1,11 +1,15 @@
 #include "cli/cli_util.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 
+#include "snapdiff/check.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"
 
@@ -30,10 +34,51 @@ struct Progress {
 };
 }  // namespace
 
-Trace load_input(const std::string& path, uint64_t max_decoded_bytes) {
+namespace {
+// The file being read, for the SIGBUS handler: a memory-mapped input that
+// shrinks while it is read faults on the vanished pages.
+char g_reading[4096];
+size_t g_reading_len = 0;
+
+extern "C" void on_sigbus(int) {
+  static const char a[] = "snapdiff: error: ";
+  static const char b[] = ": the file changed size while it was being read\n";
+  ssize_t ignored = ::write(2, a, sizeof a - 1);
+  ignored = ::write(2, g_reading, g_reading_len);
+  ignored = ::write(2, b, sizeof b - 1);
+  (void)ignored;
+  ::_exit(3);  // the input-error exit code; nothing was printed on stdout yet
+}
+}  // namespace
+
+void install_input_fault_handler() {
+  struct sigaction sa {};
+  sa.sa_handler = on_sigbus;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGBUS, &sa, nullptr);
+}
+
+uint64_t default_max_memory() {
+  long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  return uint64_t(pages) * uint64_t(page) / 4 * 3;
+}
+
+uint64_t parse_max_memory(const std::string& text) {
+  if (text == "auto") return default_max_memory();
+  if (text == "none" || text == "0") return 0;
+  auto b = parse_size(text);
+  if (!b || *b <= 0) throw UsageError("--max-memory: expected a size such as 8GiB, 'auto' or 'none', got '" + text + "'");
+  return uint64_t(*b);
+}
+
+Trace load_input(const std::string& path, uint64_t max_decoded_bytes, uint64_t max_memory_bytes) {
+  g_reading_len = std::min(path.size(), sizeof g_reading);
+  std::memcpy(g_reading, path.data(), g_reading_len);
   Progress prog{path};
   LoadOptions o;
   o.max_decoded_bytes = max_decoded_bytes;
+  o.max_memory_bytes = max_memory_bytes;
   o.progress = [&prog](uint64_t d, uint64_t t) { prog(d, t); };
   try {
     Trace t = load_trace(path, o);

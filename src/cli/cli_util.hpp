@@ -14,7 +14,15 @@ namespace snapdiff::cli {
 
 // Reads any input; shows "reading FILE: N%" on stderr when it is a terminal
 // and the read takes more than a second (erased when done).
-Trace load_input(const std::string& path, uint64_t max_decoded_bytes);
+// 75% of the machine's physical memory: inputs predicted to need more are
+// refused (exit 3) rather than killed by the kernel's OOM killer.
+uint64_t default_max_memory();
+// --max-memory: "auto" (default_max_memory()), "0"/"none" (no bound), or a size ("8GiB").
+uint64_t parse_max_memory(const std::string& text);
+Trace load_input(const std::string& path, uint64_t max_decoded_bytes, uint64_t max_memory_bytes = default_max_memory());
+// A SIGBUS while an input is read (a mapped file that shrank) becomes the
+// one-line input error and exit code 3. Called once by main().
+void install_input_fault_handler();
 
 // The built-in rules plus each file, later files first.
 RuleSet load_rules(const std::vector<std::string>& files);

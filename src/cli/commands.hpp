@@ -16,5 +16,7 @@ int cmd_check(const std::vector<std::string>& args);
 int cmd_diff(const std::vector<std::string>& args);
 // `snapdiff convert IN -o OUT` (src/cli/convert_cmd.cpp).
 int cmd_convert(const std::vector<std::string>& args);
+// `snapdiff chart FILE [B] --kind KIND -o OUT` (src/cli/chart_cmd.cpp).
+int cmd_chart(const std::vector<std::string>& args);
 
 }  // namespace snapdiff::cli

@@ -8,6 +8,7 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
+#include "snapdiff/chart.hpp"
 #include "snapdiff/diff.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"
@@ -19,12 +20,13 @@ namespace snapdiff::cli {
 int cmd_diff(const std::vector<std::string>& args) {
   po::options_description d("snapdiff diff A B [options]   (or: snapdiff A B)\n\nOptions");
   d.add_options()("help,h", "show this help")(
-      "format,f", po::value<std::string>()->default_value("text"), "output format: text | json | markdown")(
+      "format,f", po::value<std::string>()->default_value("text"), "output format: text | json | markdown | html")(
       "output,o", po::value<std::string>(), "write the diff to this file instead of stdout")(
       "top,n", po::value<size_t>()->default_value(20), "number of sites to list (the rest are summed)")(
       "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable)")(
       "max-input-bytes", po::value<uint64_t>()->default_value(uint64_t(16) << 30),
-      "refuse inputs that decompress to more than this many bytes");
+      "refuse inputs that decompress to more than this many bytes")("max-memory", po::value<std::string>()->default_value("auto"),
+                  "refuse inputs predicted to need more memory than this (a size, 'auto' = 75% of RAM, or 'none')");
   po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
     std::cout << d << "\nA and B are any inputs snapdiff reads. The JSON output is described by schemas/diff.schema.json.\n";
@@ -33,13 +35,15 @@ int cmd_diff(const std::vector<std::string>& args) {
   if (!vm.count("input") || vm["input"].as<std::vector<std::string>>().size() != 2)
     throw UsageError("diff needs exactly two inputs: A B");
   std::string fmt = vm["format"].as<std::string>();
-  if (fmt != "text" && fmt != "json" && fmt != "markdown")
-    throw UsageError("unknown --format '" + fmt + "' (text, json, markdown)");
+  if (fmt != "text" && fmt != "json" && fmt != "markdown" && fmt != "html")
+    throw UsageError("unknown --format '" + fmt + "' (text, json, markdown, html)");
   const auto& in = vm["input"].as<std::vector<std::string>>();
   RuleSet rules = load_rules(rules_files(vm));
   const uint64_t max_bytes = vm["max-input-bytes"].as<uint64_t>();
-  Trace ta = load_input(in[0], max_bytes);
-  Trace tb = load_input(in[1], max_bytes);
+  // Both inputs are held at once: each gets half of the memory bound.
+  const uint64_t max_memory = parse_max_memory(vm["max-memory"].as<std::string>()) / 2;
+  Trace ta = load_input(in[0], max_bytes, max_memory);
+  Trace tb = load_input(in[1], max_bytes, max_memory);
   ReportOptions ro;
   ro.rules = &rules;
   ro.input_name = in[0];
@@ -51,7 +55,10 @@ int cmd_diff(const std::vector<std::string>& args) {
   dopt.a_name = in[0];
   dopt.b_name = in[1];
   Diff df = diff_reports(ta, ra, tb, rb, dopt);
-  std::string text = fmt == "json" ? render_diff_json(df) : fmt == "markdown" ? render_diff_markdown(df) : render_diff_text(df);
+  std::string text = fmt == "json"       ? render_diff_json(df)
+                     : fmt == "markdown" ? render_diff_markdown(df)
+                     : fmt == "html"     ? render_diff_html(df)
+                                         : render_diff_text(df);
   write_output(text, vm.count("output") ? vm["output"].as<std::string>() : "");
   return kExitOk;
 }

@@ -15,8 +15,10 @@
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
 #include "snapdiff/attribution.hpp"
+#include "snapdiff/chart.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"
+#include "snapdiff/profiler.hpp"
 #include "snapdiff/report.hpp"
 
 namespace po = boost::program_options;
@@ -37,19 +39,22 @@ const char* kTopHelp =
     "Usage:\n"
     "  snapdiff FILE                      same as `snapdiff report FILE`\n"
     "  snapdiff report FILE [options]     peak memory, what every byte at the peak is, phases,\n"
-    "                                     fragmentation\n"
+    "                                     fragmentation (--format html: one page with the charts)\n"
     "  snapdiff A B                       same as `snapdiff diff A B`\n"
     "  snapdiff diff A B [options]        why B peaks where it does compared with A\n"
     "  snapdiff check [BASELINE] CANDIDATE [thresholds]\n"
     "                                     CI gate on peak memory (exit 1 when a threshold fails)\n"
     "  snapdiff convert IN -o OUT         write any input as OUT.snap, OUT.pickle (the pickle\n"
     "                                     PyTorch's _dump_snapshot writes) or OUT.pickle.gz\n"
+    "  snapdiff chart FILE [B] --kind flame|lifetime|timeline -o OUT.svg|.png|.pdf|.dot\n"
+    "                                     pictures drawn with Graphviz (two runs: what changed)\n"
     "  snapdiff COMMAND --help            options of a command\n"
     "  snapdiff --version\n"
     "\n"
     "Inputs: torch.cuda.memory._dump_snapshot pickles (protocols 0-5, also the C++\n"
-    "_memory_snapshot_pickled output and legacy segment lists), .snap files; either\n"
-    "may be gzip-compressed. Formats are detected from the bytes, not the name.\n"
+    "_memory_snapshot_pickled output and legacy segment lists), .snap files, and\n"
+    "torch.profiler Chrome traces (export_chrome_trace with profile_memory=True);\n"
+    "any may be gzip-compressed. Formats are detected from the bytes, not the name.\n"
     "\n"
     "Exit codes:\n"
     "  0  success\n"
@@ -62,19 +67,24 @@ const char* kTopHelp =
 po::options_description common_input_options() {
   po::options_description d("Input options");
   d.add_options()("max-input-bytes", po::value<uint64_t>()->default_value(uint64_t(16) << 30),
-                  "refuse inputs that decompress to more than this many bytes");
+                  "refuse inputs that decompress to more than this many bytes")("max-memory", po::value<std::string>()->default_value("auto"),
+                  "refuse inputs predicted to need more memory than this (a size, 'auto' = 75% of RAM, or 'none')");
   return d;
 }
 
 int cmd_report(const std::vector<std::string>& args) {
   po::options_description d("snapdiff report FILE [options]\n\nOptions");
   d.add_options()("help,h", "show this help")(
-      "format,f", po::value<std::string>()->default_value("text"), "output format: text | json")(
+      "format,f", po::value<std::string>()->default_value("text"), "output format: text | json | html (one self-contained page with the charts)")(
       "output,o", po::value<std::string>(), "write the report to this file instead of stdout")(
       "top,n", po::value<size_t>()->default_value(10), "number of allocation sites to list")(
       "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable; tried before the built-in rules)")(
       "explain", po::value<std::string>(), "why allocations got their category: an ADDRESS (0x... or decimal) or a SITE "
-                                           "(function, file:line, or text in \"function (file:line)\")");
+                                           "(function, file:line, or text in \"function (file:line)\")")(
+      "trace", po::value<std::string>(), "a torch.profiler Chrome trace of the same run as the snapshot FILE: its "
+                                         "allocations gain the ops and kernels that made them")(
+      "memory-timeline", po::value<std::string>(), "PyTorch's export_memory_timeline output (.json, .json.gz or "
+                                                   "raw.json.gz) of the trace FILE: compare its categories with snapdiff's");
   d.add(common_input_options());
   po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
@@ -84,18 +94,36 @@ int cmd_report(const std::vector<std::string>& args) {
   if (!vm.count("input") || vm["input"].as<std::vector<std::string>>().size() != 1)
     throw UsageError("report needs exactly one input file");
   std::string fmt = vm["format"].as<std::string>();
-  if (fmt != "text" && fmt != "json") throw UsageError("unknown --format '" + fmt + "' (text, json)");
+  if (fmt != "text" && fmt != "json" && fmt != "html") throw UsageError("unknown --format '" + fmt + "' (text, json, html)");
   std::string path = vm["input"].as<std::vector<std::string>>()[0];
   // Rules are read first: a bad rules file fails before a long load.
   RuleSet rules = load_rules(rules_files(vm));
-  Trace t = load_input(path, vm["max-input-bytes"].as<uint64_t>());
+  Trace t = load_input(path, vm["max-input-bytes"].as<uint64_t>(), cli::parse_max_memory(vm["max-memory"].as<std::string>()));
   ReportOptions ro;
   ro.top_sites = vm["top"].as<size_t>();
   ro.input_name = path;
   ro.rules = &rules;
   if (vm.count("explain")) ro.explain = vm["explain"].as<std::string>();
+  TraceJoin join;
+  if (vm.count("trace")) {
+    if (is_profiler_trace(t))
+      throw UsageError("--trace joins a snapshot with a profiler trace; " + path + " is itself a profiler trace");
+    const std::string tp = vm["trace"].as<std::string>();
+    Trace prof = load_input(tp, vm["max-input-bytes"].as<uint64_t>(), cli::parse_max_memory(vm["max-memory"].as<std::string>()));
+    if (!is_profiler_trace(prof)) throw UsageError("--trace " + tp + ": not a torch.profiler Chrome trace");
+    join = join_profiler_trace(t, prof, tp);
+    ro.join = &join;
+  }
+  MemoryTimeline timeline;
+  if (vm.count("memory-timeline")) {
+    if (!is_profiler_trace(t))
+      throw UsageError("--memory-timeline compares PyTorch's categories with a profiler trace's allocations: give the "
+                       "Chrome trace of the same run as the input");
+    timeline = load_memory_timeline(vm["memory-timeline"].as<std::string>());
+    ro.timeline = &timeline;
+  }
   Report r = analyze_report(t, ro);
-  std::string text = fmt == "json" ? render_json(r, t) : render_text(r, t);
+  std::string text = fmt == "json" ? render_json(r, t) : fmt == "html" ? render_html(r, t) : render_text(r, t);
   write_output(text, vm.count("output") ? vm["output"].as<std::string>() : "");
   return kExitOk;
 }
@@ -118,11 +146,13 @@ int run(int argc, char** argv) {
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (a0 == "report") return cmd_report(rest);
   if (a0 == "convert") return snapdiff::cli::cmd_convert(rest);
+  if (a0 == "chart") return snapdiff::cli::cmd_chart(rest);
   if (a0 == "check") return snapdiff::cli::cmd_check(rest);
   if (a0 == "diff") return snapdiff::cli::cmd_diff(rest);
   // `snapdiff A B` is a diff, `snapdiff FILE` a report (options may come first).
   static const char* with_value[] = {"-n", "--top", "-f", "--format", "-o", "--output", "--rules", "--explain",
-                                     "--max-input-bytes", "--top-sites"};
+                                     "--max-input-bytes", "--max-memory", "--top-sites", "--trace",
+                                     "--memory-timeline"};
   size_t positional = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -140,6 +170,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  snapdiff::cli::install_input_fault_handler();
   try {
     return run(argc, argv);
   } catch (const InputError& e) {

@@ -79,7 +79,7 @@ void FileBytes::release_before(size_t offset) {
 
 bool is_gzip(const uint8_t* p, size_t n) { return n >= 2 && p[0] == 0x1f && p[1] == 0x8b; }
 
-std::vector<uint8_t> gunzip(const uint8_t* p, size_t n, uint64_t max_out) {
+std::vector<uint8_t> gunzip(const uint8_t* p, size_t n, uint64_t max_out, const char* limit_option) {
   std::vector<uint8_t> out;
   z_stream zs{};
   if (inflateInit2(&zs, 15 + 32) != Z_OK) throw InputError(uint64_t(0), "zlib initialisation failed");
@@ -94,7 +94,7 @@ std::vector<uint8_t> gunzip(const uint8_t* p, size_t n, uint64_t max_out) {
       if (out.size() >= max_out) {
         inflateEnd(&zs);
         throw InputError(in_off, "gzip data decompresses to more than " + std::to_string(max_out) +
-                                     " bytes (the limit; raise it with --max-input-bytes)");
+                                     " bytes (the limit; raise it with " + limit_option + ")");
       }
       size_t grow = out.size() * 2;
       if (grow > max_out) grow = size_t(max_out);

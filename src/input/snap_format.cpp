@@ -497,6 +497,9 @@ void read_snap(std::string_view text, Trace& out) {
     // nlohmann: "[json.exception.parse_error.101] parse error at line 1, column 5: ..."
     size_t c = m.find("parse error");
     throw InputError(uint64_t(e.byte > 0 ? e.byte - 1 : 0), "invalid JSON: " + (c != std::string::npos ? m.substr(c) : m));
+  } catch (const nlohmann::json::exception& e) {
+    // e.g. out_of_range.406: a number literal beyond what a double holds.
+    throw InputError("$", std::string("invalid JSON: ") + e.what());
   }
   SnapReader(out).read(j);
   std::sort(out.devices.begin(), out.devices.end(), [](const Device& a, const Device& b) { return a.index < b.index; });

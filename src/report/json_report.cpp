@@ -1,6 +1,7 @@
 // The machine-readable report (schemas/report.schema.json).
 #include <nlohmann/json.hpp>
 
+#include "report/profiler_report.hpp"
 #include "snapdiff/report.hpp"
 
 namespace snapdiff {
@@ -139,6 +140,7 @@ std::string render_json(const Report& r, const Trace& t) {
   in["events"] = r.events;
   in["history"] = !r.has_history ? "none" : r.history_truncated ? "truncated" : "complete";
   if (r.kernel_launches > 0) in["kernel_launches"] = r.kernel_launches;
+  if (r.profiler_trace || r.ops > 0) in["profiler"] = detail::profiler_input_json(r);
   in["devices"] = J::array();
   for (const DeviceReport& d : r.devices) in["devices"].push_back(d.device);
   j["input"] = in;
@@ -215,6 +217,11 @@ std::string render_json(const Report& r, const Trace& t) {
     dj["end_state"] = ec;
     dj["replay_inconsistencies"] = rp.inconsistencies;
     dj["oom_events"] = rp.oom_events;
+    if (rp.reported_totals) dj["counters"] = "reported";
+    if (d.has_ops) {
+      J ops = detail::ops_json(d, t);
+      for (auto it = ops.begin(); it != ops.end(); ++it) dj[it.key()] = it.value();
+    }
     j["devices"].push_back(dj);
   }
   if (!r.device_memory.empty()) {
@@ -233,6 +240,25 @@ std::string render_json(const Report& r, const Trace& t) {
     j["device_memory"] = {{"samples", std::move(samples)},
                           {"outside_min_bytes", r.outside_min_bytes},
                           {"outside_max_bytes", r.outside_max_bytes}};
+  }
+  if (r.timeline.present) j["memory_timeline"] = detail::timeline_json(r, t);
+  if (!r.join.devices.empty() || !r.join.trace_name.empty()) {
+    J jn;
+    jn["trace"] = r.join.trace_name;
+    jn["ops"] = r.join.ops;
+    jn["kernels"] = r.join.kernels;
+    jn["devices"] = J::array();
+    for (const TraceJoinDevice& x : r.join.devices)
+      jn["devices"].push_back({{"device", x.device},
+                               {"method", x.method},
+                               {"offset_us", x.offset_us},
+                               {"offset_spread_us", x.offset_spread_us},
+                               {"trace_allocations", x.trace_allocs},
+                               {"snapshot_allocations", x.snapshot_allocs},
+                               {"in_window", x.in_window},
+                               {"matched", x.matched},
+                               {"with_op", x.with_op}});
+    j["trace_join"] = jn;
   }
   if (!r.explain_query.empty()) {
     J ex;

@@ -5,6 +5,8 @@
 #include <set>
 #include <sstream>
 
+#include "analysis/profiler_views.hpp"
+#include "report/profiler_report.hpp"
 #include "report/text_util.hpp"
 #include "snapdiff/report.hpp"
 
@@ -136,8 +138,12 @@ std::string render_text(const Report& r, const Trace& t) {
   o << "\n";
   o << "  events      " << with_commas(r.events) << "\n";
   if (r.kernel_launches > 0) o << "  kernels     " << with_commas(r.kernel_launches) << " launches\n";
+  o << detail::profiler_input_text(r);
   o << "  history     "
-    << (!r.has_history ? "none (dump-time state only)" : r.history_truncated ? "truncated (ring buffer wrapped)" : "complete")
+    << (!r.has_history                          ? "none (dump-time state only)"
+        : r.history_truncated && r.profiler_trace ? "the profiled window (allocations made before it: see WARNINGS)"
+        : r.history_truncated                   ? "truncated (ring buffer wrapped)"
+                                                : "complete")
     << "\n";
 
   for (const DeviceReport& d : r.devices) {
@@ -154,9 +160,13 @@ std::string render_text(const Report& r, const Trace& t) {
       else o << "   before the first event";
       o << "\n";
     };
-    line("requested ", rp.peak_requested);
-    line("allocated ", rp.peak_allocated);
-    line("reserved  ", rp.peak_reserved);
+    if (rp.reported_totals) {
+      o << detail::reported_peak_text(d);
+    } else {
+      line("requested ", rp.peak_requested);
+      line("allocated ", rp.peak_allocated);
+      line("reserved  ", rp.peak_reserved);
+    }
     const PeakPoint& pk = rp.peak_requested;
     if (pk.event_index >= 0) {
       o << "  when        event " << with_commas(uint64_t(pk.event_index)) << " of " << with_commas(d.events);
@@ -173,7 +183,7 @@ std::string render_text(const Report& r, const Trace& t) {
             return;
           }
           const KernelLaunch& k = t.kernels[size_t(idx)];
-          o << t.strings.get(k.name) << "  (" << offset_from_peak(k.time_us - pk.time_us);
+          o << detail::kernel_display_name(t.strings.get(k.name)) << "  (" << offset_from_peak(k.time_us - pk.time_us);
           if (k.stream != 0) o << ", stream 0x" << hex(k.stream);
           o << ")  in " << scope_text(t, k.stack) << "\n";
         };
@@ -222,6 +232,8 @@ std::string render_text(const Report& r, const Trace& t) {
     o << "  " << pad_left(human_bytes(d.peak_live_requested), 10) << "  " << pct(d.peak_live_requested, d.peak_live_requested)
       << "  " << pad_left(with_commas(d.peak_live_allocations), 6) << "  " << pad_right("", 19) << "  TOTAL\n";
 
+    o << detail::ops_text(d, t);
+
     if (!at.spans.empty()) {
       o << "\nPHASES  cuda:" << d.device << "  (found from " << at.phase_evidence << ")\n";
       o << "  ITER  PHASE           EVENTS         START        PEAK        RISE  LARGEST AT THE PHASE PEAK\n";
@@ -268,6 +280,9 @@ std::string render_text(const Report& r, const Trace& t) {
     }
 
     const Fragmentation& f = d.frag;
+    if (rp.reported_totals) {
+      o << detail::no_fragmentation_text(d);
+    } else {
     o << "\nFRAGMENTATION AT THE PEAK  cuda:" << d.device << "\n";
     o << "  reserved - allocated   " << pad_left(human_bytes(f.reserved - f.allocated), 10) << "   ("
       << pct(f.reserved - f.allocated, f.reserved) << " of reserved)\n";
@@ -285,6 +300,7 @@ std::string render_text(const Report& r, const Trace& t) {
           << (c.blocks == 1 ? " block)\n" : " blocks)\n");
     o << "  allocated - requested  " << pad_left(human_bytes(f.internal), 10)
       << "   (rounding and unsplit block remainders)\n";
+    }
 
     const EndStateCheck& ck = rp.end_check;
     if (ck.have_dump) {
@@ -300,6 +316,7 @@ std::string render_text(const Report& r, const Trace& t) {
         << pad_left(with_commas(ck.dump_segments), 11) << "  dumped\n";
     }
   }
+  o << detail::timeline_text(r, t);
   if (!r.device_memory.empty()) {
     o << "\nDEVICE MEMORY OUTSIDE THE ALLOCATOR  (cudaMemGetInfo samples: used = total - free)\n";
     o << "  DEVICE           T        USED    RESERVED     OUTSIDE  LABEL\n";

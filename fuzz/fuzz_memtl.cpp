@@ -1,0 +1,14 @@
+// export_memory_timeline outputs (.json and raw .json.gz).
+#include <cstdint>
+#include <string_view>
+
+#include "fuzz_common.hpp"
+#include "snapdiff/profiler.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace snapdiff;
+  fuzz::expect_result_or_input_error([&] {
+    (void)read_memory_timeline(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.json");
+  });
+  return 0;
+}

@@ -1,0 +1,16 @@
+// The .snap document reader (JSON text), then analysis.
+#include <cstdint>
+#include <string_view>
+
+#include "fuzz_common.hpp"
+#include "snapdiff/input.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace snapdiff;
+  fuzz::expect_result_or_input_error([&] {
+    Trace t;
+    read_snap(std::string_view(reinterpret_cast<const char*>(data), size), t);
+    fuzz::analyze(t);
+  });
+  return 0;
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# The bad-input contract at the command line, for inputs that are not plain
+# files or that change under the reader: FIFOs, a file that shrinks while it
+# is read, and inputs predicted to need more memory than allowed. Each must
+# end in exit 3 with one 'snapdiff: error: FILE: ...' line and nothing on
+# stdout — never a crash, a hang, or the kernel's OOM killer.
+# Usage: contract_cli_test.sh path/to/snapdiff SOURCE_DIR
+set -u
+BIN=$1
+SRC=$2
+DATA=$SRC/../shared/data
+T=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails+1)); }
+one_error_line() {  # NAME FILE: the error contract on $T/out, $T/err
+  local lines; lines=$(wc -l <"$T/err")
+  [[ $lines -eq 1 ]] && grep -q "^snapdiff: error: $2: " "$T/err" || { fail "$1: stderr is not one error line:"; cat "$T/err"; }
+  [[ -s $T/out ]] && fail "$1: printed to stdout"
+}
+
+# A FIFO nobody writes to: end of input at once, an input error (no hang).
+mkfifo "$T/nowriter.fifo"
+timeout 20 "$BIN" report "$T/nowriter.fifo" >"$T/out" 2>"$T/err"; rc=$?
+[[ $rc -eq 3 ]] && echo "ok   FIFO without a writer" || fail "FIFO without a writer: exit $rc"
+one_error_line "FIFO without a writer" "$T/nowriter.fifo"
+
+# A FIFO fed junk.
+mkfifo "$T/junk.fifo"
+(head -c 100000 /dev/urandom >"$T/junk.fifo") &
+timeout 20 "$BIN" report "$T/junk.fifo" >"$T/out" 2>"$T/err"; rc=$?
+[[ $rc -eq 3 ]] && echo "ok   FIFO with junk" || fail "FIFO with junk: exit $rc"
+one_error_line "FIFO with junk" "$T/junk.fifo"
+wait
+
+# A FIFO fed a real snapshot still works (process substitution, pipes).
+mkfifo "$T/good.fifo"
+(cat "$DATA/small_bf16.pickle" >"$T/good.fifo") &
+timeout 20 "$BIN" report "$T/good.fifo" >"$T/out" 2>"$T/err"; rc=$?
+[[ $rc -eq 0 ]] && grep -q "^PEAK" "$T/out" && echo "ok   FIFO with a snapshot" || fail "FIFO with a snapshot: exit $rc"
+wait
+
+# A file that shrinks while it is read: the memory-mapped gzip path faults
+# (SIGBUS) and the plain-pickle path reads short. Either way exit 3 and one
+# line, or exit 0 when the reader was done before the file changed — never a
+# crash. Retried so that at least one run really races.
+if [[ -f $DATA/xxl_fp8.pickle.xz ]]; then
+  xz -dc "$DATA/xxl_fp8.pickle.xz" >"$T/big.src"
+  gzip -1 -c "$T/big.src" >"$T/big.gz.src"
+  raced=0
+  for kind in gz plain; do
+    for try in 1 2 3 4 5; do
+      if [[ $kind == gz ]]; then cp "$T/big.gz.src" "$T/shrink"; else cp "$T/big.src" "$T/shrink"; fi
+      "$BIN" report "$T/shrink" >"$T/out" 2>"$T/err" &
+      pid=$!
+      sleep 0.$((1 + try))
+      truncate -s 4096 "$T/shrink"
+      wait $pid; rc=$?
+      if [[ $rc -eq 3 ]]; then
+        one_error_line "shrinking $kind file" "$T/shrink"
+        raced=$((raced+1))
+        break
+      elif [[ $rc -ne 0 ]]; then
+        fail "shrinking $kind file: exit $rc"; cat "$T/err"; break
+      fi
+    done
+  done
+  [[ $raced -ge 1 ]] && echo "ok   file shrinking while read ($raced of 2 kinds raced)" || fail "shrinking file: never raced"
+  # More memory than allowed: refused before reading, with the bound and the option.
+  "$BIN" report --max-memory 64MiB "$T/big.src" >"$T/out" 2>"$T/err"; rc=$?
+  [[ $rc -eq 3 ]] && grep -q -- "--max-memory" "$T/err" && grep -q "64 MiB" "$T/err" \
+    && echo "ok   memory bound refuses a large input" || fail "memory bound: exit $rc: $(cat "$T/err")"
+  one_error_line "memory bound" "$T/big.src"
+  "$BIN" report --max-memory 64MiB "$T/big.gz.src" >"$T/out" 2>"$T/err"; rc=$?
+  [[ $rc -eq 3 ]] && grep -q -- "--max-memory" "$T/err" && echo "ok   memory bound refuses a large gzip input" \
+    || fail "memory bound (gzip): exit $rc: $(cat "$T/err")"
+  "$BIN" diff --max-memory 64MiB "$T/big.src" "$T/big.src" >"$T/out" 2>"$T/err"; rc=$?
+  [[ $rc -eq 3 ]] && echo "ok   memory bound in diff" || fail "memory bound (diff): exit $rc"
+else
+  echo "skip shrinking file and memory bound: $DATA/xxl_fp8.pickle.xz not found"
+fi
+
+[[ $fails -eq 0 ]] && echo "contract_cli: all passed" || echo "contract_cli: $fails failed"
+exit $((fails > 0))
