@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Times `snapdiff report --format json` on a large torch.profiler Chrome trace,
-# uncompressed and gzip'd, printing wall time, MB/s of JSON text and peak RSS
-# per run. Usage: bench/bench_trace.sh [RUNS] [TRACE.json]
+# Times the trace reader alone (snapdiff_read_bench: load_trace()) and the
+# whole `snapdiff report --format json` on a large torch.profiler Chrome
+# trace, uncompressed and gzip'd, printing wall time, MB/s of JSON text and
+# peak RSS per run. Usage: bench/bench_trace.sh [RUNS] [TRACE.json]
 #
 # The input, in order of preference:
 #   1. TRACE.json given on the command line;
@@ -18,6 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-5}
 BIN=${SNAPDIFF:-build/snapdiff}
+READ_BENCH=$(dirname "$BIN")/snapdiff_read_bench
 OUT=bench/out/profile
 mkdir -p "$OUT"
 [[ -x $BIN ]] || bash scripts/build.sh >/dev/null
@@ -40,6 +42,13 @@ events=$($BIN report --format json "$f" | python3 -c 'import json,sys; r=json.lo
 echo "input ($label): $f ($((bytes / 1000000)) MB of JSON; $events)"
 for input in "$f" "$gz"; do
   echo "$input ($(($(stat -c %s "$input") / 1000000)) MB on disk):"
+  if [[ -x $READ_BENCH ]]; then
+    # The reader alone (load_trace), with the default threads and with one.
+    "$READ_BENCH" "$input" "$RUNS"
+    echo "  (one thread:)"
+    "$READ_BENCH" "$input" "$RUNS" 0 | tail -1
+  fi
+  echo "  snapdiff report --format json (read, replay, analysis, JSON out):"
   walls=()
   for ((i = 1; i <= RUNS; i++)); do
     /usr/bin/time -f "%e %U %S %M" -o "$OUT/time.txt" "$BIN" report --format json "$input" >/dev/null

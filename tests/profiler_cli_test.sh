@@ -69,6 +69,7 @@ done
 check "--memory-timeline json" 0 "$BIN" report --format json "$TRACE" --memory-timeline "$DATA/small_profile.memtl.raw.json.gz"
 python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["memory_timeline"]; p=m["moments"][0]; u=m["moments"][1]; assert m["raw"] and p["placed_bytes"] + p["before_profiler_bytes"] == p["unknown_bytes"], m; assert u["placements"][0]["op"] == "aten::_foreach_sqrt", u; print("ok   memory_timeline json")' "$T/out" || fails=$((fails+1))
 
+cp "$T/out" "$T/timeline.json"
 check "snapshot --trace" 0 "$BIN" report "$PROF/joint.snapshot.pickle" --trace "$PROF/joint.trace.json.gz"
 has "snapshot --trace" "$T/out" "joint.trace.json.gz: cuda:0"
 has "snapshot --trace" "$T/out" "BY OP AT THE PEAK"
@@ -76,6 +77,20 @@ check "bare --trace" 0 "$BIN" --trace "$PROF/joint.trace.json.gz" "$PROF/joint.s
 has "bare --trace" "$T/out" "snapdiff report:"
 check "snapshot --trace json" 0 "$BIN" report --format json "$PROF/joint.snapshot.pickle" --trace "$PROF/joint.trace.json.gz"
 python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["trace_join"]["devices"][0]; assert j["method"] == "time" and j["matched"] > 0, j; print("ok   trace_join json")' "$T/out" || fails=$((fails+1))
+
+cp "$T/out" "$T/join.json"
+# The whole documents against the schema, where python3-jsonschema is installed.
+python3 - "$SRC/schemas/report.schema.json" "$T/timeline.json" "$T/join.json" <<'PY' || fails=$((fails+1))
+import json, sys
+try:
+    import jsonschema
+except ImportError:
+    print("skip schema validation (no jsonschema module)"); sys.exit(0)
+s = json.load(open(sys.argv[1]))
+for f in sys.argv[2:]:
+    jsonschema.validate(json.load(open(f)), s)
+print("ok   trace reports valid against schemas/report.schema.json")
+PY
 
 check "--trace on a trace" 2 "$BIN" report "$TRACE" --trace "$PROF/joint.trace.json.gz"
 check "--trace of a snapshot" 2 "$BIN" report "$PROF/joint.snapshot.pickle" --trace "$PROF/joint.snapshot.pickle"

@@ -501,6 +501,11 @@ TEST_CASE("profiler JSON sniffing") {
   CHECK(sniff_profiler_json("[[-1, 1, 2097152, 7], [-1, 1, 2048, 0]]") == ProfilerJson::MemoryTimelineRaw);
   CHECK(sniff_profiler_json("[[], []]") == ProfilerJson::MemoryTimeline);
   CHECK(sniff_profiler_json("[]") == ProfilerJson::MemoryTimelineRaw);
+  // Found by mutating a timeline: a stray '}' among the times once made the
+  // sniffer loop forever.
+  CHECK(sniff_profiler_json("[[1796036634544799, 179603663454485}, 1796036634544899]") == ProfilerJson::None);
+  CHECK(sniff_profiler_json("[[1, 2, }") == ProfilerJson::None);
+  CHECK(sniff_profiler_json("{\"a\": }, \"b\": 1}") == ProfilerJson::None);
 }
 
 TEST_CASE("many batches parsed on several threads give the same trace as one thread") {

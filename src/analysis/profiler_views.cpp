@@ -7,6 +7,7 @@
 #include <map>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "analysis/frame_names.hpp"
 
@@ -321,13 +322,13 @@ void TimelineMatcher::follow_sums(int64_t T, TimelineMoment& m) {
   // microseconds through a double (int(t / 1000)), which rounds some of them
   // up: an event with no row at its microsecond belongs to the next one.
   std::map<int64_t, std::vector<size_t>> bucket;
+  const std::unordered_set<int64_t> row_times(times.begin(), times.end());
   for (size_t i = 0; i < dev_.events.size(); ++i) {
     const Event& e = dev_.events[i];
     if ((e.kind == EventKind::Alloc || e.kind == EventKind::FreeRequested) && i < at_.event_alloc.size() &&
         at_.event_alloc[i] != UINT32_MAX) {
       int64_t key = e.time_us;
-      if (!std::binary_search(times.begin(), times.end(), key) && std::binary_search(times.begin(), times.end(), key + 1))
-        ++key;
+      if (!row_times.count(key) && key != INT64_MAX && row_times.count(key + 1)) ++key;
       bucket[key].push_back(i);
     }
   }

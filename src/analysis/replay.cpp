@@ -534,13 +534,13 @@ ReportedLive reported_pre_trace(const Device& dev, DeviceReplay* out) {
     } else if (e.kind == EventKind::FreeRequested) {
       if (live.find(e.addr) == detail::AddrMap::kNone) {
         r.pre.push_back({e.addr, e.size, e.size, e.stream, e.stack, -1});
-        pre_sum += int64_t(e.size);
+        wadd(pre_sum, e.size);
       } else {
         live.erase(e.addr);
       }
     }
   }
-  int64_t residual = dev.allocated_before - pre_sum;
+  int64_t residual = int64_t(uint64_t(dev.allocated_before) - uint64_t(pre_sum));
   if (residual < 0) {
     if (out) {
       ++out->inconsistencies;

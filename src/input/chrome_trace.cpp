@@ -33,6 +33,7 @@
 
 #include "input/profiler_input.hpp"
 #include "snapdiff/error.hpp"
+#include "util/huge_alloc.hpp"
 #include "util/hugepages.hpp"
 
 namespace snapdiff::detail {
@@ -129,6 +130,7 @@ ProfilerJson sniff_profiler_json(std::string_view s) {
     if (s[j] == '[' || s[j] == '{' || s[j] == '"') return ProfilerJson::None;
     size_t v = value_end(s, j);
     if (v == std::string_view::npos) break;
+    if (v == j) return ProfilerJson::None;  // not a number (a stray '}'): not a timeline
     ++numbers;
     j = skip_ws(s, v);
     if (j < s.size() && s[j] == ',') j = skip_ws(s, j + 1);
@@ -500,13 +502,27 @@ Frame python_frame(StringTable& st, std::string_view s) {
   return f;
 }
 
-int64_t floor_div_1000(int64_t ns) { return ns >= 0 ? ns / 1000 : -((-ns + 999) / 1000); }
+int64_t floor_div_1000(int64_t ns) { return ns / 1000 - (ns % 1000 < 0 ? 1 : 0); }
+
+// Sums of values from the input saturate instead of overflowing, and never
+// reach kNoTime (which means "no time").
+int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) r = a > 0 ? INT64_MAX : INT64_MIN + 1;
+  return r == INT64_MIN ? INT64_MIN + 1 : r;
+}
+int64_t wrap_sub(int64_t a, int64_t b) { return int64_t(uint64_t(a) - uint64_t(b)); }
+int64_t wrap_add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
+
+// Unix-epoch microseconds of a trace time.
+int64_t abs_us(int64_t base_ns, int64_t ts_ns) { return floor_div_1000(sat_add(base_ns, ts_ns)); }
 
 // Room for n elements up front, with huge pages asked for before the memory
 // is touched: growing record arrays by doubling costs more in page faults
 // and copies than the parsing itself (untouched reserved pages cost nothing).
-template <class T>
-void reserve_huge(std::vector<T>& v, uint64_t n) {
+template <class V>
+void reserve_huge(V& v, uint64_t n) {
+  using T = typename V::value_type;
   const uint64_t cap = (uint64_t(1) << 30) / sizeof(T);
   if (n > cap) n = cap;
   if (n <= v.capacity()) return;
@@ -533,7 +549,7 @@ struct Batch {
     uint32_t off, len;
     uint64_t index, offset;  // element index, byte offset in the decoded input
   };
-  std::vector<char> buf;
+  Buffer buf;
   std::vector<Item> items;
 };
 
@@ -542,11 +558,11 @@ struct Batch {
 // appearance in the file, so the result does not depend on which thread
 // parsed what.
 struct Shard {
-  std::vector<RangeRec> ranges;
-  std::vector<MemRec> mem;
-  std::vector<LaunchRec> launches;
-  std::vector<GpuRec> gpu;
-  std::vector<FlowRec> flows;
+  HugeVec<RangeRec> ranges;
+  HugeVec<MemRec> mem;
+  HugeVec<LaunchRec> launches;
+  HugeVec<GpuRec> gpu;
+  HugeVec<FlowRec> flows;
   StringTable names;                     // local; id 0 is ""
   std::vector<uint64_t> name_first{0};   // element index where each name first appeared
   std::vector<uint8_t> name_python{0};   // a python_function name (becomes a frame)
@@ -617,7 +633,7 @@ void Shard::on_event(const Parsed& ev, uint64_t index, const std::string& array_
         need_ts("complete (\"X\")");
         RangeRec r;
         r.start = ev.ts;
-        r.end = ev.ts + (ev.has_dur && ev.dur > 0 ? ev.dur : 0);
+        r.end = sat_add(ev.ts, ev.has_dur && ev.dur > 0 ? ev.dur : 0);
         r.ext = ev.has_ext ? ev.ext : -1;
         r.thread = thread_of(ev, index);
         r.kind = ev.cat == Cat::PythonFunction ? kPython : ev.cat == Cat::CpuOp ? kOp : kAnnotation;
@@ -657,6 +673,14 @@ void Shard::on_event(const Parsed& ev, uint64_t index, const std::string& array_
     if (!ev.has_bytes)
       throw InputError(path() + ".args", std::string(oom ? "[OutOfMemory]" : "[memory]") + " event without \"Bytes\"");
     if (!oom && !ev.has_addr) throw InputError(path() + ".args", "[memory] event without \"Addr\"");
+    // Sizes beyond any device: refused, so that no sum of them can overflow.
+    constexpr int64_t kMaxBytes = int64_t(1) << 40, kMaxTotal = int64_t(1) << 50;
+    if (ev.bytes > kMaxBytes || ev.bytes < -kMaxBytes)
+      throw InputError(path() + ".args.Bytes", "implausible size " + std::to_string(ev.bytes) + " (more than 1 TiB)");
+    if (ev.has_alloc && (ev.total_alloc < 0 || ev.total_alloc > kMaxTotal))
+      throw InputError(path() + ".args.Total Allocated", "implausible total " + std::to_string(ev.total_alloc));
+    if (ev.has_res && (ev.total_res < 0 || ev.total_res > kMaxTotal))
+      throw InputError(path() + ".args.Total Reserved", "implausible total " + std::to_string(ev.total_res));
     MemRec m;
     m.ts = ev.ts;
     m.addr = uint64_t(ev.addr);
@@ -738,19 +762,19 @@ class ChromeTraceReader {
   Trace& t_;
   int64_t base_ns_ = 0;
   bool have_base_ = false;
-  std::vector<RangeRec> ranges_;
-  std::vector<MemRec> mem_;
-  std::vector<LaunchRec> launches_;
-  std::vector<GpuRec> gpu_;
-  std::vector<FlowRec> flows_;
+  HugeVec<RangeRec> ranges_;
+  HugeVec<MemRec> mem_;
+  HugeVec<LaunchRec> launches_;
+  HugeVec<GpuRec> gpu_;
+  HugeVec<FlowRec> flows_;
   size_t threads_ = 0;
   std::vector<FrameId> name_frame_;  // by StrId: op / annotation frames
   std::vector<FrameId> py_frames_;   // python ranges' labels are indices into this
   uint64_t events_ = 0;
   // built
-  std::vector<uint32_t> parent_;   // per sorted range
-  std::vector<StackId> stack_;     // per sorted range (UINT32_MAX: not yet)
-  std::vector<uint32_t> near_op_;  // per sorted range: the innermost op at or above it
+  HugeVec<uint32_t> parent_;   // per sorted range
+  HugeVec<StackId> stack_;     // per sorted range (UINT32_MAX: not yet)
+  HugeVec<uint32_t> near_op_;  // per sorted range: the innermost op at or above it
   std::vector<std::pair<std::string, std::string>> meta_;
   std::string schema_version_;
 };
@@ -773,7 +797,7 @@ void ChromeTraceReader::on_member(const std::string& key, const std::string& val
       base_ns_ = int64_t(u);
     } else {
       throw InputError(std::string("$.baseTimeNanoseconds"), "expected an integer number of nanoseconds, found " +
-                                                                  value.substr(0, 40));
+                                                                  printable(value.substr(0, 40)));
     }
     have_base_ = true;
     meta_.push_back({"profiler.baseTimeNanoseconds", std::to_string(base_ns_)});
@@ -808,17 +832,19 @@ void ChromeTraceReader::read(ByteStream& in, const ProgressFn& progress) {
   const uint64_t hint = in.decoded_hint();
   unsigned hw = std::thread::hardware_concurrency();
   if (hw == 0) hw = 1;
+  // Parsing a plain file on one thread already runs at several hundred
+  // MB/s; on a 2-core machine a worker only pays when the reading thread
+  // inflates gzip (measured: docs/performance.md). Small inputs: no threads.
   const int forced = g_workers.load();
-  const unsigned workers = forced >= 0 ? unsigned(forced)
-                           : hint < (uint64_t(16) << 20) ? 0
-                                                          : std::min(hw - (hw > 1 ? 1 : 0), 3u);
+  const bool worth = hint >= (uint64_t(16) << 20) && (hw >= 4 || (hw >= 2 && in.compressed()));
+  const unsigned workers = forced >= 0 ? unsigned(forced) : worth ? std::min(hw - 1, 3u) : 0;
   std::vector<std::unique_ptr<Shard>> shards;
   for (unsigned i = 0; i <= workers; ++i) {
     shards.push_back(std::make_unique<Shard>());
     shards.back()->reserve(hint, 1);  // virtual room only: untouched pages cost nothing
   }
   Shard& mine = *shards[0];
-  std::string array_path = "$.traceEvents";
+  std::string array_path;  // "$.traceEvents" or "$" (set once, before any batch goes to a worker)
 
   std::mutex mu;
   std::condition_variable cv_work, cv_free;
@@ -888,18 +914,32 @@ void ChromeTraceReader::read(ByteStream& in, const ProgressFn& progress) {
     // a batch (about 4 MiB of events), parsed while the next one is read.
     JsonArrayStreamer js(in, "traceEvents", size_t(4) << 20);
     js.set_handoff(true);
-    std::unique_ptr<Batch> cur = std::make_unique<Batch>();
-    uint64_t cur_gen = 0;
+    // Batches are reused with their item lists (a fresh list per batch
+    // would be a fresh mapping to fault in every time).
+    std::vector<std::unique_ptr<Batch>> batch_pool;
+    auto fresh_batch = [&] {
+      std::unique_ptr<Batch> b;
+      if (!batch_pool.empty()) {
+        b = std::move(batch_pool.back());
+        batch_pool.pop_back();
+      } else {
+        b = std::make_unique<Batch>();
+        b->items.reserve(size_t(1) << 15);
+      }
+      b->items.clear();
+      return b;
+    };
+    std::unique_ptr<Batch> cur = fresh_batch();
     uint64_t since_progress = 0;
     auto flush_retired = [&] {
       while (js.has_retired()) {
         cur->buf = js.pop_retired();
         submit(std::move(cur));
-        cur = std::make_unique<Batch>();
-        ++cur_gen;
+        cur = fresh_batch();
         std::lock_guard<std::mutex> lk(mu);
         while (!spare.empty()) {
           js.give_spare(std::move(spare.back()->buf));
+          batch_pool.push_back(std::move(spare.back()));
           spare.pop_back();
         }
       }
@@ -914,8 +954,7 @@ void ChromeTraceReader::read(ByteStream& in, const ProgressFn& progress) {
       }
       if (js.size() > UINT32_MAX || js.data_offset() > UINT32_MAX)
         throw InputError(js.array_path() + "[" + std::to_string(js.index()) + "]", "an event larger than 4 GiB");
-      array_path = js.array_path();
-      (void)cur_gen;
+      if (array_path.empty()) array_path = js.array_path();  // before any batch is handed over
       cur->items.push_back({uint32_t(js.data_offset()), uint32_t(js.size()), js.index(), js.offset()});
       if (progress && ++since_progress >= 65536) {
         since_progress = 0;
@@ -1087,9 +1126,9 @@ void ChromeTraceReader::build() {
     return a.ext < b.ext;
   });
   const size_t nr = ranges_.size();
-  assign_huge(parent_, nr, UINT32_MAX);
-  assign_huge(stack_, nr, StackId(UINT32_MAX));
-  assign_huge(near_op_, nr, kNoOp);
+  parent_.assign(nr, UINT32_MAX);
+  stack_.assign(nr, StackId(UINT32_MAX));
+  near_op_.assign(nr, kNoOp);
   {
     std::vector<uint32_t> open;
     for (uint32_t i = 0; i < nr; ++i) {
@@ -1101,8 +1140,7 @@ void ChromeTraceReader::build() {
     }
   }
   // 2. Ops in pre-order (the sorted order), with their op parents.
-  std::vector<uint32_t> op_of_range;
-  assign_huge(op_of_range, nr, kNoOp);
+  HugeVec<uint32_t> op_of_range(nr, kNoOp);
   t_.ops.clear();
   {
     size_t nops = 0;
@@ -1115,8 +1153,8 @@ void ChromeTraceReader::build() {
     if (r.kind == kOp) {
       TraceOp op;
       op.name = r.label;
-      op.time_us = floor_div_1000(base_ns_ + r.start);
-      op.duration_ns = r.end - r.start;
+      op.time_us = abs_us(base_ns_, r.start);
+      op.duration_ns = wrap_sub(r.end, r.start);
       op.thread = r.thread;
       op.parent = up;
       op_of_range[i] = uint32_t(t_.ops.size());
@@ -1136,7 +1174,7 @@ void ChromeTraceReader::build() {
   }
   // 3. Points (memory events, launches, flow starts) into their innermost
   // range. Memory events are put in time order first (ties: file order).
-  std::stable_sort(mem_.begin(), mem_.end(), [](const MemRec& a, const MemRec& b) {
+  std::sort(mem_.begin(), mem_.end(), [](const MemRec& a, const MemRec& b) {
     if (a.ts != b.ts) return a.ts < b.ts;
     return a.order < b.order;
   });
@@ -1146,7 +1184,7 @@ void ChromeTraceReader::build() {
     uint32_t which;  // 0 mem, 1 launch, 2 flow
     uint32_t idx;
   };
-  std::vector<Point> pts;
+  HugeVec<Point> pts;
   reserve_huge(pts, mem_.size() + launches_.size() + flows_.size());
   for (uint32_t i = 0; i < mem_.size(); ++i) pts.push_back({mem_[i].thread, mem_[i].ts, 0, i});
   for (uint32_t i = 0; i < launches_.size(); ++i) pts.push_back({launches_[i].thread, launches_[i].ts, 1, i});
@@ -1157,10 +1195,8 @@ void ChromeTraceReader::build() {
     if (a.which != b.which) return a.which < b.which;
     return a.idx < b.idx;
   });
-  std::vector<uint32_t> mem_range, launch_range, flow_range;
-  assign_huge(mem_range, mem_.size(), UINT32_MAX);
-  assign_huge(launch_range, launches_.size(), UINT32_MAX);
-  assign_huge(flow_range, flows_.size(), UINT32_MAX);
+  HugeVec<uint32_t> mem_range(mem_.size(), UINT32_MAX), launch_range(launches_.size(), UINT32_MAX),
+      flow_range(flows_.size(), UINT32_MAX);
   {
     size_t ri = 0;
     std::vector<uint32_t> open;
@@ -1184,7 +1220,7 @@ void ChromeTraceReader::build() {
 
   // 4. GPU activities and their launches.
   // Launches by correlation id: a sorted index (ids are unique per launch).
-  std::vector<std::pair<int64_t, uint32_t>> by_corr;
+  HugeVec<std::pair<int64_t, uint32_t>> by_corr;
   reserve_huge(by_corr, launches_.size());
   for (uint32_t i = 0; i < launches_.size(); ++i) by_corr.push_back({launches_[i].corr, i});
   std::sort(by_corr.begin(), by_corr.end());
@@ -1199,7 +1235,7 @@ void ChromeTraceReader::build() {
     KernelLaunch k;
     uint64_t order;
   };
-  std::vector<K> ks;
+  HugeVec<K> ks;
   ks.reserve(gpu_.size());
   for (uint32_t i = 0; i < gpu_.size(); ++i) {
     const GpuRec& g = gpu_[i];
@@ -1225,7 +1261,7 @@ void ChromeTraceReader::build() {
       when = flows_[fit->second].ts;
       range = flow_range[fit->second];
     }
-    k.time_us = floor_div_1000(base_ns_ + when);
+    k.time_us = abs_us(base_ns_, when);
     if (range != UINT32_MAX) {
       k.stack = stack_of(range);
       k.op = near_op_[range];
@@ -1279,7 +1315,7 @@ void ChromeTraceReader::build() {
   }
   for (size_t i = 0; i < mem_.size(); ++i) {
     const MemRec& m = mem_[i];
-    const int64_t t_us = floor_div_1000(base_ns_ + m.ts);
+    const int64_t t_us = abs_us(base_ns_, m.ts);
     const uint32_t r = mem_range[i];
     if (m.device < 0) {
       HostMemoryEvent h;
@@ -1294,18 +1330,18 @@ void ChromeTraceReader::build() {
     if (!d.has_trace) {
       d.has_trace = true;
       d.before_stack = before_stack;
-      d.allocated_before = m.has_alloc ? m.total_alloc - (m.kind == kMemOom ? 0 : m.bytes) : 0;
+      d.allocated_before = m.has_alloc ? wrap_sub(m.total_alloc, m.kind == kMemOom ? 0 : m.bytes) : 0;
     }
     Event e;
     e.kind = m.kind == kMemOom ? EventKind::Oom : m.kind == kMemAlloc ? EventKind::Alloc : EventKind::FreeRequested;
     e.addr = m.kind == kMemOom ? 0 : m.addr;
-    e.size = uint64_t(m.bytes < 0 ? -m.bytes : m.bytes);
+    e.size = m.bytes < 0 ? uint64_t(0) - uint64_t(m.bytes) : uint64_t(m.bytes);
     e.time_us = t_us;
     if (r != UINT32_MAX) e.stack = stack_of(r);
     d.events.push_back(e);
     const int64_t prev_alloc = d.reported_allocated.empty() ? d.allocated_before : d.reported_allocated.back();
     const int64_t delta = m.kind == kMemOom ? 0 : m.bytes;
-    d.reported_allocated.push_back(m.has_alloc ? m.total_alloc : prev_alloc + delta);
+    d.reported_allocated.push_back(m.has_alloc ? m.total_alloc : wrap_add(prev_alloc, delta));
     const int64_t prev_res = d.reported_reserved.empty() ? 0 : d.reported_reserved.back();
     d.reported_reserved.push_back(m.has_res ? m.total_res : prev_res);
     d.event_op.push_back(r == UINT32_MAX ? kNoOp : near_op_[r]);
@@ -1334,8 +1370,8 @@ void ChromeTraceReader::build() {
     std::vector<Annotation> an;
     for (const RangeRec& r : ranges_) {
       if (r.kind != kAnnotation) continue;
-      an.push_back({-1, floor_div_1000(base_ns_ + r.start), r.label, true});
-      an.push_back({-1, floor_div_1000(base_ns_ + r.end), r.label, false});
+      an.push_back({-1, abs_us(base_ns_, r.start), r.label, true});
+      an.push_back({-1, abs_us(base_ns_, r.end), r.label, false});
     }
     std::stable_sort(an.begin(), an.end(), [](const Annotation& a, const Annotation& b) {
       if (a.time_us != b.time_us) return a.time_us < b.time_us;
@@ -1354,11 +1390,11 @@ void ChromeTraceReader::build() {
   std::sort(t_.devices.begin(), t_.devices.end(), [](const Device& a, const Device& b) { return a.index < b.index; });
 
   // The records are no longer needed.
-  std::vector<RangeRec>().swap(ranges_);
-  std::vector<MemRec>().swap(mem_);
-  std::vector<LaunchRec>().swap(launches_);
-  std::vector<GpuRec>().swap(gpu_);
-  std::vector<FlowRec>().swap(flows_);
+  HugeVec<RangeRec>().swap(ranges_);
+  HugeVec<MemRec>().swap(mem_);
+  HugeVec<LaunchRec>().swap(launches_);
+  HugeVec<GpuRec>().swap(gpu_);
+  HugeVec<FlowRec>().swap(flows_);
 }
 
 }  // namespace

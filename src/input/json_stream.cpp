@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #if defined(__SSE2__)
@@ -128,6 +129,7 @@ class GzipStream final : public ByteStream {
   uint64_t progress_done() const override { return src_->progress_done(); }
   uint64_t progress_total() const override { return src_->progress_total(); }
   uint64_t decoded_hint() const override { return src_->progress_total() * 10; }  // JSON traces compress ~10-25x
+  bool compressed() const override { return true; }
 
  private:
   std::unique_ptr<ByteStream> src_;
@@ -233,11 +235,32 @@ JsonArrayStreamer::JsonArrayStreamer(ByteStream& in, std::string array_key, size
   buf_.resize(chunk + kPadding);
 }
 
-void JsonArrayStreamer::fail(const std::string& path, const std::string& msg) const {
-  throw InputError(path, msg);
+// Text from the input inside an error message: one line, no control
+// characters, not too long.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (out.size() >= 200) {
+      out += "...";
+      break;
+    }
+    const uint8_t u = uint8_t(c);
+    if (u < 0x20 || u == 0x7f) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\x%02x", u);
+      out += b;
+    } else {
+      out += c;
+    }
+  }
+  return out;
 }
 
-void JsonArrayStreamer::fail_at(uint64_t offset, const std::string& msg) const { throw InputError(offset, msg); }
+void JsonArrayStreamer::fail(const std::string& path, const std::string& msg) const {
+  throw InputError(printable(path), printable(msg));
+}
+
+void JsonArrayStreamer::fail_at(uint64_t offset, const std::string& msg) const { throw InputError(offset, printable(msg)); }
 
 void JsonArrayStreamer::compact() {
   if (pos_ == 0) return;
@@ -247,14 +270,14 @@ void JsonArrayStreamer::compact() {
   pos_ = 0;
 }
 
-std::vector<char> JsonArrayStreamer::pop_retired() {
-  std::vector<char> b = std::move(retired_.front());
+Buffer JsonArrayStreamer::pop_retired() {
+  Buffer b = std::move(retired_.front());
   retired_.erase(retired_.begin());
   return b;
 }
 
-std::vector<char> JsonArrayStreamer::release_buffer() {
-  std::vector<char> b = std::move(buf_);
+Buffer JsonArrayStreamer::release_buffer() {
+  Buffer b = std::move(buf_);
   buf_.assign(kPadding, ' ');
   base_ += end_;
   pos_ = end_ = 0;
@@ -267,7 +290,7 @@ bool JsonArrayStreamer::fill() {
   if (handoff_ && pos_ > 0 && end_ + (cap >> 2) > cap) {
     // Retire the buffer (its elements stay where they are) and carry the
     // unread tail over to a new one.
-    std::vector<char> nb;
+    Buffer nb;
     if (!spare_.empty()) {
       nb = std::move(spare_.back());
       spare_.pop_back();
@@ -284,7 +307,9 @@ bool JsonArrayStreamer::fill() {
     compact();
   }
   if (end_ == cap) {  // one value larger than the buffer: grow it
-    if (cap >= (size_t(1) << 32)) fail_at(base_ + pos_, "a single JSON value larger than 4 GiB");
+    // Only traceEvents is streamed: any one value (an event, another
+    // top-level member) must fit in memory, and 1 GiB is beyond any real one.
+    if (cap >= (size_t(1) << 30)) fail_at(base_ + pos_, "a single JSON value larger than 1 GiB");
     buf_.resize(cap * 2 + kPadding);
   }
   const size_t room = buf_.size() - kPadding - end_;
@@ -490,17 +515,17 @@ JsonArrayStreamer::Item JsonArrayStreamer::next() {
           state_ = doc_is_array_ ? State::Done : State::AfterMember;
           continue;
         }
-        const std::string path = array_path_ + "[" + std::to_string(next_index_) + "]";
+        auto path = [&] { return array_path_ + "[" + std::to_string(next_index_) + "]"; };
         if (c == '\0')
-          fail(path, "truncated input: the array ends before its closing ']' (" + std::to_string(next_index_) +
-                         " elements read, " + std::to_string(base_ + pos_) + " bytes)");
+          fail(path(), "truncated input: the array ends before its closing ']' (" + std::to_string(next_index_) +
+                           " elements read, " + std::to_string(base_ + pos_) + " bytes)");
         if (c != '{' && c != '[')
-          fail(path, std::string("expected an object, found '") + c + "' at byte " + std::to_string(base_ + pos_));
+          fail(path(), std::string("expected an object, found '") + c + "' at byte " + std::to_string(base_ + pos_));
         const uint64_t at = base_ + pos_;
         size_t e = scan_container();
         if (e == 0)
-          fail(path, "truncated input: the element starting at byte " + std::to_string(at) +
-                         " is not closed (the file ends inside it)");
+          fail(path(), "truncated input: the element starting at byte " + std::to_string(at) +
+                           " is not closed (the file ends inside it)");
         data_ = buf_.data() + pos_;
         size_ = e - pos_;
         offset_ = base_ + pos_;
@@ -527,7 +552,7 @@ JsonArrayStreamer::Item JsonArrayStreamer::next() {
           state_ = doc_is_array_ ? State::Done : State::AfterMember;
           continue;
         }
-        const std::string path = array_path_ + "[" + std::to_string(next_index_) + "]";
+        const std::string path = array_path_ + "[" + std::to_string(next_index_) + "]";  // only on errors
         if (c == '\0')
           fail(path, "truncated input: the array ends before its closing ']' (" + std::to_string(next_index_) +
                          " elements read, " + std::to_string(base_ + pos_) + " bytes)");

@@ -23,7 +23,13 @@
 #include <string_view>
 #include <vector>
 
+#include "util/huge_alloc.hpp"
+
 namespace snapdiff::detail {
+
+// Read buffers: 2 MiB-aligned with huge pages (a fresh buffer is faulted in
+// 2 MiB at a time).
+using Buffer = HugeVec<char>;
 
 class ByteStream {
  public:
@@ -36,7 +42,13 @@ class ByteStream {
   virtual uint64_t progress_total() const = 0;
   // A guess at the decoded size (exact for plain input), to size buffers.
   virtual uint64_t decoded_hint() const { return progress_total(); }
+  // Inflating as it reads (the reading thread then has work of its own).
+  virtual bool compressed() const { return false; }
 };
+
+// Input text made fit for a one-line error message (control characters
+// escaped, at most about 200 characters).
+std::string printable(const std::string& s);
 
 // A regular file read with pread(); when gzip, inflated as it is read (with
 // concatenated members), refusing more than max_decoded bytes of output.
@@ -87,11 +99,11 @@ class JsonArrayStreamer {
   size_t data_offset() const { return size_t(data_ - buf_.data()); }
   // Retired buffers, oldest first (generation() counts them).
   bool has_retired() const { return !retired_.empty(); }
-  std::vector<char> pop_retired();
+  Buffer pop_retired();
   // The current buffer, at the end of the input.
-  std::vector<char> release_buffer();
+  Buffer release_buffer();
   // A buffer to reuse for a later generation.
-  void give_spare(std::vector<char>&& b) { spare_.push_back(std::move(b)); }
+  void give_spare(Buffer&& b) { spare_.push_back(std::move(b)); }
 
  private:
   enum class State { Start, Members, AfterMember, Array, AfterElement, Done };
@@ -110,7 +122,7 @@ class JsonArrayStreamer {
 
   ByteStream& in_;
   std::string array_key_, array_path_;
-  std::vector<char> buf_;
+  Buffer buf_;
   size_t pos_ = 0, end_ = 0;   // unread bytes are [pos_, end_)
   uint64_t base_ = 0;          // decoded offset of buf_[0]
   bool eof_ = false;
@@ -122,7 +134,7 @@ class JsonArrayStreamer {
   std::string key_, value_;
   bool handoff_ = false;
   uint64_t generation_ = 0;
-  std::vector<std::vector<char>> retired_, spare_;
+  std::vector<Buffer> retired_, spare_;
 };
 
 }  // namespace snapdiff::detail

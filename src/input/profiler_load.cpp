@@ -65,6 +65,17 @@ bool load_profiler_file(const std::string& path, const LoadOptions& opts, Trace&
   if (kind == ProfilerJson::None) return false;
   try {
     if (kind != ProfilerJson::ChromeTrace) refuse_timeline();
+    // Memory grows with the events kept, not the text: about 0.4 bytes per
+    // byte of JSON on the ResNet-50 trace (docs/performance.md), with
+    // headroom; a gzip'd trace is taken as 16 times its size.
+    if (opts.max_memory_bytes) {
+      const uint64_t text = gz ? size * 16 : size;
+      const uint64_t predicted = text / 2 + (uint64_t(64) << 20);
+      if (predicted > opts.max_memory_bytes)
+        throw InputError("reading this trace needs about " + std::to_string(predicted >> 20) +
+                         " MiB of memory, more than the limit of " + std::to_string(opts.max_memory_bytes >> 20) +
+                         " MiB (raise it with --max-memory)");
+    }
     out.source.file_bytes = size;
     out.source.gzip = gz;
     auto stream = file_byte_stream(f.fd, size, gz, opts.max_decoded_bytes);
