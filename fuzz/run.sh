@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Extra libFuzzer flags in FUZZ_ARGS (e.g. FUZZ_ARGS=-max_len=4096 for faster runs).
+# SECONDS=0 builds the target and lays out its seeds without running it
+# (fuzz/run_all.sh then runs many targets in parallel, here or on a bigger machine).
 # Builds the libFuzzer targets with AddressSanitizer and UBSan (clang) and
 # runs one for a while, seeded from real files. Findings land in
 # bench/out/fuzz/TARGET/findings; the growing corpus in bench/out/fuzz/TARGET/corpus.
@@ -40,6 +42,7 @@ case $target in
   *) seed tests/data/fuzz_regressions/* ;;
 esac
 [ "$target" = fuzz_load ] && seed tests/data/capture/small_oom_fp8.snap
+[ "$secs" = 0 ] && exit 0
 echo "fuzz: $target for ${secs}s; corpus $out/corpus, findings $out/findings"
 "$B/fuzz/$target" "$out/corpus" "$out/seeds" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 ${FUZZ_ARGS:-} \
   -artifact_prefix="$out/findings/" -print_final_stats=1 2>&1 | tee "$out/last.log" | grep -E "^#[0-9]+ *(INITED|DONE)|stat::|ERROR|SUMMARY|Test unit written" || true

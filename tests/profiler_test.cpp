@@ -255,6 +255,20 @@ TEST_CASE("tiny trace: nested ops, Python stack, allocation inside the innermost
   CHECK(t.ops[0].subtree_end == 3);
 }
 
+TEST_CASE("tiny trace: a python_function with an empty name is a frame too (fuzzer finding)") {
+  // The empty name is the string table's entry 0; it once got no frame and
+  // the stack walk read far outside the frame array.
+  std::string text = trace({
+      py("", 1, 0, 1000),
+      op("aten::empty", 1, 10, 5, 13),
+      mem(1, 12, 4096, 512, 512, 2097152),
+  });
+  Trace t = load(text);
+  REQUIRE(t.devices.size() == 1);
+  REQUIRE(t.devices[0].events.size() == 1);
+  CHECK(frame_names(t, t.devices[0].events[0].stack) == std::vector<std::string>{"aten::empty", ""});
+}
+
 TEST_CASE("tiny trace: ops on two threads do not nest across threads") {
   std::string text = trace({
       op("aten::mm", 1, 0, 100),

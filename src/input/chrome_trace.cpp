@@ -992,7 +992,9 @@ void ChromeTraceReader::merge(std::vector<std::unique_ptr<Shard>>& shards) {
   };
   std::vector<NameRef> refs;
   for (uint32_t k = 0; k < shards.size(); ++k)
-    for (uint32_t id = 1; id < shards[k]->names.size(); ++id) refs.push_back({shards[k]->name_first[id], k, id});
+    // id 0 is "" and needs a frame only when a python_function has no name.
+    for (uint32_t id = shards[k]->name_python[0] ? 0 : 1; id < shards[k]->names.size(); ++id)
+      refs.push_back({shards[k]->name_first[id], k, id});
   std::sort(refs.begin(), refs.end(), [](const NameRef& a, const NameRef& b) {
     if (a.first != b.first) return a.first < b.first;
     if (a.shard != b.shard) return a.shard < b.shard;
