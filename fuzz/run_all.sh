@@ -35,10 +35,10 @@ for t in "${names[@]}"; do
     -artifact_prefix="$d/findings/" >/dev/null 2>&1) &
 done
 wait
-# Summary: "Done N runs" per job; the largest "cov:" reached by any job.
+# Summary: executed units summed over the jobs (also when one stopped on a finding); the largest "cov:" reached by any job.
 for t in "${names[@]}"; do
   d=$work/$t
-  execs=$(cat "$d/logs"/fuzz-*.log 2>/dev/null | sed -n 's/^Done \([0-9]*\) runs.*/\1/p' | awk '{s += $1} END {print s + 0}')
+  execs=$(cat "$d/logs"/fuzz-*.log 2>/dev/null | sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}')
   cov=$(cat "$d/logs"/fuzz-*.log 2>/dev/null | sed -n 's/.* cov: \([0-9]*\) .*/\1/p' | sort -n | tail -1)
   ft=$(cat "$d/logs"/fuzz-*.log 2>/dev/null | sed -n 's/.* ft: \([0-9]*\) .*/\1/p' | sort -n | tail -1)
   crashes=$(cat "$d/logs"/fuzz-*.log 2>/dev/null | grep -c -E "^==[0-9]+==ERROR|^SUMMARY: |deadly signal|Test unit written" || true)
