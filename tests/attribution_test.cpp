@@ -7,6 +7,7 @@
 
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"
+#include "snapdiff/pattern.hpp"
 #include "snapdiff/report.hpp"
 #include "test_util.hpp"
 
@@ -237,4 +238,54 @@ TEST_CASE("without any stacks, phases come from optimizer annotations and lifeti
   int64_t g = category(d, "gradient"), want = tr["grad_bytes"].get<int64_t>();
   CHECK(g >= want);
   CHECK(double(g) <= 1.06 * double(want));
+}
+
+TEST_CASE("rule patterns are RE2: long subjects without recursion, bounded patterns", "[attribution][rules]") {
+  // std::regex recursed once per character and overflowed the stack on a
+  // frame name of megabytes; RE2 matches in linear time on a flat stack.
+  const std::string huge = "cudnn" + std::string(4 << 20, 'x') + "Workspace";
+  CHECK(Pattern("cudnn.*[Ww]orkspace").search(huge));
+  CHECK_FALSE(Pattern("cudnn.*[Ww]orkspace$").search(huge + "!"));
+  CHECK(Pattern("^(_multi_tensor_|_fused_)|_foreach_").search("_foreach_sqrt"));
+  CHECK(Pattern("Backward[0-9]*\\b").search("MmBackward0"));
+  CHECK_FALSE(Pattern("Backward[0-9]*\\b").search("MmBackwardx"));
+  CHECK_FALSE(Pattern().search("anything"));
+
+  // A whole trace whose op names are megabytes long goes through the
+  // built-in rules (a fuzzer-sized input would not have found this).
+  const std::string trace_text =
+      R"({"schemaVersion": 1, "baseTimeNanoseconds": 1700000000000000000, "traceEvents": [)"
+      R"({"ph": "X", "cat": "cpu_op", "name": ")" + huge + R"(", "pid": 1, "tid": 1, "ts": 10.0, "dur": 10.0},)"
+      R"({"ph": "X", "cat": "cpu_op", "name": "c10d::)" + std::string(4 << 20, 'b') + R"(", "pid": 1, "tid": 1, "ts": 11.0, "dur": 5.0},)"
+      R"({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 12.0, "s": "t",)"
+      R"( "args": {"Device Type": 1, "Device Id": 0, "Addr": 1024, "Bytes": 512, "Total Allocated": 512, "Total Reserved": 2097152}}]})";
+  Trace t = load_trace_from_memory(trace_text, "long_names.json");
+  Report r = analyze_report(t, {});
+  REQUIRE(r.devices.size() == 1);
+  CHECK(r.devices[0].peak_live_requested == 512);
+  CHECK(category(r.devices[0], "workspace") == 512);
+  // The report names the site in a line of bounded length.
+  const std::string text = render_text(r, t);
+  CHECK(text.find("cudnnxxxx") != std::string::npos);
+  CHECK(text.size() < 100000);
+
+  // Patterns that would compile into something huge, or need what RE2 does
+  // not have, are input errors naming the rule.
+  // A count too large to be one is a literal brace, as in Perl (the input
+  // the fuzzer found made std::regex overflow a signed integer).
+  CHECK(Pattern("a{5555555555555555555}").search("xa{5555555555555555555}"));
+  const char* bad_patterns[] = {"a{1001}", "(x{1000}){1000}", "(a)\\\\1", "(?=a)b"};  // JSON text: (a)\\1 is a back-reference
+  for (const char* p : bad_patterns) {
+    INFO(p);
+    RuleSet rs = RuleSet::builtin();
+    try {
+      rs.add_json(std::string(R"({"format": "snapdiff.rules", "version": 1, "rules": [{"name": "x", "category": "c", "when": {"frame_name": ")") +
+                      p + R"("}}]})",
+                  "t");
+      FAIL("accepted");
+    } catch (const InputError& e) {
+      CHECK(e.describe().find("$.rules[0].when.frame_name") != std::string::npos);
+      CHECK(e.describe().find("RE2") != std::string::npos);
+    }
+  }
 }

@@ -12,11 +12,11 @@
 #pragma once
 
 #include <cstdint>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include "snapdiff/model.hpp"
+#include "snapdiff/pattern.hpp"
 #include "snapdiff/replay.hpp"
 
 namespace snapdiff {
@@ -45,7 +45,7 @@ struct Rule {
   int category_index = -1;
   // Conditions; empty/unset ones always hold.
   std::string frame_name_re, frame_file_re;
-  std::regex frame_name, frame_file;
+  Pattern frame_name, frame_file;
   bool has_frame_name = false, has_frame_file = false;
   uint8_t alloc_phases = 0xff;  // bit per Phase
   uint16_t free_phases = 0xffff;  // bit per Phase, bit 7 = never freed
@@ -61,7 +61,7 @@ struct Rule {
 struct PhaseHint {
   Phase phase;
   std::string name_re, file_re;
-  std::regex name, file;
+  Pattern name, file;
   bool has_name = false, has_file = false;
 };
 

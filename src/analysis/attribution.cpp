@@ -43,8 +43,8 @@ class Attributor {
     const std::string name = match_name(f);
     std::string file(t_.strings.get(t_.frames[f].file));
     for (const PhaseHint& ph : rs_.hints) {
-      if (ph.has_name && !std::regex_search(name, ph.name)) continue;
-      if (ph.has_file && !std::regex_search(file, ph.file)) continue;
+      if (ph.has_name && !ph.name.search(name)) continue;
+      if (ph.has_file && !ph.file.search(file)) continue;
       h = int8_t(ph.phase);
       break;
     }
@@ -96,8 +96,8 @@ class Attributor {
       FrameId f = t_.stacks.node(x).frame;
       if (fcache[f] == kUnset) {
         bool ok = true;
-        if (r.has_frame_name) ok = std::regex_search(match_name(f), r.frame_name);
-        if (ok && r.has_frame_file) ok = std::regex_search(std::string(t_.strings.get(t_.frames[f].file)), r.frame_file);
+        if (r.has_frame_name) ok = r.frame_name.search(match_name(f));
+        if (ok && r.has_frame_file) ok = r.frame_file.search(t_.strings.get(t_.frames[f].file));
         fcache[f] = ok ? 1 : 0;
       }
       any = fcache[f] != 0;

@@ -45,4 +45,14 @@ std::string short_native_name(std::string name) {
 }
 
 
+std::string capped_for_display(std::string s) {
+  constexpr size_t kMax = 400, kKeep = 360;
+  if (s.size() <= kMax) return s;
+  size_t cut = kKeep;
+  while (cut > 0 && (uint8_t(s[cut]) & 0xC0) == 0x80) --cut;
+  const size_t dropped = s.size() - cut;
+  s.resize(cut);
+  return s + "...(" + std::to_string(dropped) + " more bytes)";
+}
+
 }  // namespace snapdiff::detail

@@ -10,6 +10,10 @@ namespace snapdiff::detail {
 // arguments, parameter lists and return types removed.
 std::string short_native_name(std::string name);
 
+// A name or file for display: beyond 400 bytes (a hostile input's
+// megabytes) cut at a UTF-8 boundary, with the number of bytes left out.
+std::string capped_for_display(std::string s);
+
 // Frames whose names are shown as recorded: Python functions, and the scope
 // labels snapcapture records (file "snapcapture": "layer 3", "adam (foreach)").
 inline bool keep_name_verbatim(std::string_view file) {

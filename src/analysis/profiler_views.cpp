@@ -14,9 +14,10 @@
 namespace snapdiff::detail {
 
 std::string kernel_display_name(std::string_view name) {
-  if (name.find('<') == std::string_view::npos && name.find("::") == std::string_view::npos) return std::string(name);
+  if (name.find('<') == std::string_view::npos && name.find("::") == std::string_view::npos)
+    return capped_for_display(std::string(name));
   std::string s = short_native_name(std::string(name));
-  return s.empty() ? std::string(name) : s;
+  return capped_for_display(s.empty() ? std::string(name) : s);
 }
 
 namespace {
@@ -50,7 +51,7 @@ std::string caller_of(const Trace& t, uint32_t op) {
   uint32_t root = op;
   while (t.ops[root].parent != kNoOp) root = t.ops[root].parent;
   if (root == op) return "";
-  return short_native_name(std::string(t.strings.get(t.ops[root].name)));
+  return capped_for_display(short_native_name(std::string(t.strings.get(t.ops[root].name))));
 }
 
 }  // namespace
@@ -154,7 +155,7 @@ void ops_at_peak(const Trace& t, const Device& dev, DeviceReport& d, size_t top)
   for (uint32_t id : at.live_at(d.peak_index)) {
     const Allocation& al = at.allocations[id];
     OpContext c = op_context(t, dev, al.alloc_event);
-    std::string op = c.op != kNoOp ? std::string(t.strings.get(t.ops[c.op].name))
+    std::string op = c.op != kNoOp ? capped_for_display(std::string(t.strings.get(t.ops[c.op].name)))
                      : al.alloc_event < 0 ? before_label(dev)
                                           : std::string();
     std::string kernel = c.kernel >= 0 ? kernel_display_name(t.strings.get(t.kernels[size_t(c.kernel)].name)) : std::string();
@@ -437,7 +438,7 @@ TimelineMoment TimelineMatcher::at(int64_t event_index, int64_t T, size_t top) {
     m.placed += int64_t(al.requested);
     m.unknown_by_category[al.category] += int64_t(al.requested);
     OpContext oc = op_context(t_, dev_, al.alloc_event);
-    std::string op = oc.op != kNoOp ? std::string(t_.strings.get(t_.ops[oc.op].name))
+    std::string op = oc.op != kNoOp ? capped_for_display(std::string(t_.strings.get(t_.ops[oc.op].name)))
                      : al.alloc_event < 0 ? before_label(dev_)
                                           : std::string();
     std::string kernel = oc.kernel >= 0 ? kernel_display_name(t_.strings.get(t_.kernels[size_t(oc.kernel)].name)) : std::string();

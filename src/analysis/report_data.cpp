@@ -77,13 +77,15 @@ FrameId user_frame(const Trace& t, StackId stack) {
   return first_any != UINT32_MAX ? first_any : first_raw;
 }
 
+
 std::string format_frame(const Trace& t, FrameId f) {
   if (f == UINT32_MAX) return "<no stack recorded>";
   const Frame& fr = t.frames[f];
   std::string name(t.strings.get(fr.name));
-  std::string file(t.strings.get(fr.file));
+  std::string file = detail::capped_for_display(std::string(t.strings.get(fr.file)));
   if (name.empty()) name = "??";
   if (!detail::keep_name_verbatim(file)) name = detail::short_native_name(name);
+  name = detail::capped_for_display(std::move(name));
   std::string out = name;
   if (!file.empty() && file != "??") {
     // Keep the last two path components: enough to tell files apart.

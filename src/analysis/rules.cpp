@@ -2,6 +2,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 
 #include "snapdiff/attribution.hpp"
 #include "snapdiff/error.hpp"
@@ -41,11 +42,11 @@ bool parse_phase(const std::string& s, Phase* p) {
   return false;
 }
 
-std::regex compile(const std::string& re, const std::string& path) {
+Pattern compile(const std::string& re, const std::string& path) {
   try {
-    return std::regex(re, std::regex::ECMAScript | std::regex::optimize | std::regex::nosubs);
-  } catch (const std::regex_error& e) {
-    fail(path, std::string("invalid regular expression: ") + e.what());
+    return Pattern(re);
+  } catch (const std::invalid_argument& e) {
+    fail(path, std::string("invalid regular expression (RE2 syntax): ") + e.what());
   }
 }
 

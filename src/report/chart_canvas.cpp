@@ -31,6 +31,15 @@ std::string inches(double pt) {
   return b;
 }
 
+// A tooltip of at most a few KB: the names in it come from the input.
+std::string tooltip_text(std::string_view s) {
+  constexpr size_t kMax = 4000;
+  if (s.size() <= kMax) return std::string(s);
+  size_t cut = kMax - 40;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xc0) == 0x80) --cut;
+  return std::string(s.substr(0, cut)) + "...(" + std::to_string(s.size() - cut) + " more bytes)";
+}
+
 // A DOT double-quoted string: quotes and backslashes escaped; newlines as
 // Graphviz's "\n" escape.
 std::string quoted(std::string_view s) {
@@ -132,7 +141,7 @@ std::string Canvas::to_dot(std::string_view graph_id, std::string_view comment) 
         if (s.font_color != kInk) o << ", fontcolor=" << quoted(s.font_color);
         else o << ", fontcolor=\"" << kInk << "\"";
       }
-      if (!s.tooltip.empty()) o << ", tooltip=" << quoted(s.tooltip);
+      if (!s.tooltip.empty()) o << ", tooltip=" << quoted(tooltip_text(s.tooltip));
       if (!s.cls.empty()) o << ", class=" << quoted(s.cls);
       o << "];\n";
       continue;
@@ -153,7 +162,7 @@ std::string Canvas::to_dot(std::string_view graph_id, std::string_view comment) 
       << int(tw) << "\" HEIGHT=\"" << int(th) << "\"><TR><TD ALIGN=\"" << al << "\" FIXEDSIZE=\"TRUE\" WIDTH=\"" << int(tw)
       << "\" HEIGHT=\"" << int(th) << "\"><FONT POINT-SIZE=\"" << num(st.size) << "\" COLOR=\"" << st.color << "\">"
       << body << "</FONT></TD></TR></TABLE>>";
-    if (!it.tooltip.empty()) o << ", tooltip=" << quoted(it.tooltip);
+    if (!it.tooltip.empty()) o << ", tooltip=" << quoted(tooltip_text(it.tooltip));
     o << "];\n";
   }
   // Polylines: an edge between two invisible points, its spline given as
@@ -187,28 +196,42 @@ std::string Canvas::to_dot(std::string_view graph_id, std::string_view comment) 
   return o.str();
 }
 
+namespace {
+// Width units of one byte (a multi-byte character counts at its first byte).
+double byte_units(unsigned char ch) {
+  if (ch >= 32 && ch < 127) return kWidths[ch - 32];
+  if (ch >= 0xc0) return 800;
+  if (ch < 0x80) return 500;
+  return 0;
+}
+}  // namespace
+
 double text_width(std::string_view s, double size, bool bold) {
   double units = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const unsigned char ch = static_cast<unsigned char>(s[i]);
-    if (ch >= 32 && ch < 127) units += kWidths[ch - 32];
-    else if (ch >= 0xc0) units += 800;  // first byte of a multi-byte character
-    else if (ch < 0x80) units += 500;
-  }
+  for (unsigned char ch : s) units += byte_units(ch);
   return units / 1000.0 * size * (bold ? 1.08 : 1.0);
 }
 
+// The longest prefix (at a character boundary) that fits with an ellipsis,
+// found in one pass: widths add up character by character.
 std::string fit_text(std::string_view s, double max_width, double size, bool bold) {
   if (text_width(s, size, bold) <= max_width) return std::string(s);
   const std::string_view ell = "\xe2\x80\xa6";  // …
-  size_t cut = s.size();
-  while (cut > 0) {
-    --cut;
-    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xc0) == 0x80) --cut;  // UTF-8 boundary
-    std::string t = std::string(s.substr(0, cut)) + std::string(ell);
-    if (text_width(t, size, bold) <= max_width) return cut >= 3 ? t : std::string();
+  double ell_units = 0;
+  for (unsigned char ch : ell) ell_units += byte_units(ch);
+  size_t cut = 0;
+  bool found = false;
+  double units = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xc0) != 0x80) {  // a character starts here
+      if ((units + ell_units) / 1000.0 * size * (bold ? 1.08 : 1.0) > max_width) break;
+      cut = i;
+      found = true;
+    }
+    units += byte_units(static_cast<unsigned char>(s[i]));
   }
-  return {};
+  if (!found || cut < 3) return {};
+  return std::string(s.substr(0, cut)) + std::string(ell);
 }
 
 bool is_scope_frame(const Trace& t, FrameId f) { return t.strings.get(t.frames[f].file) == "snapcapture"; }
