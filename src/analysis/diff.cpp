@@ -6,6 +6,8 @@
 #include <map>
 #include <unordered_map>
 
+#include "analysis/frame_names.hpp"
+
 namespace snapdiff {
 
 namespace {
@@ -22,26 +24,6 @@ int64_t cat_of(const DeviceReport& d, const std::vector<int64_t>& v, const std::
 // sites that differ only there are one site ("layer *").
 bool is_label_frame(const Trace& t, const Frame& f) { return t.strings.get(f.file) == "snapcapture"; }
 
-// Numbers that stand alone ("layer 17", "layers.0.fc1") become '*'; digits
-// inside a word ("fc1", "fp8") are part of the name.
-std::string without_numbers(std::string_view s) {
-  auto wordy = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] >= '0' && s[i] <= '9' && (i == 0 || !wordy(s[i - 1]))) {
-      size_t j = i;
-      while (j + 1 < s.size() && s[j + 1] >= '0' && s[j + 1] <= '9') ++j;
-      if (j + 1 == s.size() || !wordy(s[j + 1])) {
-        out += '*';
-        i = j;
-        continue;
-      }
-    }
-    out += s[i];
-  }
-  return out;
-}
-
 std::string stack_key(const Trace& t, StackId s) {
   if (s == 0) return "<no stack>";
   std::string k;
@@ -50,7 +32,7 @@ std::string stack_key(const Trace& t, StackId s) {
     std::string_view file = t.strings.get(f.file);
     size_t cut = file.rfind('/');
     if (cut != std::string_view::npos) file = file.substr(cut + 1);
-    if (is_label_frame(t, f)) k += without_numbers(t.strings.get(f.name));
+    if (is_label_frame(t, f)) k += detail::numbers_as_stars(t.strings.get(f.name));
     else k += t.strings.get(f.name);
     k += '@';
     k += file;
@@ -67,7 +49,7 @@ std::string site_display(const Trace& t, StackId s) {
     std::string out;
     int n = 0;
     for (StackId x = s; x != 0 && n < 3; x = t.stacks.node(x).parent, ++n)
-      out += (n ? " <- " : "") + without_numbers(t.strings.get(t.frames[t.stacks.node(x).frame].name));
+      out += (n ? " <- " : "") + detail::numbers_as_stars(t.strings.get(t.frames[t.stacks.node(x).frame].name));
     return out + "  (snapcapture)";
   }
   FrameId uf = user_frame(t, s);

@@ -45,6 +45,24 @@ std::string short_native_name(std::string name) {
 }
 
 
+std::string numbers_as_stars(std::string_view s) {
+  auto wordy = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] >= '0' && s[i] <= '9' && (i == 0 || !wordy(s[i - 1]))) {
+      size_t j = i;
+      while (j + 1 < s.size() && s[j + 1] >= '0' && s[j + 1] <= '9') ++j;
+      if (j + 1 == s.size() || !wordy(s[j + 1])) {
+        out += '*';
+        i = j;
+        continue;
+      }
+    }
+    out += s[i];
+  }
+  return out;
+}
+
 std::string capped_for_display(std::string s) {
   constexpr size_t kMax = 400, kKeep = 360;
   if (s.size() <= kMax) return s;

@@ -10,6 +10,11 @@ namespace snapdiff::detail {
 // arguments, parameter lists and return types removed.
 std::string short_native_name(std::string name);
 
+// Numbers that stand alone ("layer 17", "layers.0.fc1") become '*'; digits
+// inside a word ("fc1", "fp8") are part of the name. Sites and scopes that
+// differ only there are one ("layer *") in diffs and charts.
+std::string numbers_as_stars(std::string_view s);
+
 // A name or file for display: beyond 400 bytes (a hostile input's
 // megabytes) cut at a UTF-8 boundary, with the number of bytes left out.
 std::string capped_for_display(std::string s);

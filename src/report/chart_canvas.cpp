@@ -236,24 +236,6 @@ std::string fit_text(std::string_view s, double max_width, double size, bool bol
 
 bool is_scope_frame(const Trace& t, FrameId f) { return t.strings.get(t.frames[f].file) == "snapcapture"; }
 
-std::string generalize_numbers(std::string_view s) {
-  auto wordy = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] >= '0' && s[i] <= '9' && (i == 0 || !wordy(s[i - 1]))) {
-      size_t j = i;
-      while (j + 1 < s.size() && s[j + 1] >= '0' && s[j + 1] <= '9') ++j;
-      if (j + 1 == s.size() || !wordy(s[j + 1])) {
-        out += '*';
-        i = j;
-        continue;
-      }
-    }
-    out += s[i];
-  }
-  return out;
-}
-
 std::string short_native(const Trace& t, FrameId f) {
   std::string raw(t.strings.get(t.frames[f].name));
   for (std::string_view q : {" const", " volatile", " &&", " &"})
@@ -292,10 +274,10 @@ SiteName site_name(const Trace& t, StackId stack) {
     return s;
   }
   if (is_scope_frame(t, t.stacks.node(stack).frame)) {
-    s.title = generalize_numbers(t.strings.get(t.frames[t.stacks.node(stack).frame].name));
+    s.title = numbers_as_stars(t.strings.get(t.frames[t.stacks.node(stack).frame].name));
     int n = 0;
     for (StackId x = t.stacks.node(stack).parent; x != 0 && n < 2; x = t.stacks.node(x).parent, ++n)
-      s.context += (n ? " \xe2\x86\x90 " : "in ") + generalize_numbers(t.strings.get(t.frames[t.stacks.node(x).frame].name));
+      s.context += (n ? " \xe2\x86\x90 " : "in ") + numbers_as_stars(t.strings.get(t.frames[t.stacks.node(x).frame].name));
     s.key = "S\x1f" + s.title;
     return s;
   }

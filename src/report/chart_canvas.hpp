@@ -88,10 +88,9 @@ std::string fit_text(std::string_view s, double max_width, double size, bool bol
 std::string tint(std::string_view color, double amount);
 
 // Scope labels (snapcapture's frames, file "snapcapture") carry iteration,
-// layer and parameter numbers; numbers that stand alone become '*'
-// ("layer 17" -> "layer *", "layers.0.fc1" -> "layers.*.fc1"; "fc1" stays).
+// layer and parameter numbers, generalized with numbers_as_stars()
+// (analysis/frame_names.hpp).
 bool is_scope_frame(const Trace& t, FrameId f);
-std::string generalize_numbers(std::string_view s);
 // A site: `title` names the innermost user frame ("run (train.py:194)") or
 // the innermost scope label, generalized ("transpose_weight_fp8");
 // `context` the library function it called ("in _init_group (adam.py:178)")

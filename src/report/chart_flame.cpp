@@ -165,7 +165,7 @@ class Builder {
       e.frame = f;
       const Frame& fm = t.frames[f];
       if (is_scope_frame(t, f)) {
-        std::string g = generalize_numbers(t.strings.get(fm.name));
+        std::string g = numbers_as_stars(t.strings.get(fm.name));
         if (diff_ || general.count(g)) {
           e.generalized = g;
           e.key = "S\x1f" + g;
@@ -239,7 +239,7 @@ std::set<std::string> generalizable(const Trace& t, const std::vector<LiveStack>
     for (int c : n.children) {
       const Elem& e = exact.nodes_[size_t(c)].e;
       if (e.frame != UINT32_MAX && is_scope_frame(t, e.frame))
-        groups[generalize_numbers(t.strings.get(t.frames[e.frame].name))].insert(e.frame);
+        groups[numbers_as_stars(t.strings.get(t.frames[e.frame].name))].insert(e.frame);
     }
     for (auto& g : groups)
       if (g.second.size() >= 3 && g.first.find('*') != std::string::npos) out.insert(g.first);
