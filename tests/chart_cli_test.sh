@@ -12,19 +12,7 @@ SRC=$2
 DATA=$SRC/../shared/data
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fails=0
-check() {  # check NAME EXPECTED_RC CMD...
-  local name=$1 want=$2; shift 2
-  "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [[ $rc -ne $want ]]; then
-    echo "FAIL $name: exit $rc, expected $want"; sed 's/^/  stderr: /' "$T/err" | head -5; fails=$((fails+1)); return 1
-  fi
-  echo "ok   $name"
-}
-quiet() {  # the last command printed nothing
-  if [[ -s $T/out || -s $T/err ]]; then echo "FAIL $1: printed something"; head -3 "$T/out" "$T/err"; fails=$((fails+1)); fi
-}
+source "$SRC/tests/cli_lib.sh"
 
 check "chart --help" 0 "$BIN" chart --help
 grep -q -- "--kind" "$T/out" || { echo "FAIL chart --help: no --kind"; fails=$((fails+1)); }

@@ -14,23 +14,7 @@ PW=$DATA/small_fp8_pw.pickle
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 unset GITHUB_ACTIONS
-fails=0
-check() {  # check NAME EXPECTED_RC CMD...
-  local name=$1 want=$2; shift 2
-  "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [[ $rc -ne $want ]]; then
-    echo "FAIL $name: exit $rc, expected $want"; sed 's/^/  stdout: /' "$T/out" | head -15; sed 's/^/  stderr: /' "$T/err" | head -5
-    fails=$((fails+1)); return 1
-  fi
-  echo "ok   $name"
-}
-expect() {  # expect NAME FILE PATTERN : grep -q PATTERN FILE
-  grep -q -- "$3" "$2" || { echo "FAIL $1: no '$3' in $(basename "$2")"; sed 's/^/  /' "$2" | head -15; fails=$((fails+1)); }
-}
-expect_not() {
-  if grep -q -- "$3" "$2"; then echo "FAIL $1: unexpected '$3' in $(basename "$2")"; fails=$((fails+1)); fi
-}
+source "$SRC/tests/cli_lib.sh"
 one_error_line() {  # stderr is one 'snapdiff: error: ...' line, stdout empty
   local lines; lines=$(wc -l <"$T/err")
   if [[ $lines -ne 1 ]] || ! grep -q "^snapdiff: error: " "$T/err"; then

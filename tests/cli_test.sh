@@ -7,16 +7,7 @@ SRC=$2
 DATA=$SRC/../shared/data
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fails=0
-check() {  # check NAME EXPECTED_RC CMD...
-  local name=$1 want=$2; shift 2
-  "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [[ $rc -ne $want ]]; then
-    echo "FAIL $name: exit $rc, expected $want"; sed 's/^/  stderr: /' "$T/err" | head -5; fails=$((fails+1)); return 1
-  fi
-  echo "ok   $name"
-}
+source "$SRC/tests/cli_lib.sh"
 input_error() {  # input_error NAME FILE : exit 3, one stderr line naming the file, empty stdout
   local name=$1 file=$2
   check "$name" 3 "$BIN" report "$file" || return

@@ -11,8 +11,7 @@ SRC=$2
 DATA=$SRC/../shared/data
 T=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL $*"; fails=$((fails+1)); }
+source "$SRC/tests/cli_lib.sh"
 one_error_line() {  # NAME FILE: the error contract on $T/out, $T/err
   local lines; lines=$(wc -l <"$T/err")
   [[ $lines -eq 1 ]] && grep -q "^snapdiff: error: $2: " "$T/err" || { fail "$1: stderr is not one error line:"; cat "$T/err"; }

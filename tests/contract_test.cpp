@@ -30,18 +30,6 @@ std::string small_snap_json() {
 
 bool located(const InputError& e) { return e.has_offset() || !e.json_path().empty(); }
 
-// A result the analysis survives, or a located InputError.
-bool survives(std::string_view bytes) {
-  try {
-    Trace t = load_trace_from_memory(bytes, "x");
-    Report r = analyze_report(t, {});
-    (void)render_text(r, t);
-    return true;
-  } catch (const InputError& e) {
-    return !e.describe().empty();
-  }
-}
-
 }  // namespace
 
 TEST_CASE("every truncation of a real .snap is a located input error", "[contract]") {
@@ -78,7 +66,7 @@ TEST_CASE("bit flips in a real .snap never crash", "[contract]") {
     std::string m = full;
     int flips = 1 + int(rng() % 4);
     for (int k = 0; k < flips; ++k) m[rng() % m.size()] ^= char(1 << (rng() % 8));
-    REQUIRE(survives(m));
+    REQUIRE(test::survives(m));
   }
 }
 

@@ -10,16 +10,7 @@ SRC=$2
 DATA=$SRC/../shared/data
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fails=0
-check() {  # check NAME EXPECTED_RC CMD...
-  local name=$1 want=$2; shift 2
-  "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [[ $rc -ne $want ]]; then
-    echo "FAIL $name: exit $rc, expected $want"; sed 's/^/  stderr: /' "$T/err" | head -5; fails=$((fails+1)); return 1
-  fi
-  echo "ok   $name"
-}
+source "$SRC/tests/cli_lib.sh"
 one_line_error() {  # one_line_error NAME PATTERN: one stderr line matching, nothing on stdout
   local name=$1 pat=$2
   if [[ $(wc -l <"$T/err") -ne 1 ]] || ! grep -q -- "$pat" "$T/err"; then

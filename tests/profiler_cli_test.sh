@@ -9,16 +9,7 @@ DATA=$SRC/../shared/data
 PROF=$SRC/tests/data/profile
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fails=0
-check() {  # check NAME EXPECTED_RC CMD...
-  local name=$1 want=$2; shift 2
-  "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [[ $rc -ne $want ]]; then
-    echo "FAIL $name: exit $rc, expected $want"; sed 's/^/  stderr: /' "$T/err" | head -5; fails=$((fails+1)); return 1
-  fi
-  echo "ok   $name"
-}
+source "$SRC/tests/cli_lib.sh"
 has() {  # has NAME FILE TEXT
   grep -qF -- "$3" "$2" || { echo "FAIL $1: no '$3' in output"; fails=$((fails+1)); }
 }

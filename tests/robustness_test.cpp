@@ -11,20 +11,6 @@
 
 using namespace snapdiff;
 
-namespace {
-// Either a clean InputError or a trace the analysis survives.
-bool survives(const std::string& bytes) {
-  try {
-    Trace t = load_trace_from_memory(bytes, "x");
-    Report r = analyze_report(t, {});
-    (void)render_text(r, t);
-    return true;
-  } catch (const InputError& e) {
-    return !e.describe().empty();
-  }
-}
-}  // namespace
-
 TEST_CASE("every truncation of a real snapshot is an input error", "[robust]") {
   std::string full = test::read_file(test::shared_data("small_oom.pickle"));
   REQUIRE(full.size() > 1000);
@@ -71,7 +57,7 @@ TEST_CASE("bit flips in a real snapshot never crash", "[robust]") {
     std::string m = full;
     int flips = 1 + int(rng() % 4);
     for (int k = 0; k < flips; ++k) m[rng() % m.size()] ^= char(1 << (rng() % 8));
-    REQUIRE(survives(m));
+    REQUIRE(test::survives(m));
   }
 }
 
@@ -81,6 +67,6 @@ TEST_CASE("random bytes are refused", "[robust]") {
     std::string m(1 + rng() % 512, '\0');
     for (auto& c : m) c = char(rng());
     if (i % 2) m[0] = char(0x80);  // make it look like a pickle
-    REQUIRE(survives(m));
+    REQUIRE(test::survives(m));
   }
 }

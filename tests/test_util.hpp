@@ -8,7 +8,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "snapdiff/error.hpp"
+#include "snapdiff/input.hpp"
+#include "snapdiff/report.hpp"
 
 namespace snapdiff::test {
 
@@ -83,5 +88,18 @@ class PickleWriter {
   std::string str() const { return std::string(out.begin(), out.end()); }
   std::vector<uint8_t> out;
 };
+
+// The contract on any bytes: a result the analysis and the text report
+// survive, or an InputError with something to say.
+inline bool survives(std::string_view bytes) {
+  try {
+    Trace t = load_trace_from_memory(bytes, "x");
+    Report r = analyze_report(t, {});
+    (void)render_text(r, t);
+    return true;
+  } catch (const InputError& e) {
+    return !e.describe().empty();
+  }
+}
 
 }  // namespace snapdiff::test
