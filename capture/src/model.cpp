@@ -53,20 +53,21 @@ Model::Model(Ctx& c, const Config& cfg) : c_(c), cfg_(cfg) {
   for (int li = 0; li < cfg.layers; ++li) {
     Scope sl(c_, "layer " + std::to_string(li));
     Layer& L = layers_[size_t(li)];
+    auto declare = [&](Param& p, const char* name, int64_t rows, int64_t cols) {
+      p.name = "layers." + std::to_string(li) + "." + name;
+      p.rows = rows;
+      p.cols = cols;
+    };
     auto vec = [&](Param& p, const char* name, int64_t n, float v) {
       Scope sp(c_, name);
-      p.name = "layers." + std::to_string(li) + "." + name;
-      p.rows = 1;
-      p.cols = n;
+      declare(p, name, 1, n);
       p.data = make_tensor(c_, uint64_t(n) * kBf16);
       c_.kernel("fill_const");
       k::fill_const_bf16(p.data->p(), size_t(n), v, c_.stream);
     };
     auto bias = [&](Param& p, const char* name, int64_t n, int64_t fan_in) {
       Scope sp(c_, name);
-      p.name = "layers." + std::to_string(li) + "." + name;
-      p.rows = 1;
-      p.cols = n;
+      declare(p, name, 1, n);
       p.data = make_tensor(c_, uint64_t(n) * kBf16);
       float bound = 1.f / std::sqrt(float(fan_in));
       c_.kernel("fill_uniform");
@@ -74,9 +75,7 @@ Model::Model(Ctx& c, const Config& cfg) : c_(c), cfg_(cfg) {
     };
     auto weight = [&](Param& p, const char* name, int64_t out, int64_t in) {
       Scope sp(c_, name);
-      p.name = "layers." + std::to_string(li) + "." + name;
-      p.rows = out;
-      p.cols = in;
+      declare(p, name, out, in);
       float bound = 1.f / std::sqrt(float(in));  // nn.Linear's default
       size_t n = size_t(out * in);
       if (cfg_.mode != Mode::FP8_PW) {
