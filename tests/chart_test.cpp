@@ -380,3 +380,23 @@ TEST_CASE("names of megabytes: every chart is drawn in linear time with bounded 
     if (k != ChartKind::Timeline) CHECK(dot.find("c10d::bbbb") != std::string::npos);  // the timeline names no sites
   }
 }
+
+TEST_CASE("HTML report of a profiler trace: by op and by kernel at the peak, as in the text report", "[chart][html]") {
+  auto p = run_of(test::shared_data("small_profile.trace.json.gz"));
+  REQUIRE(p->r.devices.size() >= 1);
+  const DeviceReport& d = p->r.devices[p->r.peak_device];
+  REQUIRE(d.has_ops);
+  REQUIRE(!d.by_op.empty());
+  REQUIRE(!d.by_kernel.empty());
+  const std::string html = render_html(p->r, p->t);
+  CHECK(html.find("By op at the peak") != std::string::npos);
+  CHECK(html.find("By kernel at the peak") != std::string::npos);
+  // The largest rows, with their bytes as the sortable value.
+  const std::string op = d.by_op[0].op.empty() ? "(outside every op)" : d.by_op[0].op;
+  CHECK(html.find(op) != std::string::npos);
+  CHECK(html.find("data-v=\"" + std::to_string(d.by_op[0].bytes) + "\"") != std::string::npos);
+  if (!d.by_kernel[0].kernel.empty()) CHECK(html.find(d.by_kernel[0].kernel.substr(0, 30)) != std::string::npos);
+  // A snapshot has no ops: no such sections.
+  auto s = run_of(test::shared_data("small_fp8.pickle"));
+  CHECK(render_html(s->r, s->t).find("By op at the peak") == std::string::npos);
+}

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "report/chart_canvas.hpp"
+#include "report/profiler_report.hpp"
 #include "snapdiff/chart.hpp"
 
 namespace snapdiff {
@@ -402,6 +403,35 @@ void device_sections(std::ostringstream& o, const Report& r, const Trace& t, con
         << esc(s.freed ? phase_words(s.free_phase, s.free_iteration) : "never") << "</td><td class=\"site\">"
         << esc(site_text(t, s.stack)) << "</td></tr>\n";
     o << "</tbody></table></section>\n";
+  }
+
+  // By op and by kernel (inputs with ops: profiler traces, joined snapshots).
+  if (d.has_ops) {
+    const int64_t live = d.peak_live_requested;
+    auto section = [&](bool by_kernel, const char* anchor, const char* title, const char* note, const char* what, const char* where,
+                       const std::vector<OpRow>& rows, const OpRow& other, uint64_t all_rows, const char* others) {
+      o << "<section id=\"" << id << "-" << anchor << "\"><h2>" << title << " " << dev << "</h2><p class=\"muted\">"
+        << note << "</p>\n<table class=\"sortable\"><thead><tr><th class=\"n\">bytes</th><th class=\"n\">%</th>"
+        << "<th class=\"n\">count</th><th>category</th><th>" << what << "</th><th>" << where
+        << "</th></tr></thead><tbody>\n";
+      for (const OpRow& row : rows) {
+        const detail::OpRowWords w = detail::op_row_words(d, t, row, by_kernel);
+        o << "<tr>" << num_td(row.bytes, human_bytes(row.bytes)) << num_td(row.bytes, pct_of(row.bytes, live))
+          << num_td(int64_t(row.count), with_commas(row.count)) << "<td>" << cat_cell(w.category)
+          << "</td><td class=\"site\">" << esc(w.what) << "</td><td class=\"site\">" << esc(w.where) << "</td></tr>\n";
+      }
+      if (other.count > 0)
+        o << "<tr>" << num_td(other.bytes, human_bytes(other.bytes)) << num_td(other.bytes, pct_of(other.bytes, live))
+          << num_td(int64_t(other.count), with_commas(other.count)) << "<td></td><td class=\"muted\">"
+          << with_commas(all_rows - rows.size()) << " " << others << "</td><td></td></tr>\n";
+      o << "</tbody></table></section>\n";
+    };
+    section(false, "ops", "By op at the peak",
+            "The op that made each live byte: the innermost op around the allocation that launched a kernel.",
+            "op \xe2\x86\x92 kernel", "called from", d.by_op, d.other_ops, d.ops_rows, "other ops");
+    section(true, "kernels", "By kernel at the peak",
+            "Each live byte under the first kernel its op launched after allocating it.", "kernel", "launched by",
+            d.by_kernel, d.other_kernels, d.kernel_rows, "other kernels");
   }
 
   // Fragmentation.

@@ -187,6 +187,19 @@ std::string no_fragmentation_text(const DeviceReport& d) {
   return o.str();
 }
 
+OpRowWords op_row_words(const DeviceReport& d, const Trace& t, const OpRow& r, bool by_kernel) {
+  OpRowWords w;
+  w.category = cat_name(d, r.category);
+  if (by_kernel) {
+    w.what = r.kernel.empty() ? "(no kernel: the op launched none)" : r.kernel;
+    w.where = op_or_none(r.other);
+  } else {
+    w.what = op_kernel(r);
+    w.where = where(t, r);
+  }
+  return w;
+}
+
 std::string ops_text(const DeviceReport& d, const Trace& t) {
   if (!d.has_ops) return "";
   std::ostringstream o;

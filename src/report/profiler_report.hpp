@@ -14,6 +14,13 @@ std::string profiler_input_text(const Report& r);
 std::string reported_peak_text(const DeviceReport& d);
 // BY OP / BY KERNEL AT THE PEAK.
 std::string ops_text(const DeviceReport& d, const Trace& t);
+// One BY OP / BY KERNEL row as the text report words it: by op, "op ->
+// kernel" and where it was called from; by kernel, the kernel and the op
+// that launched it; and the category's name.
+struct OpRowWords {
+  std::string what, where, category;
+};
+OpRowWords op_row_words(const DeviceReport& d, const Trace& t, const OpRow& r, bool by_kernel);
 // FRAGMENTATION for a device without a block layout.
 std::string no_fragmentation_text(const DeviceReport& d);
 // PYTORCH'S MEMORY TIMELINE.
