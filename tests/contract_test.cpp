@@ -1,8 +1,8 @@
 // The bad-input contract for the readers the robustness tests do not cover
-// yet: .snap documents (every truncation, bit flips, deep nesting), budget
-// and rules files, and pickles with huge declared lengths. Every case ends
-// in a result or an InputError that says where — never a crash, a hang, or
-// an allocation sized by the input's claims.
+// yet: .snap documents and a real profiler trace (truncations, bit flips),
+// deep nesting, budget and rules files, and pickles with huge declared
+// lengths. Every case ends in a result or an InputError that says where —
+// never a crash, a hang, or an allocation sized by the input's claims.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <random>
@@ -63,6 +63,49 @@ TEST_CASE("bit flips in a real .snap never crash", "[contract]") {
   std::string full = small_snap_json();
   std::mt19937_64 rng(2026);
   for (int i = 0; i < 1500; ++i) {
+    std::string m = full;
+    int flips = 1 + int(rng() % 4);
+    for (int k = 0; k < flips; ++k) m[rng() % m.size()] ^= char(1 << (rng() % 8));
+    REQUIRE(test::survives(m));
+  }
+}
+
+// A real torch.profiler trace (the joint run recorded on an H200), as JSON.
+std::string real_trace_json() {
+  std::string gz = test::read_file(src("tests/data/profile/joint.trace.json.gz"));
+  auto raw = detail::gunzip(reinterpret_cast<const uint8_t*>(gz.data()), gz.size(), uint64_t(64) << 20);
+  return std::string(raw.begin(), raw.end());
+}
+
+TEST_CASE("truncations of a real profiler trace are located input errors", "[contract][trace]") {
+  const std::string full = real_trace_json();
+  REQUIRE(full.size() > 100000);
+  REQUIRE_NOTHROW(load_trace_from_memory(full, "t.json"));
+  // Every prefix of the first 4 KiB and of the last 512 bytes (the closing
+  // members and brackets), and every 4,099th in between.
+  size_t tried = 0, errors = 0, with_place = 0;
+  for (size_t len = 0; len < full.size(); len += (len < 4096 || len + 512 > full.size()) ? 1 : 4099) {
+    ++tried;
+    try {
+      load_trace_from_memory(std::string_view(full.data(), len), "t.json");
+    } catch (const InputError& e) {
+      ++errors;
+      with_place += located(e) ? 1 : 0;
+    }
+  }
+  CHECK(errors == tried);
+  // A prefix too short to tell a format from (the first bytes) has no place.
+  CHECK(with_place + 16 >= errors);
+  // gzip'd: cut anywhere, an input error.
+  const std::string gz = test::read_file(src("tests/data/profile/joint.trace.json.gz"));
+  for (size_t len = 0; len < gz.size(); len += 97)
+    CHECK_THROWS_AS(load_trace_from_memory(std::string_view(gz.data(), len), "t.json.gz"), InputError);
+}
+
+TEST_CASE("bit flips in a real profiler trace never crash", "[contract][trace]") {
+  const std::string full = real_trace_json();
+  std::mt19937_64 rng(2027);
+  for (int i = 0; i < 400; ++i) {
     std::string m = full;
     int flips = 1 + int(rng() % 4);
     for (int k = 0; k < flips; ++k) m[rng() % m.size()] ^= char(1 << (rng() % 8));
