@@ -63,10 +63,9 @@ std::string numbers_as_stars(std::string_view s) {
   return out;
 }
 
-std::string capped_for_display(std::string s) {
-  constexpr size_t kMax = 400, kKeep = 360;
-  if (s.size() <= kMax) return s;
-  size_t cut = kKeep;
+std::string capped_for_display(std::string s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  size_t cut = max_bytes > 40 ? max_bytes - 40 : 0;  // room for the note
   while (cut > 0 && (uint8_t(s[cut]) & 0xC0) == 0x80) --cut;
   const size_t dropped = s.size() - cut;
   s.resize(cut);

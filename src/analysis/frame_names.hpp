@@ -15,9 +15,9 @@ std::string short_native_name(std::string name);
 // differ only there are one ("layer *") in diffs and charts.
 std::string numbers_as_stars(std::string_view s);
 
-// A name or file for display: beyond 400 bytes (a hostile input's
+// A name or file for display: beyond max_bytes (a hostile input's
 // megabytes) cut at a UTF-8 boundary, with the number of bytes left out.
-std::string capped_for_display(std::string s);
+std::string capped_for_display(std::string s, size_t max_bytes = 400);
 
 // Frames whose names are shown as recorded: Python functions, and the scope
 // labels snapcapture records (file "snapcapture": "layer 3", "adam (foreach)").

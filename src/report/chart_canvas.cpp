@@ -32,13 +32,7 @@ std::string inches(double pt) {
 }
 
 // A tooltip of at most a few KB: the names in it come from the input.
-std::string tooltip_text(std::string_view s) {
-  constexpr size_t kMax = 4000;
-  if (s.size() <= kMax) return std::string(s);
-  size_t cut = kMax - 40;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xc0) == 0x80) --cut;
-  return std::string(s.substr(0, cut)) + "...(" + std::to_string(s.size() - cut) + " more bytes)";
-}
+std::string tooltip_text(std::string_view s) { return capped_for_display(std::string(s), 4000); }
 
 // A DOT double-quoted string: quotes and backslashes escaped; newlines as
 // Graphviz's "\n" escape.

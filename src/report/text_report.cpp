@@ -37,7 +37,6 @@ std::string hex(uint64_t v) {
   return b;
 }
 
-
 std::string utc_time(int64_t us) {
   if (us == kNoTime) return "?";
   time_t secs = time_t(us / 1000000);
