@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-5}
 BIN=${SNAPDIFF:-build/snapdiff}
-DATA=../shared/data
+DATA=tests/data/real
 OUT=bench/out
 mkdir -p "$OUT"
 [[ -x $BIN ]] || bash scripts/build.sh >/dev/null

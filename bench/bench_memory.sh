@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=bench/out
-SHARED=${SNAPDIFF_SHARED_DATA:-../shared/data}
+SHARED=tests/data/real
 target=${1:-2147483648}
 BIN=${SNAPDIFF:-./build/snapdiff}
 mkdir -p $OUT

@@ -11,7 +11,7 @@ RUNS=${1:-5}
 shift || true
 SCALES=${*:-1}
 BIN=build/snapdiff
-DATA=../shared/data
+DATA=tests/data/real
 OUT=bench/out
 mkdir -p "$OUT"
 [[ -x $BIN ]] || bash scripts/build.sh >/dev/null

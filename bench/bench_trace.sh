@@ -13,7 +13,7 @@
 #        python3 scripts/record/record_profile.py bench/out/profile 60
 #      (bench/out is not in git);
 #   3. otherwise a synthetic one, generated once by bench/make_big_trace.py
-#      from shared/data/small_profile.trace.json.gz (its events repeated with
+#      from tests/data/real/small_profile.trace.json.gz (its events repeated with
 #      shifted times and ids, about 300 MB): its figures are SYNTHETIC.
 set -euo pipefail
 cd "$(dirname "$0")/.."

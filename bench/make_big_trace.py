@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Makes a large synthetic torch.profiler Chrome trace for the reader benchmark.
 
-The events of a small real trace (default: shared/data/small_profile.trace.json.gz,
+The events of a small real trace (default: tests/data/real/small_profile.trace.json.gz,
 3 iterations of a 2-layer transformer on an H200) are written COPIES times,
 each copy shifted in time by the trace's span and given fresh correlation,
 External and Python ids. Memory events keep their addresses and get their
@@ -21,7 +21,7 @@ import sys
 out = sys.argv[1]
 target_mb = float(sys.argv[2]) if len(sys.argv) > 2 else 300
 here = os.path.dirname(os.path.abspath(__file__))
-src = sys.argv[3] if len(sys.argv) > 3 else os.path.join(here, "..", "..", "shared", "data", "small_profile.trace.json.gz")
+src = sys.argv[3] if len(sys.argv) > 3 else os.path.join(here, "..", "tests", "data", "real", "small_profile.trace.json.gz")
 
 opener = gzip.open if src.endswith(".gz") else open
 with opener(src, "rt") as f:

@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 target=$1
 secs=${2:-60}
-shared=${SNAPDIFF_SHARED_DATA:-../shared/data}
+shared=tests/data/real
 B=build-fuzz
 if [ ! -f $B/CMakeCache.txt ]; then
   CC=clang CXX=clang++ cmake -S . -B $B -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSNAPDIFF_FUZZ=ON \

@@ -39,7 +39,7 @@ TEST_CASE("parameters, gradients and optimizer state at the peak match PyTorch's
   for (const char* stem : {"small_bf16", "small_bf16_cpp", "small_bf16_expandable", "small_fp8", "small_fp8_pw",
                            "small_oom", "med_bf16_cpp"}) {
     INFO(stem);
-    Trace t = load_trace(test::shared_data(std::string(stem) + ".pickle"));
+    Trace t = load_trace(test::real_data(std::string(stem) + ".pickle"));
     Report r = analyze_report(t, {});
     const DeviceReport& d = r.devices[r.peak_device];
     auto tr = test::truth(stem);
@@ -52,7 +52,7 @@ TEST_CASE("parameters, gradients and optimizer state at the peak match PyTorch's
 TEST_CASE("categories sum exactly to the requested bytes, at the peak and at every phase's peak", "[attribution]") {
   for (const char* stem : {"small_bf16", "small_fp8_pw", "small_oom", "med_bf16_cpp"}) {
     INFO(stem);
-    Trace t = load_trace(test::shared_data(std::string(stem) + ".pickle"));
+    Trace t = load_trace(test::real_data(std::string(stem) + ".pickle"));
     Report r = analyze_report(t, {});
     const DeviceReport& d = r.devices[0];
     int64_t sum = 0;
@@ -73,7 +73,7 @@ TEST_CASE("categories sum exactly to the requested bytes, at the peak and at eve
 TEST_CASE("iterations and phases are found: init, then forward, backward, optimizer per iteration", "[attribution]") {
   for (const char* stem : {"small_bf16", "small_bf16_cpp", "small_fp8", "small_fp8_pw", "med_bf16_cpp"}) {
     INFO(stem);
-    Trace t = load_trace(test::shared_data(std::string(stem) + ".pickle"));
+    Trace t = load_trace(test::real_data(std::string(stem) + ".pickle"));
     Report r = analyze_report(t, {});
     const Attribution& a = r.devices[0].attr;
     int iters = test::truth(stem)["config"]["iters"].get<int>();
@@ -97,7 +97,7 @@ TEST_CASE("foreach steps hold one model-sized temporary; the per-parameter loop 
   for (Case c : {Case{"small_bf16", true}, Case{"small_fp8", true}, Case{"med_bf16_cpp", true},
                  Case{"small_fp8_pw", false}}) {
     INFO(c.stem);
-    Trace t = load_trace(test::shared_data(std::string(c.stem) + ".pickle"));
+    Trace t = load_trace(test::real_data(std::string(c.stem) + ".pickle"));
     Report r = analyze_report(t, {});
     const DeviceReport& d = r.devices[0];
     double grads = double(test::truth(c.stem)["grad_bytes"].get<int64_t>());
@@ -118,7 +118,7 @@ TEST_CASE("foreach steps hold one model-sized temporary; the per-parameter loop 
 }
 
 TEST_CASE("user rules come first and can name new categories; bad rules files are input errors", "[attribution][rules]") {
-  Trace t = load_trace(test::shared_data("small_fp8.pickle"));
+  Trace t = load_trace(test::real_data("small_fp8.pickle"));
   RuleSet rs = RuleSet::builtin();
   rs.add_json(R"({"format": "snapdiff.rules", "version": 1, "rules": [
       {"name": "fp8-scales", "category": "fp8_scale", "evidence": "the _scale helper",
@@ -153,7 +153,7 @@ TEST_CASE("user rules come first and can name new categories; bad rules files ar
 }
 
 TEST_CASE("--explain names the rule and the evidence", "[attribution]") {
-  Trace t = load_trace(test::shared_data("small_bf16.pickle"));
+  Trace t = load_trace(test::real_data("small_bf16.pickle"));
   ReportOptions o;
   o.explain = "_multi_tensor_adam";
   Report r = analyze_report(t, o);
@@ -222,7 +222,7 @@ TEST_CASE("other optimizers, AMP, torch.compile, torchvision: peaks exact, class
 }
 
 TEST_CASE("without any stacks, phases come from optimizer annotations and lifetimes", "[attribution]") {
-  Trace t = load_trace(test::shared_data("small_bf16.pickle"));
+  Trace t = load_trace(test::real_data("small_bf16.pickle"));
   for (Device& d : t.devices) {
     for (Event& e : d.events) e.stack = 0;
     for (Block& b : d.blocks) b.stack = 0;

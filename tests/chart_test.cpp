@@ -98,8 +98,8 @@ int node_statements(const std::string& dot) {
 }  // namespace
 
 TEST_CASE("flame chart: the root is the peak's requested bytes exactly; children never exceed their parent", "[chart]") {
-  for (const std::string& path : {test::shared_data("small_fp8.pickle"), test::shared_data("med_bf16_cpp.pickle"),
-                                  test::shared_data("small_oom.pickle"), sample("fp8_no_pw.snap")}) {
+  for (const std::string& path : {test::real_data("small_fp8.pickle"), test::real_data("med_bf16_cpp.pickle"),
+                                  test::real_data("small_oom.pickle"), sample("fp8_no_pw.snap")}) {
     INFO(path);
     auto p = run_of(path);
     const DeviceReport& d = top(p->r);
@@ -145,8 +145,8 @@ TEST_CASE("flame chart: snapcapture's numbered scopes are one box ('layer 0-31')
 }
 
 TEST_CASE("differential flame chart: A and B totals are both peaks", "[chart]") {
-  auto a = run_of(test::shared_data("small_fp8.pickle"));
-  auto b = run_of(test::shared_data("small_fp8_pw.pickle"));
+  auto a = run_of(test::real_data("small_fp8.pickle"));
+  auto b = run_of(test::real_data("small_fp8_pw.pickle"));
   ChartOptions o;
   o.kind = ChartKind::Flame;
   const FlameGraph g = flame_graph_diff(a->r, a->t, b->r, b->t, o);
@@ -163,7 +163,7 @@ TEST_CASE("differential flame chart: A and B totals are both peaks", "[chart]") 
 TEST_CASE("timeline: the stacked columns reach the requested peak exactly; the lines reach allocated and reserved", "[chart]") {
   for (const std::string& name : {"small_bf16", "small_fp8_pw", "med_bf16_cpp", "small_bf16_expandable"}) {
     INFO(name);
-    auto p = run_of(test::shared_data(name + ".pickle"));
+    auto p = run_of(test::real_data(name + ".pickle"));
     const DeviceReport& d = top(p->r);
     ChartOptions o;
     const TimelineData td = timeline_data(p->r, p->t, o, 560);
@@ -192,7 +192,7 @@ TEST_CASE("timeline: the stacked columns reach the requested peak exactly; the l
 
 TEST_CASE("lifetime: every allocation is drawn or summed; bands hold the peak's bytes; packed bars never overlap", "[chart]") {
   for (auto group : {LifetimeGroup::Category, LifetimeGroup::Site}) {
-    for (const std::string& path : {test::shared_data("small_fp8.pickle"), sample("fp8_no_pw.snap")}) {
+    for (const std::string& path : {test::real_data("small_fp8.pickle"), sample("fp8_no_pw.snap")}) {
       INFO(path << (group == LifetimeGroup::Site ? " by site" : " by category"));
       auto p = run_of(path);
       const DeviceReport& d = top(p->r);
@@ -224,15 +224,15 @@ TEST_CASE("lifetime: every allocation is drawn or summed; bands hold the peak's 
     }
   }
   // The cap holds whatever is asked.
-  auto p = run_of(test::shared_data("med_bf16_cpp.pickle"));
+  auto p = run_of(test::real_data("med_bf16_cpp.pickle"));
   ChartOptions o;
   o.top = 100000;
   CHECK(lifetime_data(p->r, p->t, o, 500).drawn <= kMaxLifetimeBars);
 }
 
 TEST_CASE("DOT round trip: Graphviz parses every chart back with every node", "[chart]") {
-  auto p = run_of(test::shared_data("small_fp8.pickle"));
-  auto b = run_of(test::shared_data("small_fp8_pw.pickle"));
+  auto p = run_of(test::real_data("small_fp8.pickle"));
+  auto b = run_of(test::real_data("small_fp8_pw.pickle"));
   for (ChartKind k : {ChartKind::Flame, ChartKind::Lifetime, ChartKind::Timeline}) {
     for (int two = 0; two < 2; ++two) {
       INFO(chart_kind_name(k) << (two ? " (two runs)" : ""));
@@ -252,7 +252,7 @@ TEST_CASE("DOT round trip: Graphviz parses every chart back with every node", "[
 }
 
 TEST_CASE("SVG is well-formed, with one legend entry per category at the peak, and tooltips as titles", "[chart]") {
-  auto p = run_of(test::shared_data("small_fp8.pickle"));
+  auto p = run_of(test::real_data("small_fp8.pickle"));
   const DeviceReport& d = top(p->r);
   size_t nonzero = 0;
   for (int64_t v : d.categories) nonzero += v != 0;
@@ -284,7 +284,7 @@ TEST_CASE("SVG is well-formed, with one legend entry per category at the peak, a
 }
 
 TEST_CASE("PNG has the size of the drawing at 96 dpi; PDF is a PDF", "[chart]") {
-  auto p = run_of(test::shared_data("small_bf16.pickle"));
+  auto p = run_of(test::real_data("small_bf16.pickle"));
   for (double width : {1200.0, 900.0}) {
     ChartOptions o;
     o.kind = ChartKind::Timeline;
@@ -329,8 +329,8 @@ TEST_CASE("chart formats come from the extension; kinds parse", "[chart]") {
 }
 
 TEST_CASE("HTML report and diff: self-contained, the report's content and three charts per device", "[chart][html]") {
-  auto a = run_of(test::shared_data("small_fp8.pickle"));
-  auto b = run_of(test::shared_data("small_fp8_pw.pickle"));
+  auto a = run_of(test::real_data("small_fp8.pickle"));
+  auto b = run_of(test::real_data("small_fp8_pw.pickle"));
   const std::string html = render_html(a->r, a->t);
   DiffOptions dopt;
   dopt.a_name = "small_fp8.pickle";
@@ -382,7 +382,7 @@ TEST_CASE("names of megabytes: every chart is drawn in linear time with bounded 
 }
 
 TEST_CASE("HTML report of a profiler trace: by op and by kernel at the peak, as in the text report", "[chart][html]") {
-  auto p = run_of(test::shared_data("small_profile.trace.json.gz"));
+  auto p = run_of(test::real_data("small_profile.trace.json.gz"));
   REQUIRE(p->r.devices.size() >= 1);
   const DeviceReport& d = p->r.devices[p->r.peak_device];
   REQUIRE(d.has_ops);
@@ -397,6 +397,6 @@ TEST_CASE("HTML report of a profiler trace: by op and by kernel at the peak, as 
   CHECK(html.find("data-v=\"" + std::to_string(d.by_op[0].bytes) + "\"") != std::string::npos);
   if (!d.by_kernel[0].kernel.empty()) CHECK(html.find(d.by_kernel[0].kernel.substr(0, 30)) != std::string::npos);
   // A snapshot has no ops: no such sections.
-  auto s = run_of(test::shared_data("small_fp8.pickle"));
+  auto s = run_of(test::real_data("small_fp8.pickle"));
   CHECK(render_html(s->r, s->t).find("By op at the peak") == std::string::npos);
 }

@@ -7,7 +7,7 @@
 set -u
 BIN=$1
 SRC=$2
-DATA=$SRC/../shared/data
+DATA=$SRC/tests/data/real
 BF16=$DATA/small_bf16.pickle
 FP8=$DATA/small_fp8.pickle
 PW=$DATA/small_fp8_pw.pickle

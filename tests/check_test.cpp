@@ -20,7 +20,7 @@ const PeakFigures& figures(const std::string& stem) {
   static std::map<std::string, PeakFigures> cache;
   auto it = cache.find(stem);
   if (it != cache.end()) return it->second;
-  std::string path = test::shared_data(stem + ".pickle");
+  std::string path = test::real_data(stem + ".pickle");
   REQUIRE(test::file_exists(path));
   Trace t = load_trace(path);
   ReportOptions o;
@@ -228,7 +228,7 @@ TEST_CASE("thresholds that cannot be evaluated are usage errors", "[check]") {
 }
 
 TEST_CASE("a truncated candidate fails unless allowed", "[check]") {
-  Trace t = load_trace(test::shared_data("small_bf16.pickle"));
+  Trace t = load_trace(test::real_data("small_bf16.pickle"));
   REQUIRE(t.devices.size() == 1);
   auto& ev = t.devices[0].events;
   ev.erase(ev.begin(), ev.begin() + 200);  // as if the ring buffer had wrapped

@@ -21,3 +21,11 @@ expect_not() {  # expect_not NAME FILE PATTERN
 quiet() {  # quiet NAME : the last command printed nothing
   if [[ -s $T/out || -s $T/err ]]; then echo "FAIL $1: printed something"; head -3 "$T/out" "$T/err"; fails=$((fails+1)); fi
 }
+need() {  # need FILE... : the test data a script reads; a missing file fails the script at once
+  local f
+  for f in "$@"; do
+    [[ -f $f ]] || { echo "FAIL test data missing: $f"; exit 1; }
+  done
+}
+# Every script reads the real recordings in tests/data/real/.
+[[ -n ${DATA:-} ]] && need "$DATA/small_bf16.pickle" "$DATA/small_bf16.truth.json"

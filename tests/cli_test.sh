@@ -4,7 +4,7 @@
 set -u
 BIN=$1
 SRC=$2
-DATA=$SRC/../shared/data
+DATA=$SRC/tests/data/real
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 source "$SRC/tests/cli_lib.sh"

@@ -4,11 +4,12 @@
 # is read, and inputs predicted to need more memory than allowed. Each must
 # end in exit 3 with one 'snapdiff: error: FILE: ...' line and nothing on
 # stdout — never a crash, a hang, or the kernel's OOM killer.
-# Usage: contract_cli_test.sh path/to/snapdiff SOURCE_DIR
+# Usage: contract_cli_test.sh path/to/snapdiff SOURCE_DIR UNPACKED_DATA_DIR
 set -u
 BIN=$1
 SRC=$2
-DATA=$SRC/../shared/data
+DATA=$SRC/tests/data/real
+UNPACKED=${3:-}
 T=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT
 source "$SRC/tests/cli_lib.sh"
@@ -43,8 +44,9 @@ wait
 # (SIGBUS) and the plain-pickle path reads short. Either way exit 3 and one
 # line, or exit 0 when the reader was done before the file changed — never a
 # crash. Retried so that at least one run really races.
-if [[ -f $DATA/xxl_fp8.pickle.xz ]]; then
-  xz -dc "$DATA/xxl_fp8.pickle.xz" >"$T/big.src"
+need "$UNPACKED/xxl_fp8.pickle"  # unpacked by the build from tests/data/real/xxl_fp8.pickle.xz
+{
+  cp "$UNPACKED/xxl_fp8.pickle" "$T/big.src"
   gzip -1 -c "$T/big.src" >"$T/big.gz.src"
   raced=0
   for kind in gz plain; do
@@ -75,9 +77,7 @@ if [[ -f $DATA/xxl_fp8.pickle.xz ]]; then
     || fail "memory bound (gzip): exit $rc: $(cat "$T/err")"
   "$BIN" diff --max-memory 64MiB "$T/big.src" "$T/big.src" >"$T/out" 2>"$T/err"; rc=$?
   [[ $rc -eq 3 ]] && echo "ok   memory bound in diff" || fail "memory bound (diff): exit $rc"
-else
-  echo "skip shrinking file and memory bound: $DATA/xxl_fp8.pickle.xz not found"
-fi
+}
 
 [[ $fails -eq 0 ]] && echo "contract_cli: all passed" || echo "contract_cli: $fails failed"
 exit $((fails > 0))

@@ -17,8 +17,8 @@ struct Pair {
 };
 std::unique_ptr<Pair> diff_of(const std::string& a, const std::string& b) {
   auto p = std::make_unique<Pair>();
-  p->ta = load_trace(test::shared_data(a + ".pickle"));
-  p->tb = load_trace(test::shared_data(b + ".pickle"));
+  p->ta = load_trace(test::real_data(a + ".pickle"));
+  p->tb = load_trace(test::real_data(b + ".pickle"));
   p->ra = analyze_report(p->ta, {});
   p->rb = analyze_report(p->tb, {});
   DiffOptions o;
@@ -115,8 +115,8 @@ TEST_CASE("diff JSON carries the documented fields; markdown opens with a table"
 }
 
 TEST_CASE("sites match by function and file, not line numbers", "[diff]") {
-  Trace ta = load_trace(test::shared_data("small_bf16.pickle"));
-  Trace tb = load_trace(test::shared_data("small_bf16.pickle"));
+  Trace ta = load_trace(test::real_data("small_bf16.pickle"));
+  Trace tb = load_trace(test::real_data("small_bf16.pickle"));
   // Shift every line number in B, as an edit above the code would.
   for (Frame& f : tb.frames)
     if (f.line >= 0) f.line += 7;

@@ -20,7 +20,7 @@ const char* kComplete[] = {"small_bf16",           "small_bf16_cpp", "small_bf16
 TEST_CASE("peaks equal PyTorch's memory_stats on every complete-history snapshot", "[exact]") {
   for (const char* stem : kComplete) {
     INFO(stem);
-    auto path = test::shared_data(std::string(stem) + ".pickle");
+    auto path = test::real_data(std::string(stem) + ".pickle");
     REQUIRE(test::file_exists(path));
     Trace t = load_trace(path);
     ReportOptions o;
@@ -42,7 +42,7 @@ TEST_CASE("peaks equal PyTorch's memory_stats on every complete-history snapshot
 }
 
 TEST_CASE("the OOM run reports its out-of-memory event", "[exact]") {
-  Trace t = load_trace(test::shared_data("small_oom.pickle"));
+  Trace t = load_trace(test::real_data("small_oom.pickle"));
   Report r = analyze_report(t, {});
   bool has = false;
   for (auto& w : r.warnings) has |= w.code == "oom";
@@ -51,7 +51,7 @@ TEST_CASE("the OOM run reports its out-of-memory event", "[exact]") {
 }
 
 TEST_CASE("every byte live at the peak is in exactly one site row", "[exact]") {
-  Trace t = load_trace(test::shared_data("small_fp8.pickle"));
+  Trace t = load_trace(test::real_data("small_fp8.pickle"));
   ReportOptions o;
   o.top_sites = 5;
   Report r = analyze_report(t, o);
@@ -71,20 +71,8 @@ TEST_CASE("every byte live at the peak is in exactly one site row", "[exact]") {
 }
 
 TEST_CASE("xxl_fp8: wrapped history, requested peak exact", "[exact][xxl]") {
-  // 170 MB once decompressed; read through xz into memory.
-  std::string xz = test::shared_data("xxl_fp8.pickle.xz");
-  REQUIRE(test::file_exists(xz));
-  std::string cmd = "xz -dc '" + xz + "'";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string data;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) data.append(buf, n);
-  REQUIRE(pclose(p) == 0);
-  Trace t = load_trace_from_memory(data, "xxl_fp8.pickle");
-  data.clear();
-  data.shrink_to_fit();
+  // 170 MB; the build unpacks it from tests/data/real/xxl_fp8.pickle.xz.
+  Trace t = load_trace(test::unpacked_data("xxl_fp8.pickle"));
   CHECK(t.event_count() == 1000000);
   Report r = analyze_report(t, {});
   CHECK(r.history_truncated);

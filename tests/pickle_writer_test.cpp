@@ -131,7 +131,7 @@ std::string report_text_without_input(const Trace& t) {
 // The real snapshots (xz'd ones are left to the benchmarks).
 std::vector<std::string> real_pickles() {
   std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(SNAPDIFF_SHARED_DATA)) {
+  for (const auto& e : std::filesystem::directory_iterator(std::string(SNAPDIFF_SOURCE_DIR) + "/tests/data/real")) {
     std::string name = e.path().filename().string();
     if (name.size() > 7 && name.compare(name.size() - 7, 7, ".pickle") == 0) out.push_back(name);
   }
@@ -241,7 +241,7 @@ TEST_CASE("every real snapshot: read, write_torch_pickle, read back is the same 
   REQUIRE(files.size() >= 7);
   for (const std::string& name : files) {
     INFO(name);
-    const std::string path = test::shared_data(name);
+    const std::string path = test::real_data(name);
     Trace a = load_trace(path);
     std::string bytes = write_torch_pickle(a);
     Trace b = load_trace_from_memory(bytes, "out.pickle");
@@ -252,7 +252,7 @@ TEST_CASE("every real snapshot: read, write_torch_pickle, read back is the same 
     check_same_reports(a, b);
     // PyTorch's own figures, from the written pickle.
     std::string stem = name.substr(0, name.size() - 7);
-    if (test::file_exists(test::shared_data(stem + ".truth.json"))) {
+    {  // every real recording has its truth file
       Report r = analyze_report(b, {});
       const DeviceReplay& rp = r.devices[r.peak_device].replay;
       auto ms = test::truth(stem)["memory_stats"];
@@ -275,7 +275,7 @@ TEST_CASE("every real snapshot: read, write_torch_pickle, read back is the same 
 TEST_CASE("pickle -> .snap -> pickle is the same trace and the same bytes", "[pickle_writer]") {
   for (const std::string& name : real_pickles()) {
     INFO(name);
-    Trace a = load_trace(test::shared_data(name));
+    Trace a = load_trace(test::real_data(name));
     Trace s = load_trace_from_memory(write_snap_json(a), "x.snap");
     REQUIRE(s.source.format == "snap");
     std::string bytes = write_torch_pickle(s);
@@ -290,8 +290,7 @@ TEST_CASE("the small fixtures and legacy shapes survive the trip", "[pickle_writ
   for (const char* f : {"tiny_p0.pickle", "tiny_p2.pickle", "tiny_p4.pickle", "tiny_p5.pickle", "legacy_history.pickle",
                         "legacy_segment_list.pickle"}) {
     INFO(f);
-    if (!test::file_exists(test::fixture(f))) continue;
-    Trace a = load_trace(test::fixture(f));
+    Trace a = load_trace(test::required(test::fixture(f)));
     std::string bytes = write_torch_pickle(a);
     CHECK(scan_opcodes(bytes).error == "");
     Trace b = load_trace_from_memory(bytes, "out.pickle");
@@ -452,7 +451,7 @@ TEST_CASE("settings the model only has as parsed fields are written", "[pickle_w
 }
 
 TEST_CASE("write_torch_pickle_file writes plain and gzip'd files atomically", "[pickle_writer]") {
-  Trace a = load_trace(test::shared_data("small_oom.pickle"));
+  Trace a = load_trace(test::real_data("small_oom.pickle"));
   for (bool gz : {false, true}) {
     INFO(gz);
     std::string path = gz ? "pickle_writer_test.pickle.gz" : "pickle_writer_test.pickle";

@@ -5,7 +5,7 @@
 set -u
 BIN=$1
 SRC=$2
-DATA=$SRC/../shared/data
+DATA=$SRC/tests/data/real
 PROF=$SRC/tests/data/profile
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT

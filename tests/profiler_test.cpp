@@ -17,7 +17,7 @@
 using namespace snapdiff;
 using snapdiff::test::fixture;
 using snapdiff::test::read_file;
-using snapdiff::test::shared_data;
+using snapdiff::test::real_data;
 
 namespace {
 
@@ -122,7 +122,7 @@ void expect_error(const std::string& text, const std::string& where, const std::
 // ---- real traces ---------------------------------------------------------------
 
 TEST_CASE("small_profile trace: the replayed peak is the largest Total Allocated, exactly") {
-  const std::string path = shared_data("small_profile.trace.json.gz");
+  const std::string path = real_data("small_profile.trace.json.gz");
   Trace t = load_trace(path);
   CHECK(t.source.format == "chrome-trace");
   CHECK(t.source.gzip);
@@ -151,7 +151,7 @@ TEST_CASE("small_profile trace: the replayed peak is the largest Total Allocated
 }
 
 TEST_CASE("small_profile trace: report sums, ops, and the optimizer's foreach temporaries") {
-  Trace t = load_trace(shared_data("small_profile.trace.json.gz"));
+  Trace t = load_trace(real_data("small_profile.trace.json.gz"));
   ReportOptions ro;
   ro.top_sites = 50;
   Report r = analyze_report(t, ro);
@@ -172,7 +172,7 @@ TEST_CASE("small_profile trace: report sums, ops, and the optimizer's foreach te
   CHECK(d.attr.iterations == 2);
   // One gradient-sized copy per step: PyTorch's timeline has the gradients'
   // blocks (its GRADIENT column) at the start.
-  const int64_t grads = load_memory_timeline(shared_data("small_profile.memtl.json")).sizes[0][5];
+  const int64_t grads = load_memory_timeline(real_data("small_profile.memtl.json")).sizes[0][5];
   CHECK(grads == 41992192);
   int steps = 0;
   for (const PhaseSpan& s : d.attr.spans)
@@ -202,20 +202,6 @@ TEST_CASE("joint trace: peak exact against PyTorch's counters") {
   CHECK(rp.inconsistencies == 0);
   CHECK(rp.peak_allocated.bytes == max_total_allocated(gunzip_file(path), 0));
   auto truth = nlohmann::json::parse(read_file(fixture("profile/joint.truth.json")));
-  CHECK(rp.peak_allocated.bytes == truth["max_memory_allocated"].get<int64_t>());
-}
-
-TEST_CASE("resnet50 trace (bench/out, when recorded): peak exact") {
-  const std::string path = std::string(SNAPDIFF_SOURCE_DIR) + "/bench/out/profile/resnet50.trace.json";
-  if (!test::file_exists(path)) {
-    WARN("bench/out/profile/resnet50.trace.json absent (scripts/record/record_profile.py records it): skipped");
-    return;
-  }
-  Trace t = load_trace(path);
-  REQUIRE(t.devices.size() == 1);
-  DeviceReplay rp = replay_device(t, t.devices[0]);
-  CHECK(rp.inconsistencies == 0);
-  auto truth = nlohmann::json::parse(read_file(std::string(SNAPDIFF_SOURCE_DIR) + "/bench/out/profile/resnet50.truth.json"));
   CHECK(rp.peak_allocated.bytes == truth["max_memory_allocated"].get<int64_t>());
 }
 
@@ -557,19 +543,19 @@ TEST_CASE("many batches parsed on several threads give the same trace as one thr
 // ---- memory timelines ------------------------------------------------------------
 
 TEST_CASE("memory timeline exports: both formats read; refused as a main input") {
-  MemoryTimeline j = load_memory_timeline(shared_data("small_profile.memtl.json"));
+  MemoryTimeline j = load_memory_timeline(real_data("small_profile.memtl.json"));
   CHECK(!j.raw);
   CHECK(j.times_us.size() == 584);
   CHECK(j.sizes.size() == 584);
   CHECK(j.sizes[0][0] == 41992192);  // parameters (column 1 of the file; column 0 is always 0)
-  MemoryTimeline r = load_memory_timeline(shared_data("small_profile.memtl.raw.json.gz"));
+  MemoryTimeline r = load_memory_timeline(real_data("small_profile.memtl.raw.json.gz"));
   CHECK(r.raw);
   CHECK(r.rows.size() == 1370);
   CHECK(r.rows[0].time_ns == -1);
   CHECK(r.rows[0].action == MemoryTimeline::Preexisting);
   CHECK(r.rows[0].category == 7);
   try {
-    load_trace(shared_data("small_profile.memtl.json"));
+    load_trace(real_data("small_profile.memtl.json"));
     FAIL("a memory timeline read as a trace");
   } catch (const InputError& e) {
     CHECK(std::string(e.what()).find("--memory-timeline") != std::string::npos);
@@ -589,10 +575,10 @@ TEST_CASE("memory timeline exports: both formats read; refused as a main input")
 }
 
 TEST_CASE("PyTorch's unknown at the peak, placed by snapdiff (raw and per-timestamp exports)") {
-  Trace t = load_trace(shared_data("small_profile.trace.json.gz"));
+  Trace t = load_trace(real_data("small_profile.trace.json.gz"));
   for (const char* name : {"small_profile.memtl.raw.json.gz", "small_profile.memtl.json"}) {
     INFO(name);
-    MemoryTimeline tl = load_memory_timeline(shared_data(name));
+    MemoryTimeline tl = load_memory_timeline(real_data(name));
     ReportOptions ro;
     ro.timeline = &tl;
     Report r = analyze_report(t, ro);

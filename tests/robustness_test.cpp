@@ -12,7 +12,7 @@
 using namespace snapdiff;
 
 TEST_CASE("every truncation of a real snapshot is an input error", "[robust]") {
-  std::string full = test::read_file(test::shared_data("small_oom.pickle"));
+  std::string full = test::read_file(test::real_data("small_oom.pickle"));
   REQUIRE(full.size() > 1000);
   size_t errors = 0;
   for (size_t len = 0; len < full.size(); ++len) {
@@ -29,7 +29,7 @@ TEST_CASE("every truncation of a real snapshot is an input error", "[robust]") {
 }
 
 TEST_CASE("truncated gzip input is an input error", "[robust]") {
-  std::string raw = test::read_file(test::shared_data("small_bf16.pickle"));
+  std::string raw = test::read_file(test::real_data("small_bf16.pickle"));
   auto z = detail::gzip_compress(raw);
   std::string gz(z.begin(), z.end());
   for (size_t len = 0; len < gz.size(); len += 97)
@@ -51,7 +51,7 @@ TEST_CASE("gzip output beyond the limit is refused", "[robust]") {
 }
 
 TEST_CASE("bit flips in a real snapshot never crash", "[robust]") {
-  std::string full = test::read_file(test::shared_data("small_oom.pickle"));
+  std::string full = test::read_file(test::real_data("small_oom.pickle"));
   std::mt19937_64 rng(12345);
   for (int i = 0; i < 1500; ++i) {
     std::string m = full;

@@ -31,7 +31,7 @@ std::string report_text_without_input(const Trace& t) {
 TEST_CASE("pickle -> .snap -> report is identical", "[snap]") {
   for (const char* stem : {"small_bf16", "small_fp8", "small_bf16_expandable", "small_oom", "small_bf16_cpp"}) {
     INFO(stem);
-    Trace a = load_trace(test::shared_data(std::string(stem) + ".pickle"));
+    Trace a = load_trace(test::real_data(std::string(stem) + ".pickle"));
     std::string snap = write_snap_json(a);
     Trace b = load_trace_from_memory(snap, "x.snap");
     CHECK(b.source.format == "snap");
@@ -59,7 +59,7 @@ TEST_CASE("pickle -> .snap -> report is identical", "[snap]") {
 }
 
 TEST_CASE("gzip'd .snap files written to disk read back", "[snap]") {
-  Trace a = load_trace(test::shared_data("small_bf16.pickle"));
+  Trace a = load_trace(test::real_data("small_bf16.pickle"));
   std::string path = "snap_format_test.snap";
   write_snap_file(a, path, true);
   Trace b = load_trace(path);
@@ -102,7 +102,7 @@ namespace {
 // stacks like the capture shim's, one launch without a time, two streams,
 // two devices.
 Trace with_kernels_and_samples() {
-  Trace t = load_trace(test::shared_data("small_fp8.pickle"));
+  Trace t = load_trace(test::real_data("small_fp8.pickle"));
   const Device& d = t.devices[0];
   auto scope = [&](std::initializer_list<const char*> outermost_first) {
     std::vector<FrameId> f;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,19 +18,33 @@
 
 namespace snapdiff::test {
 
-inline std::string shared_data(const std::string& name) { return std::string(SNAPDIFF_SHARED_DATA) + "/" + name; }
+inline bool file_exists(const std::string& path) { return std::ifstream(path).good(); }
+// A file the test needs: a missing one fails the test with its path (a test
+// whose data is absent never passes silently).
+inline std::string required(std::string path) {
+  if (!file_exists(path)) throw std::runtime_error("test data missing: " + path);
+  return path;
+}
+// The real PyTorch recordings in tests/data/real/ (see its README.md).
+inline std::string real_data(const std::string& name) {
+  return required(std::string(SNAPDIFF_SOURCE_DIR) + "/tests/data/real/" + name);
+}
+// Files the build unpacks from tests/data/real/ (xxl_fp8.pickle from its .xz).
+inline std::string unpacked_data(const std::string& name) {
+  return required(std::string(SNAPDIFF_UNPACKED_DATA) + "/" + name);
+}
 inline std::string fixture(const std::string& name) {
   return std::string(SNAPDIFF_SOURCE_DIR) + "/tests/data/" + name;
 }
 inline std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot read test data: " + path);
   std::ostringstream s;
   s << f.rdbuf();
   return s.str();
 }
-inline bool file_exists(const std::string& path) { return std::ifstream(path).good(); }
 inline nlohmann::json truth(const std::string& stem) {
-  return nlohmann::json::parse(read_file(shared_data(stem + ".truth.json")));
+  return nlohmann::json::parse(read_file(real_data(stem + ".truth.json")));
 }
 
 // Emits pickle opcodes byte by byte.
