@@ -15,13 +15,13 @@ using namespace snapdiff;
 
 namespace {
 
-int64_t category(const DeviceReport& d, const std::string& name) {
+int64_t category(const DeviceAnalysis& d, const std::string& name) {
   for (size_t i = 0; i < d.attr.categories.size(); ++i)
     if (d.attr.categories[i] == name) return d.categories[i];
   return 0;
 }
 
-int64_t span_category(const DeviceReport& d, const PhaseSpan& s, const std::string& name) {
+int64_t span_category(const DeviceAnalysis& d, const PhaseSpan& s, const std::string& name) {
   for (size_t i = 0; i < d.attr.categories.size(); ++i)
     if (d.attr.categories[i] == name) return s.categories[i];
   return 0;
@@ -40,8 +40,8 @@ TEST_CASE("parameters, gradients and optimizer state at the peak match PyTorch's
                            "small_oom", "med_bf16_cpp"}) {
     INFO(stem);
     Trace t = load_trace(test::real_data(std::string(stem) + ".pickle"));
-    Report r = analyze_report(t, {});
-    const DeviceReport& d = r.devices[r.peak_device];
+    Analysis r = analyze(t, {});
+    const DeviceAnalysis& d = r.devices[r.peak_device];
     auto tr = test::truth(stem);
     check_within_1pct(category(d, "parameter"), tr["param_bytes"].get<int64_t>());
     check_within_1pct(category(d, "gradient"), tr["grad_bytes"].get<int64_t>());
@@ -53,8 +53,8 @@ TEST_CASE("categories sum exactly to the requested bytes, at the peak and at eve
   for (const char* stem : {"small_bf16", "small_fp8_pw", "small_oom", "med_bf16_cpp"}) {
     INFO(stem);
     Trace t = load_trace(test::real_data(std::string(stem) + ".pickle"));
-    Report r = analyze_report(t, {});
-    const DeviceReport& d = r.devices[0];
+    Analysis r = analyze(t, {});
+    const DeviceAnalysis& d = r.devices[0];
     int64_t sum = 0;
     for (int64_t v : d.categories) sum += v;
     CHECK(sum == d.replay.peak_requested.bytes);
@@ -74,7 +74,7 @@ TEST_CASE("iterations and phases are found: init, then forward, backward, optimi
   for (const char* stem : {"small_bf16", "small_bf16_cpp", "small_fp8", "small_fp8_pw", "med_bf16_cpp"}) {
     INFO(stem);
     Trace t = load_trace(test::real_data(std::string(stem) + ".pickle"));
-    Report r = analyze_report(t, {});
+    Analysis r = analyze(t, {});
     const Attribution& a = r.devices[0].attr;
     int iters = test::truth(stem)["config"]["iters"].get<int>();
     CHECK(a.iterations == iters);
@@ -98,8 +98,8 @@ TEST_CASE("foreach steps hold one model-sized temporary; the per-parameter loop 
                  Case{"small_fp8_pw", false}}) {
     INFO(c.stem);
     Trace t = load_trace(test::real_data(std::string(c.stem) + ".pickle"));
-    Report r = analyze_report(t, {});
-    const DeviceReport& d = r.devices[0];
+    Analysis r = analyze(t, {});
+    const DeviceAnalysis& d = r.devices[0];
     double grads = double(test::truth(c.stem)["grad_bytes"].get<int64_t>());
     int steps = 0;
     for (const PhaseSpan& s : d.attr.spans) {
@@ -126,8 +126,8 @@ TEST_CASE("user rules come first and can name new categories; bad rules files ar
               "test");
   ReportOptions o;
   o.rules = &rs;
-  Report r = analyze_report(t, o);
-  const DeviceReport& d = r.devices[0];
+  Analysis r = analyze(t, o);
+  const DeviceAnalysis& d = r.devices[0];
   size_t idx = 0;
   bool found = false;
   for (size_t i = 0; i < d.attr.categories.size(); ++i)
@@ -156,7 +156,7 @@ TEST_CASE("--explain names the rule and the evidence", "[attribution]") {
   Trace t = load_trace(test::real_data("small_bf16.pickle"));
   ReportOptions o;
   o.explain = "_multi_tensor_adam";
-  Report r = analyze_report(t, o);
+  Analysis r = analyze(t, o);
   REQUIRE(!r.explain.empty());
   bool temp = false;
   for (const ExplainItem& it : r.explain) {
@@ -173,7 +173,7 @@ TEST_CASE("--explain names the rule and the evidence", "[attribution]") {
       break;
     }
   o.explain = std::to_string(addr);
-  Report r2 = analyze_report(t, o);
+  Analysis r2 = analyze(t, o);
   REQUIRE(!r2.explain.empty());
   CHECK(r2.explain[0].addr == addr);
 }
@@ -189,8 +189,8 @@ TEST_CASE("other optimizers, AMP, torch.compile, torchvision: peaks exact, class
     INFO(c.name);
     Trace t = load_trace(test::fixture(std::string("variants/") + c.name + ".pickle.gz"));
     auto tr = nlohmann::json::parse(test::read_file(test::fixture(std::string("variants/") + c.name + ".truth.json")));
-    Report r = analyze_report(t, {});
-    const DeviceReport& d = r.devices[r.peak_device];
+    Analysis r = analyze(t, {});
+    const DeviceAnalysis& d = r.devices[r.peak_device];
     auto ms = tr["memory_stats"];
     CHECK(d.replay.peak_requested.bytes == ms["requested_bytes.all.peak"].get<int64_t>());
     CHECK(d.replay.peak_allocated.bytes == ms["allocated_bytes.all.peak"].get<int64_t>());
@@ -227,8 +227,8 @@ TEST_CASE("without any stacks, phases come from optimizer annotations and lifeti
     for (Event& e : d.events) e.stack = 0;
     for (Block& b : d.blocks) b.stack = 0;
   }
-  Report r = analyze_report(t, {});
-  const DeviceReport& d = r.devices[0];
+  Analysis r = analyze(t, {});
+  const DeviceAnalysis& d = r.devices[0];
   auto tr = test::truth("small_bf16");
   CHECK(d.attr.iterations == 3);
   CHECK(d.attr.phase_evidence.find("annotations") != std::string::npos);
@@ -260,7 +260,7 @@ TEST_CASE("rule patterns are RE2: long subjects without recursion, bounded patte
       R"({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 12.0, "s": "t",)"
       R"( "args": {"Device Type": 1, "Device Id": 0, "Addr": 1024, "Bytes": 512, "Total Allocated": 512, "Total Reserved": 2097152}}]})";
   Trace t = load_trace_from_memory(trace_text, "long_names.json");
-  Report r = analyze_report(t, {});
+  Analysis r = analyze(t, {});
   REQUIRE(r.devices.size() == 1);
   CHECK(r.devices[0].peak_live_requested == 512);
   CHECK(category(r.devices[0], "workspace") == 512);

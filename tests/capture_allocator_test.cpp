@@ -225,9 +225,9 @@ TEST_CASE("kernel launches and device-memory samples are recorded with scopes, t
   REQUIRE(back.kernels.size() == t.kernels.size());
   CHECK(names(back, back.kernels[2].stack) == V{"iter 1", "backward"});
   CHECK(back.device_memory[1].reserved_bytes == 50 * MiB);
-  snapdiff::Report r = snapdiff::analyze_report(back, {});
+  snapdiff::Analysis r = snapdiff::analyze(back, {});
   REQUIRE(r.devices.size() == 1);
-  const snapdiff::DeviceReport& d = r.devices[0];
+  const snapdiff::DeviceAnalysis& d = r.devices[0];
   CHECK(r.kernel_launches == 20004);
   // The peak is the 30 MiB alloc: gemm_fwd in the forward scope launched
   // before it, gemm_bwd after it.
@@ -273,7 +273,7 @@ TEST_CASE("no kernel launches or samples: no new report fields", "[capture]") {
   snapdiff::Trace t = a.to_trace();
   CHECK(t.kernels.empty());
   CHECK(t.device_memory.empty());
-  snapdiff::Report r = snapdiff::analyze_report(t, {});
+  snapdiff::Analysis r = snapdiff::analyze(t, {});
   auto j = nlohmann::json::parse(snapdiff::render_json(r, t));
   CHECK_FALSE(j["input"].contains("kernel_launches"));
   CHECK_FALSE(j["peak"].contains("kernel_before"));

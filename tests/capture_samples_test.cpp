@@ -16,13 +16,13 @@ namespace {
 
 std::string src(const std::string& rel) { return std::string(SNAPDIFF_SOURCE_DIR) + "/" + rel; }
 
-int64_t category(const DeviceReport& d, const std::string& name) {
+int64_t category(const DeviceAnalysis& d, const std::string& name) {
   for (size_t i = 0; i < d.attr.categories.size(); ++i)
     if (d.attr.categories[i] == name) return d.categories[i];
   return 0;
 }
 
-int64_t span_category(const DeviceReport& d, const PhaseSpan& s, const std::string& name) {
+int64_t span_category(const DeviceAnalysis& d, const PhaseSpan& s, const std::string& name) {
   for (size_t i = 0; i < d.attr.categories.size(); ++i)
     if (d.attr.categories[i] == name) return s.categories[i];
   return 0;
@@ -40,9 +40,9 @@ TEST_CASE("snapcapture recordings replay exactly to the allocator's own peaks", 
     INFO(run);
     auto sum = nlohmann::json::parse(test::read_file(src(std::string(run) + ".summary.json")));
     Trace t = load_trace(src(std::string(run) + ".snap"));
-    Report r = analyze_report(t, {});
+    Analysis r = analyze(t, {});
     REQUIRE(r.devices.size() == 1);
-    const DeviceReport& d = r.devices[0];
+    const DeviceAnalysis& d = r.devices[0];
     CHECK(d.replay.peak_requested.bytes == sum["peak_requested"].get<int64_t>());
     CHECK(d.replay.peak_allocated.bytes == sum["peak_allocated"].get<int64_t>());
     CHECK(d.replay.peak_reserved.bytes == sum["peak_reserved"].get<int64_t>());
@@ -63,8 +63,8 @@ TEST_CASE("snapcapture runs: parameters, gradients and optimizer state at the pe
     if (sum["oom"].get<bool>()) continue;  // the run died before a full iteration
     INFO(run);
     Trace t = load_trace(src(std::string(run) + ".snap"));
-    Report r = analyze_report(t, {});
-    const DeviceReport& d = r.devices[0];
+    Analysis r = analyze(t, {});
+    const DeviceAnalysis& d = r.devices[0];
     // Every peak here is in iteration 2 or later, so .grad exists (never zeroed).
     CHECK(d.peak_iteration >= 2);
     CHECK(category(d, "parameter") == sum["classes"]["param_bytes"].get<int64_t>());
@@ -86,8 +86,8 @@ TEST_CASE("snapcapture: the foreach step holds one bf16 copy of the gradients, t
     auto sum = nlohmann::json::parse(test::read_file(src(std::string(c.run) + ".summary.json")));
     const double grads = double(sum["classes"]["grad_bytes"].get<int64_t>());
     Trace t = load_trace(src(std::string(c.run) + ".snap"));
-    Report r = analyze_report(t, {});
-    const DeviceReport& d = r.devices[0];
+    Analysis r = analyze(t, {});
+    const DeviceAnalysis& d = r.devices[0];
     int steps = 0;
     for (const PhaseSpan& s : d.attr.spans) {
       if (s.phase != Phase::Optimizer) continue;
@@ -108,8 +108,8 @@ TEST_CASE("snapcapture's PyTorch-compatible pickle reads like its .snap", "[capt
   REQUIRE(a.devices.size() == 1);
   REQUIRE(b.devices.size() == 1);
   CHECK(a.devices[0].events.size() == b.devices[0].events.size());
-  Report ra = analyze_report(a, {}), rb = analyze_report(b, {});
-  const DeviceReport &da = ra.devices[0], &db = rb.devices[0];
+  Analysis ra = analyze(a, {}), rb = analyze(b, {});
+  const DeviceAnalysis &da = ra.devices[0], &db = rb.devices[0];
   CHECK(da.replay.peak_requested.bytes == db.replay.peak_requested.bytes);
   CHECK(da.replay.peak_allocated.bytes == db.replay.peak_allocated.bytes);
   CHECK(da.replay.peak_reserved.bytes == db.replay.peak_reserved.bytes);
@@ -122,7 +122,7 @@ TEST_CASE("diff of the full-size runs names the FP8 transposes, the dropped bf16
           "[capture][diff]") {
   auto load = [](const char* run) { return load_trace(src(std::string("sample_snapshots/") + run + ".snap")); };
   Trace bf16 = load("bf16"), fp8 = load("fp8_no_pw"), pw = load("fp8_pw");
-  Report rb = analyze_report(bf16, {}), rf = analyze_report(fp8, {}), rp = analyze_report(pw, {});
+  Analysis rb = analyze(bf16, {}), rf = analyze(fp8, {}), rp = analyze(pw, {});
   auto text = [](const Diff& d) {
     std::string all;
     for (const Finding& f : d.findings) all += f.kind + ": " + f.message + "\n";

@@ -19,7 +19,7 @@ namespace {
 
 struct Run {
   Trace t;
-  Report r;
+  Analysis r;
 };
 
 std::unique_ptr<Run> run_of(const std::string& path) {
@@ -27,13 +27,13 @@ std::unique_ptr<Run> run_of(const std::string& path) {
   p->t = load_trace(path);
   ReportOptions o;
   o.input_name = path;
-  p->r = analyze_report(p->t, o);
+  p->r = analyze(p->t, o);
   return p;
 }
 
 std::string sample(const std::string& name) { return std::string(SNAPDIFF_SOURCE_DIR) + "/sample_snapshots/" + name; }
 
-const DeviceReport& top(const Report& r) { return r.devices[r.peak_device]; }
+const DeviceAnalysis& top(const Analysis& r) { return r.devices[r.peak_device]; }
 
 // A strict enough XML check for Graphviz's SVG: every tag closes in order,
 // attributes are quoted, entities are known.
@@ -102,7 +102,7 @@ TEST_CASE("flame chart: the root is the peak's requested bytes exactly; children
                                   test::real_data("small_oom.pickle"), sample("fp8_no_pw.snap")}) {
     INFO(path);
     auto p = run_of(path);
-    const DeviceReport& d = top(p->r);
+    const DeviceAnalysis& d = top(p->r);
     ChartOptions o;
     o.kind = ChartKind::Flame;
     const FlameGraph g = flame_graph(p->r, p->t, o);
@@ -164,7 +164,7 @@ TEST_CASE("timeline: the stacked columns reach the requested peak exactly; the l
   for (const std::string& name : {"small_bf16", "small_fp8_pw", "med_bf16_cpp", "small_bf16_expandable"}) {
     INFO(name);
     auto p = run_of(test::real_data(name + ".pickle"));
-    const DeviceReport& d = top(p->r);
+    const DeviceAnalysis& d = top(p->r);
     ChartOptions o;
     const TimelineData td = timeline_data(p->r, p->t, o, 560);
     REQUIRE(td.columns.size() == 560);
@@ -195,7 +195,7 @@ TEST_CASE("lifetime: every allocation is drawn or summed; bands hold the peak's 
     for (const std::string& path : {test::real_data("small_fp8.pickle"), sample("fp8_no_pw.snap")}) {
       INFO(path << (group == LifetimeGroup::Site ? " by site" : " by category"));
       auto p = run_of(path);
-      const DeviceReport& d = top(p->r);
+      const DeviceAnalysis& d = top(p->r);
       ChartOptions o;
       o.kind = ChartKind::Lifetime;
       o.group = group;
@@ -253,7 +253,7 @@ TEST_CASE("DOT round trip: Graphviz parses every chart back with every node", "[
 
 TEST_CASE("SVG is well-formed, with one legend entry per category at the peak, and tooltips as titles", "[chart]") {
   auto p = run_of(test::real_data("small_fp8.pickle"));
-  const DeviceReport& d = top(p->r);
+  const DeviceAnalysis& d = top(p->r);
   size_t nonzero = 0;
   for (int64_t v : d.categories) nonzero += v != 0;
   ChartOptions o;
@@ -353,7 +353,7 @@ TEST_CASE("HTML report and diff: self-contained, the report's content and three 
     CHECK(page->find("</html>") != std::string::npos);
   }
   // The report's figures are there.
-  const DeviceReport& d0 = top(a->r);
+  const DeviceAnalysis& d0 = top(a->r);
   CHECK(html.find(human_bytes(d0.replay.peak_requested.bytes)) != std::string::npos);
   CHECK(html.find("331,651,264 B") != std::string::npos);
   for (const Finding& f : d0.findings) CHECK(html.find(f.message.substr(0, 40)) != std::string::npos);
@@ -370,7 +370,7 @@ TEST_CASE("names of megabytes: every chart is drawn in linear time with bounded 
       R"({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 12.0, "s": "t",)"
       R"( "args": {"Device Type": 1, "Device Id": 0, "Addr": 1024, "Bytes": 512, "Total Allocated": 512, "Total Reserved": 2097152}}]})";
   Trace t = load_trace_from_memory(text, "long_names.json");
-  Report r = analyze_report(t, {});
+  Analysis r = analyze(t, {});
   for (ChartKind k : {ChartKind::Flame, ChartKind::Lifetime, ChartKind::Timeline}) {
     INFO(chart_kind_name(k));
     ChartOptions o;
@@ -384,7 +384,7 @@ TEST_CASE("names of megabytes: every chart is drawn in linear time with bounded 
 TEST_CASE("HTML report of a profiler trace: by op and by kernel at the peak, as in the text report", "[chart][html]") {
   auto p = run_of(test::real_data("small_profile.trace.json.gz"));
   REQUIRE(p->r.devices.size() >= 1);
-  const DeviceReport& d = p->r.devices[p->r.peak_device];
+  const DeviceAnalysis& d = p->r.devices[p->r.peak_device];
   REQUIRE(d.has_ops);
   REQUIRE(!d.by_op.empty());
   REQUIRE(!d.by_kernel.empty());

@@ -25,7 +25,7 @@ const PeakFigures& figures(const std::string& stem) {
   Trace t = load_trace(path);
   ReportOptions o;
   o.input_name = stem + ".pickle";
-  return cache[stem] = peak_figures(analyze_report(t, o));
+  return cache[stem] = peak_figures(analyze(t, o));
 }
 
 int64_t truth_peak(const std::string& stem, const char* counter) {
@@ -234,7 +234,7 @@ TEST_CASE("a truncated candidate fails unless allowed", "[check]") {
   ev.erase(ev.begin(), ev.begin() + 200);  // as if the ring buffer had wrapped
   ReportOptions ro;
   ro.input_name = "wrapped.pickle";
-  PeakFigures f = peak_figures(analyze_report(t, ro));
+  PeakFigures f = peak_figures(analyze(t, ro));
   REQUIRE(f.history == "truncated");
   CheckOptions o;
   o.max_peak = parse_size("60GiB");

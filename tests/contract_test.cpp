@@ -215,10 +215,10 @@ TEST_CASE("every fuzzer finding stays fixed (tests/data/fuzz_regressions)", "[co
       } else if (name.rfind("snap_", 0) == 0) {
         Trace t;
         read_snap(bytes, t);
-        (void)analyze_report(t, {});
+        (void)analyze(t, {});
       } else {
         Trace t = load_trace_from_memory(bytes, name);
-        (void)analyze_report(t, {});
+        (void)analyze(t, {});
       }
     } catch (const InputError&) {
     }

@@ -12,15 +12,15 @@ using namespace snapdiff;
 namespace {
 struct Pair {
   Trace ta, tb;
-  Report ra, rb;
+  Analysis ra, rb;
   Diff d;
 };
 std::unique_ptr<Pair> diff_of(const std::string& a, const std::string& b) {
   auto p = std::make_unique<Pair>();
   p->ta = load_trace(test::real_data(a + ".pickle"));
   p->tb = load_trace(test::real_data(b + ".pickle"));
-  p->ra = analyze_report(p->ta, {});
-  p->rb = analyze_report(p->tb, {});
+  p->ra = analyze(p->ta, {});
+  p->rb = analyze(p->tb, {});
   DiffOptions o;
   o.a_name = a;
   o.b_name = b;
@@ -120,7 +120,7 @@ TEST_CASE("sites match by function and file, not line numbers", "[diff]") {
   // Shift every line number in B, as an edit above the code would.
   for (Frame& f : tb.frames)
     if (f.line >= 0) f.line += 7;
-  Report ra = analyze_report(ta, {}), rb = analyze_report(tb, {});
+  Analysis ra = analyze(ta, {}), rb = analyze(tb, {});
   Diff d = diff_reports(ta, ra, tb, rb, {});
   CHECK(d.sites.empty());
   CHECK(d.findings.empty());

@@ -24,7 +24,7 @@ TEST_CASE("peaks equal PyTorch's memory_stats on every complete-history snapshot
     REQUIRE(test::file_exists(path));
     Trace t = load_trace(path);
     ReportOptions o;
-    Report r = analyze_report(t, o);
+    Analysis r = analyze(t, o);
     REQUIRE(!r.devices.empty());
     CHECK_FALSE(r.history_truncated);
     const DeviceReplay& rp = r.devices[r.peak_device].replay;
@@ -43,7 +43,7 @@ TEST_CASE("peaks equal PyTorch's memory_stats on every complete-history snapshot
 
 TEST_CASE("the OOM run reports its out-of-memory event", "[exact]") {
   Trace t = load_trace(test::real_data("small_oom.pickle"));
-  Report r = analyze_report(t, {});
+  Analysis r = analyze(t, {});
   bool has = false;
   for (auto& w : r.warnings) has |= w.code == "oom";
   CHECK(has);
@@ -54,8 +54,8 @@ TEST_CASE("every byte live at the peak is in exactly one site row", "[exact]") {
   Trace t = load_trace(test::real_data("small_fp8.pickle"));
   ReportOptions o;
   o.top_sites = 5;
-  Report r = analyze_report(t, o);
-  const DeviceReport& d = r.devices[0];
+  Analysis r = analyze(t, o);
+  const DeviceAnalysis& d = r.devices[0];
   int64_t sum = d.other_sites.requested_bytes;
   uint64_t count = d.other_sites.count;
   for (auto& s : d.sites) {
@@ -74,7 +74,7 @@ TEST_CASE("xxl_fp8: wrapped history, requested peak exact", "[exact][xxl]") {
   // 170 MB; the build unpacks it from tests/data/real/xxl_fp8.pickle.xz.
   Trace t = load_trace(test::unpacked_data("xxl_fp8.pickle"));
   CHECK(t.event_count() == 1000000);
-  Report r = analyze_report(t, {});
+  Analysis r = analyze(t, {});
   CHECK(r.history_truncated);
   bool warned = false;
   for (auto& w : r.warnings) warned |= w.code == "history_truncated";
@@ -84,7 +84,7 @@ TEST_CASE("xxl_fp8: wrapped history, requested peak exact", "[exact][xxl]") {
   CHECK(rp.peak_requested.bytes == ms["requested_bytes.all.peak"].get<int64_t>());
   CHECK(rp.end_check.matches());
   // Attribution on the wrapped, full-size run: the three long-lived classes.
-  const DeviceReport& d = r.devices[r.peak_device];
+  const DeviceAnalysis& d = r.devices[r.peak_device];
   auto tr = test::truth("xxl_fp8");
   auto cat = [&](const char* name) {
     for (size_t i = 0; i < d.attr.categories.size(); ++i)

@@ -115,13 +115,13 @@ std::string trace_diff(const Trace& a, const Trace& b) {
 }
 
 std::string report_json_without_input(const Trace& t) {
-  Report r = analyze_report(t, {});
+  Analysis r = analyze(t, {});
   auto j = nlohmann::json::parse(render_json(r, t));
   j.erase("input");
   return j.dump(1);
 }
 std::string report_text_without_input(const Trace& t) {
-  Report r = analyze_report(t, {});
+  Analysis r = analyze(t, {});
   std::string s = render_text(r, t);
   size_t a = s.find("INPUT\n");
   size_t b = s.find("\nPEAK");
@@ -222,7 +222,7 @@ OpcodeScan scan_opcodes(const std::string& p) {
 void check_same_reports(const Trace& a, const Trace& b) {
   CHECK(report_json_without_input(a) == report_json_without_input(b));
   CHECK(report_text_without_input(a) == report_text_without_input(b));
-  Report ra = analyze_report(a, {}), rb = analyze_report(b, {});
+  Analysis ra = analyze(a, {}), rb = analyze(b, {});
   REQUIRE(ra.devices.size() == rb.devices.size());
   for (size_t d = 0; d < ra.devices.size(); ++d) {
     const DeviceReplay &x = ra.devices[d].replay, &y = rb.devices[d].replay;
@@ -253,7 +253,7 @@ TEST_CASE("every real snapshot: read, write_torch_pickle, read back is the same 
     // PyTorch's own figures, from the written pickle.
     std::string stem = name.substr(0, name.size() - 7);
     {  // every real recording has its truth file
-      Report r = analyze_report(b, {});
+      Analysis r = analyze(b, {});
       const DeviceReplay& rp = r.devices[r.peak_device].replay;
       auto ms = test::truth(stem)["memory_stats"];
       CHECK(rp.peak_requested.bytes == ms["requested_bytes.all.peak"].get<int64_t>());

@@ -154,9 +154,9 @@ TEST_CASE("small_profile trace: report sums, ops, and the optimizer's foreach te
   Trace t = load_trace(real_data("small_profile.trace.json.gz"));
   ReportOptions ro;
   ro.top_sites = 50;
-  Report r = analyze_report(t, ro);
+  Analysis r = analyze(t, ro);
   REQUIRE(r.devices.size() == 1);
-  const DeviceReport& d = r.devices[0];
+  const DeviceAnalysis& d = r.devices[0];
   int64_t sum = 0;
   for (int64_t c : d.categories) sum += c;
   CHECK(sum == d.replay.peak_requested.bytes);
@@ -314,7 +314,7 @@ TEST_CASE("tiny trace: kernels on two streams, found through correlation, Extern
   CHECK(o.kernel_count == 2);
   // The allocation's kernel: the compute kernel, not the memset.
   ReportOptions ro;
-  Report r = analyze_report(t, ro);
+  Analysis r = analyze(t, ro);
   REQUIRE(r.devices[0].by_kernel.size() == 1);
   CHECK(r.devices[0].by_kernel[0].kernel == "multi_tensor_apply_kernel<…>");
   CHECK(r.devices[0].by_op[0].op == "aten::_foreach_sqrt");
@@ -343,7 +343,7 @@ TEST_CASE("tiny trace: an allocation outside every op, OOM, CPU events, a second
   REQUIRE(t.host_memory.size() == 1);
   CHECK(t.host_memory[0].bytes == 64);
   ReportOptions ro;
-  Report r = analyze_report(t, ro);
+  Analysis r = analyze(t, ro);
   CHECK(r.devices[0].replay.oom_events == 1);
   REQUIRE(!r.devices[0].by_op.empty());
   CHECK(r.devices[0].by_op[0].op.empty());  // outside every op
@@ -375,7 +375,7 @@ TEST_CASE("tiny trace: allocations before the trace, exact totals, categories su
   for (const LiveAllocation& la : st.live) live += int64_t(la.requested);
   CHECK(live == 15120);
   ReportOptions ro;
-  Report r = analyze_report(t, ro);
+  Analysis r = analyze(t, ro);
   int64_t sum = 0;
   for (int64_t c : r.devices[0].categories) sum += c;
   CHECK(sum == 15120);
@@ -396,7 +396,7 @@ TEST_CASE("tiny trace: totals that disagree with the events are reported, the re
   DeviceReplay rp = replay_device(t, t.devices[0]);
   CHECK(rp.inconsistencies == 1);
   CHECK(rp.peak_allocated.bytes == 5000);
-  Report r = analyze_report(t, ReportOptions{});
+  Analysis r = analyze(t, ReportOptions{});
   bool warned = false;
   for (const Warning& w : r.warnings) warned |= w.code == "replay_inconsistent";
   CHECK(warned);
@@ -422,7 +422,7 @@ TEST_CASE("tiny trace: record_function ranges are annotations; the optimizer pha
   CHECK(t.strings.get(t.annotations[0].name) == "Optimizer.step#Adam.step");
   CHECK(t.annotations[0].start);
   CHECK(!t.annotations[1].start);
-  Report r = analyze_report(t, ReportOptions{});
+  Analysis r = analyze(t, ReportOptions{});
   const Attribution& a = r.devices[0].attr;
   CHECK(a.phase_at(0) == Phase::Forward);
   CHECK(a.phase_at(1) == Phase::Backward);
@@ -528,8 +528,8 @@ TEST_CASE("many batches parsed on several threads give the same trace as one thr
   detail::set_trace_reader_workers(3);
   Trace many = load(text);
   detail::set_trace_reader_workers(-1);
-  Report r1 = analyze_report(one, ReportOptions{});
-  Report r2 = analyze_report(many, ReportOptions{});
+  Analysis r1 = analyze(one, ReportOptions{});
+  Analysis r2 = analyze(many, ReportOptions{});
   CHECK(render_json(r1, one) == render_json(r2, many));
   REQUIRE(one.devices[0].events.size() == many.devices[0].events.size());
   for (size_t i = 0; i < one.devices[0].events.size(); ++i) {
@@ -581,7 +581,7 @@ TEST_CASE("PyTorch's unknown at the peak, placed by snapdiff (raw and per-timest
     MemoryTimeline tl = load_memory_timeline(real_data(name));
     ReportOptions ro;
     ro.timeline = &tl;
-    Report r = analyze_report(t, ro);
+    Analysis r = analyze(t, ro);
     const TimelineComparison& tc = r.timeline;
     REQUIRE(tc.present);
     // At snapdiff's peak, then where PyTorch's unknown is largest: the foreach
@@ -619,7 +619,7 @@ TEST_CASE("PyTorch's unknown at the peak, placed by snapdiff (raw and per-timest
 TEST_CASE("a snapshot joined with a trace of the same run: clocks lined up, ops and kernels gained") {
   Trace snap = load_trace(fixture("profile/joint.snapshot.pickle"));
   Trace prof = load_trace(fixture("profile/joint.trace.json.gz"));
-  const Report before = analyze_report(snap, ReportOptions{});
+  const Analysis before = analyze(snap, ReportOptions{});
   TraceJoin j = join_profiler_trace(snap, prof, "joint.trace.json.gz");
   REQUIRE(j.devices.size() == 1);
   const TraceJoinDevice& jd = j.devices[0];
@@ -631,7 +631,7 @@ TEST_CASE("a snapshot joined with a trace of the same run: clocks lined up, ops 
   CHECK(snap.kernels.size() == prof.kernels.size());
   ReportOptions ro;
   ro.join = &j;
-  Report r = analyze_report(snap, ro);
+  Analysis r = analyze(snap, ro);
   // The peak itself does not move: the join adds frames, not events.
   CHECK(r.devices[0].replay.peak_allocated.bytes == before.devices[0].replay.peak_allocated.bytes);
   CHECK(r.devices[0].replay.peak_requested.bytes == before.devices[0].replay.peak_requested.bytes);

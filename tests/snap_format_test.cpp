@@ -13,13 +13,13 @@ using namespace snapdiff;
 
 namespace {
 std::string report_json_without_input(const Trace& t) {
-  Report r = analyze_report(t, {});
+  Analysis r = analyze(t, {});
   auto j = nlohmann::json::parse(render_json(r, t));
   j.erase("input");
   return j.dump(1);
 }
 std::string report_text_without_input(const Trace& t) {
-  Report r = analyze_report(t, {});
+  Analysis r = analyze(t, {});
   std::string s = render_text(r, t);
   // Drop the INPUT section (it names the container format and file size).
   size_t a = s.find("INPUT\n");

@@ -109,7 +109,7 @@ class PickleWriter {
 inline bool survives(std::string_view bytes) {
   try {
     Trace t = load_trace_from_memory(bytes, "x");
-    Report r = analyze_report(t, {});
+    Analysis r = analyze(t, {});
     (void)render_text(r, t);
     return true;
   } catch (const InputError& e) {

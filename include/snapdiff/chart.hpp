@@ -1,7 +1,7 @@
-// snapdiff/chart.hpp — pictures of a Report: flame, lifetime and timeline
+// snapdiff/chart.hpp — pictures of a Analysis: flame, lifetime and timeline
 // charts drawn with Graphviz, and the self-contained HTML report.
 //
-// Every chart is first a plain data model (built from a Report and its
+// Every chart is first a plain data model (built from a Analysis and its
 // Trace; the tests check its totals against the report), then a DOT graph in
 // which every element sits at a pinned position (`layout=nop2`, i.e.
 // `neato -n2`: nothing is laid out, Graphviz only draws), then SVG, PNG or
@@ -91,8 +91,8 @@ struct FlameGraph {
   int64_t total_a = 0, total_b = 0;
   int max_depth = 0;
 };
-FlameGraph flame_graph(const Report& r, const Trace& t, const ChartOptions& o);
-FlameGraph flame_graph_diff(const Report& a, const Trace& ta, const Report& b, const Trace& tb, const ChartOptions& o);
+FlameGraph flame_graph(const Analysis& r, const Trace& t, const ChartOptions& o);
+FlameGraph flame_graph_diff(const Analysis& a, const Trace& ta, const Analysis& b, const Trace& tb, const ChartOptions& o);
 
 // ---------------------------------------------------------------------------
 // Timeline: requested bytes per category over time (stacked columns, one per
@@ -122,7 +122,7 @@ struct TimelineData {
   int peak_iteration = 0;
   std::vector<int64_t> peak_by_category;
 };
-TimelineData timeline_data(const Report& r, const Trace& t, const ChartOptions& o, size_t buckets);
+TimelineData timeline_data(const Analysis& r, const Trace& t, const ChartOptions& o, size_t buckets);
 
 // ---------------------------------------------------------------------------
 // Lifetime: allocations as bars from allocation to free, in bands (one per
@@ -164,7 +164,7 @@ struct LifetimeData {
 };
 // `plot_height`: points the bands share; an allocation is drawn by itself
 // only when its bar would be at least 1.5 pt tall in its band.
-LifetimeData lifetime_data(const Report& r, const Trace& t, const ChartOptions& o, size_t buckets,
+LifetimeData lifetime_data(const Analysis& r, const Trace& t, const ChartOptions& o, size_t buckets,
                            double plot_height = 440);
 // The bands' heights in points: kept in proportion to the square root of
 // their bytes, at least 30 pt each, `plot_height` in all (about).
@@ -173,10 +173,10 @@ std::vector<double> band_heights(const std::vector<int64_t>& max_bytes, double p
 // ---------------------------------------------------------------------------
 // The DOT text of a chart: every element pinned (`layout=nop2`), so it renders
 // as is with `neato -n2 -Tsvg` (or `dot -Tsvg`, which honours `layout`).
-std::string chart_dot(const Report& r, const Trace& t, const ChartOptions& o);
+std::string chart_dot(const Analysis& r, const Trace& t, const ChartOptions& o);
 // Two runs: flame -> the differential flame chart; lifetime and timeline ->
 // A above B on the same scales.
-std::string chart_dot_diff(const Report& a, const Trace& ta, const Report& b, const Trace& tb, const ChartOptions& o);
+std::string chart_dot_diff(const Analysis& a, const Trace& ta, const Analysis& b, const Trace& tb, const ChartOptions& o);
 
 // Renders DOT with Graphviz (SVG, PNG at 96 dpi, PDF); ChartFormat::Dot
 // returns the text unchanged. Throws std::runtime_error with Graphviz's
@@ -187,7 +187,7 @@ std::string render_chart(const std::string& dot, ChartFormat f);
 // One self-contained HTML page (no network: CSS, SVG and a few lines of
 // JavaScript inline): the text report's content as tables, the explanation,
 // and the timeline, flame and lifetime charts of each device.
-std::string render_html(const Report& r, const Trace& t);
+std::string render_html(const Analysis& r, const Trace& t);
 // The diff as HTML: peaks, findings, categories, phases, sites, the
 // differential flame chart and both timelines on one scale.
 std::string render_diff_html(const Diff& d);

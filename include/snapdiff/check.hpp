@@ -42,7 +42,7 @@ struct Amount {
 std::optional<Amount> parse_amount(const std::string& text);
 
 // The figures a check needs from one run: the device with the highest
-// allocated peak (Report::peak_device).
+// allocated peak (Analysis::peak_device).
 struct PeakFigures {
   std::string name;  // the file as given
   int device = 0;
@@ -57,7 +57,7 @@ struct PeakFigures {
   // -1 when the category is absent.
   int64_t category(const std::string& name) const;
 };
-PeakFigures peak_figures(const Report& r);
+PeakFigures peak_figures(const Analysis& r);
 
 struct CategoryLimit {
   std::string category;

@@ -46,8 +46,8 @@ struct SiteDelta {
 
 struct Diff {
   std::string a_name, b_name;
-  const Report* a = nullptr;
-  const Report* b = nullptr;
+  const Analysis* a = nullptr;
+  const Analysis* b = nullptr;
   const Trace* ta = nullptr;
   const Trace* tb = nullptr;
   int64_t peak_delta[3] = {0, 0, 0};  // requested, allocated, reserved (B - A)
@@ -58,7 +58,7 @@ struct Diff {
   std::vector<Finding> findings;          // largest first
 };
 
-Diff diff_reports(const Trace& ta, const Report& a, const Trace& tb, const Report& b, const DiffOptions& opts);
+Diff diff_reports(const Trace& ta, const Analysis& a, const Trace& tb, const Analysis& b, const DiffOptions& opts);
 
 std::string render_diff_text(const Diff& d);
 std::string render_diff_json(const Diff& d);      // schemas/diff.schema.json

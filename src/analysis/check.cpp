@@ -1,4 +1,4 @@
-// `snapdiff check`: thresholds evaluated against the peaks of a Report, size
+// `snapdiff check`: thresholds evaluated against the peaks of a Analysis, size
 // and tolerance parsing, and budget files (schemas/budget.schema.json).
 // Data only: nothing here formats for people (src/report/check_report.cpp).
 #include "snapdiff/check.hpp"
@@ -143,7 +143,7 @@ int64_t PeakFigures::category(const std::string& n) const {
   return -1;
 }
 
-PeakFigures peak_figures(const Report& r) {
+PeakFigures peak_figures(const Analysis& r) {
   PeakFigures f;
   f.name = r.input_name;
   f.events = r.events;
@@ -152,7 +152,7 @@ PeakFigures peak_figures(const Report& r) {
     f.history = "none";
     return f;
   }
-  const DeviceReport& d = r.devices[r.peak_device];
+  const DeviceAnalysis& d = r.devices[r.peak_device];
   f.device = d.device;
   f.requested = d.replay.peak_requested.bytes;
   f.allocated = d.replay.peak_allocated.bytes;

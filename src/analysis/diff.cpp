@@ -12,7 +12,7 @@ namespace snapdiff {
 
 namespace {
 
-int64_t cat_of(const DeviceReport& d, const std::vector<int64_t>& v, const std::string& name) {
+int64_t cat_of(const DeviceAnalysis& d, const std::vector<int64_t>& v, const std::string& name) {
   for (size_t i = 0; i < d.attr.categories.size() && i < v.size(); ++i)
     if (d.attr.categories[i] == name) return v[i];
   return 0;
@@ -73,7 +73,7 @@ struct SiteAcc {
   std::map<std::string, int64_t> by_cat;
 };
 
-std::unordered_map<std::string, SiteAcc> sites_at_peak(const Trace& t, const DeviceReport& d) {
+std::unordered_map<std::string, SiteAcc> sites_at_peak(const Trace& t, const DeviceAnalysis& d) {
   std::unordered_map<std::string, SiteAcc> m;
   std::unordered_map<StackId, std::string> keys;
   for (uint32_t id : d.attr.live_at(d.peak_index)) {
@@ -109,7 +109,7 @@ struct ParamStats {
   int64_t bytes = 0;
   uint64_t count = 0;
 };
-ParamStats params_at_peak(const DeviceReport& d) {
+ParamStats params_at_peak(const DeviceAnalysis& d) {
   ParamStats p;
   for (uint32_t id : d.attr.live_at(d.peak_index)) {
     const Allocation& al = d.attr.allocations[id];
@@ -127,7 +127,7 @@ struct StepStats {
   int iteration = 0;
   int64_t temp = 0, grads = 0, rise = 0;
 };
-StepStats largest_step(const DeviceReport& d) {
+StepStats largest_step(const DeviceAnalysis& d) {
   StepStats s;
   for (const PhaseSpan& sp : d.attr.spans) {
     if (sp.phase != Phase::Optimizer) continue;
@@ -158,7 +158,7 @@ std::string step_kind(const StepStats& s) {
 
 }  // namespace
 
-Diff diff_reports(const Trace& ta, const Report& a, const Trace& tb, const Report& b, const DiffOptions& opts) {
+Diff diff_reports(const Trace& ta, const Analysis& a, const Trace& tb, const Analysis& b, const DiffOptions& opts) {
   Diff d;
   d.a_name = opts.a_name;
   d.b_name = opts.b_name;
@@ -167,8 +167,8 @@ Diff diff_reports(const Trace& ta, const Report& a, const Trace& tb, const Repor
   d.ta = &ta;
   d.tb = &tb;
   if (a.devices.empty() || b.devices.empty()) return d;
-  const DeviceReport& da = a.devices[a.peak_device];
-  const DeviceReport& db = b.devices[b.peak_device];
+  const DeviceAnalysis& da = a.devices[a.peak_device];
+  const DeviceAnalysis& db = b.devices[b.peak_device];
   d.peak_delta[0] = db.replay.peak_requested.bytes - da.replay.peak_requested.bytes;
   d.peak_delta[1] = db.replay.peak_allocated.bytes - da.replay.peak_allocated.bytes;
   d.peak_delta[2] = db.replay.peak_reserved.bytes - da.replay.peak_reserved.bytes;
@@ -185,7 +185,7 @@ Diff diff_reports(const Trace& ta, const Report& a, const Trace& tb, const Repor
   // Phases aligned by (iteration, phase, n-th occurrence).
   {
     std::map<std::tuple<int, int, int>, size_t> index;
-    auto add = [&](const DeviceReport& dr, bool is_a) {
+    auto add = [&](const DeviceAnalysis& dr, bool is_a) {
       std::map<std::pair<int, int>, int> seen;
       for (const PhaseSpan& s : dr.attr.spans) {
         int occ = seen[{s.iteration, int(s.phase)}]++;

@@ -147,7 +147,7 @@ void truncate(std::vector<OpRow>& rows, OpRow& other, size_t top) {
 
 }  // namespace
 
-void ops_at_peak(const Trace& t, const Device& dev, DeviceReport& d, size_t top) {
+void ops_at_peak(const Trace& t, const Device& dev, DeviceAnalysis& d, size_t top) {
   if (t.ops.empty() || dev.event_op.empty()) return;
   d.has_ops = true;
   const Attribution& at = d.attr;
@@ -192,7 +192,7 @@ int64_t ns_to_us(int64_t ns) { return ns >= 0 ? ns / 1000 : -((-ns + 999) / 1000
 // moment, and what that gives at the moment.
 class TimelineMatcher {
  public:
-  TimelineMatcher(const Trace& t, const Device& dev, const DeviceReport& d, const MemoryTimeline& tl)
+  TimelineMatcher(const Trace& t, const Device& dev, const DeviceAnalysis& d, const MemoryTimeline& tl)
       : t_(t), dev_(dev), d_(d), at_(d.attr), tl_(tl) {
     if (tl.raw) {
       rows_ = tl.rows;
@@ -225,7 +225,7 @@ class TimelineMatcher {
 
   const Trace& t_;
   const Device& dev_;
-  const DeviceReport& d_;
+  const DeviceAnalysis& d_;
   const Attribution& at_;
   const MemoryTimeline& tl_;
   std::vector<MemoryTimeline::Row> rows_;
@@ -467,7 +467,7 @@ TimelineMoment TimelineMatcher::at(int64_t event_index, int64_t T, size_t top) {
 
 }  // namespace
 
-void compare_timeline(const Trace& t, Report& r, const MemoryTimeline& tl, size_t top) {
+void compare_timeline(const Trace& t, Analysis& r, const MemoryTimeline& tl, size_t top) {
   TimelineComparison& c = r.timeline;
   c.present = true;
   c.name = tl.name;
@@ -479,7 +479,7 @@ void compare_timeline(const Trace& t, Report& r, const MemoryTimeline& tl, size_
   size_t di = r.peak_device;
   for (size_t i = 0; i < r.devices.size(); ++i)
     if (r.devices[i].device == 0) di = i;
-  const DeviceReport& d = r.devices[di];
+  const DeviceAnalysis& d = r.devices[di];
   c.device = d.device;
   const Device* dev = t.find_device(d.device);
   if (!dev || dev->events.empty()) return;

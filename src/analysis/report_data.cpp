@@ -106,7 +106,7 @@ namespace {
 // The plain-language explanation: statements computed from the data, largest
 // first. Nothing here is keyed on file names; each statement appears only
 // when its measured effect is material.
-void explain(const Trace& t, DeviceReport& d) {
+void explain(const Trace& t, DeviceAnalysis& d) {
   const Attribution& a = d.attr;
   const int64_t peak = d.replay.peak_requested.bytes;
   if (peak <= 0 || a.categories.empty()) return;
@@ -256,12 +256,12 @@ bool parse_address(const std::string& q, uint64_t* out) {
 // --explain ADDRESS|SITE: every allocation at that address, or every
 // allocation whose stack has a frame matching SITE ("function", "file:line",
 // or a substring of "function (file:line)"), grouped by stack and category.
-void explain_query(const Trace& t, Report& r, const std::string& q) {
+void explain_query(const Trace& t, Analysis& r, const std::string& q) {
   r.explain_query = q;
   uint64_t addr = 0;
   const bool by_addr = parse_address(q, &addr);
   const RuleSet& rs = *r.rules;
-  auto fill = [&](ExplainItem& it, const DeviceReport& d, const Allocation& al) {
+  auto fill = [&](ExplainItem& it, const DeviceAnalysis& d, const Allocation& al) {
     const Attribution& a = d.attr;
     it.device = d.device;
     it.addr = al.addr;
@@ -286,7 +286,7 @@ void explain_query(const Trace& t, Report& r, const std::string& q) {
     }
     it.bytes = int64_t(al.requested);
   };
-  for (const DeviceReport& d : r.devices) {
+  for (const DeviceAnalysis& d : r.devices) {
     const Attribution& a = d.attr;
     if (by_addr) {
       for (const Allocation& al : a.allocations) {
@@ -341,9 +341,9 @@ void explain_query(const Trace& t, Report& r, const std::string& q) {
 
 // The kernel launches around each device's peak, and the device memory the
 // samples show outside the allocator.
-void kernels_and_device_memory(const Trace& t, Report& r) {
+void kernels_and_device_memory(const Trace& t, Analysis& r) {
   r.kernel_launches = t.kernels.size();
-  for (DeviceReport& d : r.devices) {
+  for (DeviceAnalysis& d : r.devices) {
     if (t.kernels.empty() || d.peak_index < 0 || d.peak_event.time_us == kNoTime) continue;
     const int64_t tp = d.peak_event.time_us;
     int64_t before_t = 0, after_t = 0;
@@ -361,7 +361,7 @@ void kernels_and_device_memory(const Trace& t, Report& r) {
   }
   if (t.device_memory.empty()) return;
   int64_t first_any = kNoTime;
-  for (const DeviceReport& d : r.devices)
+  for (const DeviceAnalysis& d : r.devices)
     if (d.first_time_us != kNoTime && (first_any == kNoTime || d.first_time_us < first_any)) first_any = d.first_time_us;
   for (const DeviceMemorySample& m : t.device_memory) {
     DeviceMemoryRow row;
@@ -369,7 +369,7 @@ void kernels_and_device_memory(const Trace& t, Report& r) {
     row.label = std::string(t.strings.get(m.label));
     row.time_us = m.time_us;
     int64_t first = first_any;
-    for (const DeviceReport& d : r.devices)
+    for (const DeviceAnalysis& d : r.devices)
       if (d.device == m.device && d.first_time_us != kNoTime) first = d.first_time_us;
     if (m.time_us != kNoTime && first != kNoTime) row.since_first_event_us = m.time_us - first;
     row.free_bytes = m.free_bytes;
@@ -385,8 +385,8 @@ void kernels_and_device_memory(const Trace& t, Report& r) {
 
 }  // namespace
 
-Report analyze_report(const Trace& trace, const ReportOptions& opts) {
-  Report r;
+Analysis analyze(const Trace& trace, const ReportOptions& opts) {
+  Analysis r;
   r.input_name = opts.input_name;
   r.source = trace.source;
   r.events = trace.event_count();
@@ -394,7 +394,7 @@ Report analyze_report(const Trace& trace, const ReportOptions& opts) {
   const RuleSet* rules = r.rules.get();
   for (const Device& dev : trace.devices) {
     if (dev.events.empty() && dev.segments.empty()) continue;
-    DeviceReport dr;
+    DeviceAnalysis dr;
     dr.device = dev.index;
     dr.events = dev.events.size();
     AllocatorState st;
@@ -536,7 +536,7 @@ Report analyze_report(const Trace& trace, const ReportOptions& opts) {
   if (opts.timeline) detail::compare_timeline(trace, r, *opts.timeline, opts.top_sites);
 
   // Warnings.
-  for (const DeviceReport& d : r.devices) {
+  for (const DeviceAnalysis& d : r.devices) {
     const DeviceReplay& rp = d.replay;
     std::string dv = "device " + std::to_string(d.device) + ": ";
     if (rp.has_trace && d.events > 0) r.has_history = true;

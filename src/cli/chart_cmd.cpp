@@ -70,7 +70,7 @@ int cmd_chart(const std::vector<std::string>& args) {
   RuleSet rules = load_rules(rules_files(vm));
   const uint64_t max_bytes = vm["max-input-bytes"].as<uint64_t>();
   std::vector<Trace> traces;
-  std::vector<Report> reports;
+  std::vector<Analysis> reports;
   traces.reserve(in.size());
   reports.reserve(in.size());
   for (const std::string& path : in) {
@@ -78,11 +78,11 @@ int cmd_chart(const std::vector<std::string>& args) {
     ReportOptions ro;
     ro.rules = &rules;
     ro.input_name = path;
-    reports.push_back(analyze_report(traces.back(), ro));
-    const Report& r = reports.back();
+    reports.push_back(analyze(traces.back(), ro));
+    const Analysis& r = reports.back();
     if (opt.device >= 0) {
       bool found = false;
-      for (const DeviceReport& dr : r.devices) found = found || dr.device == opt.device;
+      for (const DeviceAnalysis& dr : r.devices) found = found || dr.device == opt.device;
       if (!found) throw UsageError(path + " has no device " + std::to_string(opt.device));
     }
   }

@@ -58,7 +58,7 @@ PeakFigures analyze(const std::string& path, uint64_t max_bytes, uint64_t max_me
   ro.top_sites = 1;
   ro.input_name = path;
   ro.rules = &rules;
-  return peak_figures(analyze_report(t, ro));
+  return peak_figures(analyze(t, ro));
 }
 
 const char* kCheckHelpTail =

@@ -47,9 +47,9 @@ int cmd_diff(const std::vector<std::string>& args) {
   ReportOptions ro;
   ro.rules = &rules;
   ro.input_name = in[0];
-  Report ra = analyze_report(ta, ro);
+  Analysis ra = analyze(ta, ro);
   ro.input_name = in[1];
-  Report rb = analyze_report(tb, ro);
+  Analysis rb = analyze(tb, ro);
   DiffOptions dopt;
   dopt.top_sites = vm["top"].as<size_t>();
   dopt.a_name = in[0];

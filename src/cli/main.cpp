@@ -122,7 +122,7 @@ int cmd_report(const std::vector<std::string>& args) {
     timeline = load_memory_timeline(vm["memory-timeline"].as<std::string>());
     ro.timeline = &timeline;
   }
-  Report r = analyze_report(t, ro);
+  Analysis r = analyze(t, ro);
   std::string text = fmt == "json" ? render_json(r, t) : fmt == "html" ? render_html(r, t) : render_text(r, t);
   write_output(text, vm.count("output") ? vm["output"].as<std::string>() : "");
   return kExitOk;

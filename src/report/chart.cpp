@@ -38,7 +38,7 @@ bool chart_format_from_path(std::string_view path, ChartFormat* out) {
   return true;
 }
 
-std::string chart_dot(const Report& r, const Trace& t, const ChartOptions& o) {
+std::string chart_dot(const Analysis& r, const Trace& t, const ChartOptions& o) {
   detail::ChartRun run{&r, &t, ""};
   switch (o.kind) {
     case ChartKind::Flame: return detail::flame_dot(run, o);
@@ -48,7 +48,7 @@ std::string chart_dot(const Report& r, const Trace& t, const ChartOptions& o) {
   throw std::logic_error("unknown chart kind");
 }
 
-std::string chart_dot_diff(const Report& a, const Trace& ta, const Report& b, const Trace& tb, const ChartOptions& o) {
+std::string chart_dot_diff(const Analysis& a, const Trace& ta, const Analysis& b, const Trace& tb, const ChartOptions& o) {
   detail::ChartRun ra{&a, &ta, "A"}, rb{&b, &tb, "B"};
   switch (o.kind) {
     case ChartKind::Flame: return detail::flame_diff_dot(ra, rb, o);

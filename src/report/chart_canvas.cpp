@@ -439,10 +439,10 @@ std::vector<PhaseBand> phase_bands(const Attribution& a, const EventAxis& ax) {
   return out;
 }
 
-const DeviceReport* chart_device(const Report& r, const ChartOptions& o) {
+const DeviceAnalysis* chart_device(const Analysis& r, const ChartOptions& o) {
   if (r.devices.empty()) return nullptr;
   if (o.device < 0) return &r.devices[r.peak_device];
-  for (const DeviceReport& d : r.devices)
+  for (const DeviceAnalysis& d : r.devices)
     if (d.device == o.device) return &d;
   return nullptr;
 }

@@ -146,7 +146,7 @@ std::vector<PhaseBand> phase_bands(const Attribution& a, const EventAxis& ax);
 
 // The device a chart shows: o.device, or the report's peak device. nullptr
 // when the report has no device.
-const DeviceReport* chart_device(const Report& r, const ChartOptions& o);
+const DeviceAnalysis* chart_device(const Analysis& r, const ChartOptions& o);
 const Device* trace_device(const Trace& t, int index);
 
 // The input's file name without directories (titles never show paths).
@@ -176,7 +176,7 @@ void draw_peak_marker(Canvas& c, double x, double top, double bottom, const std:
 // The charts (chart_timeline.cpp, chart_lifetime.cpp, chart_flame.cpp): one
 // run, or two (A above B on the same scales; flame: the differential chart).
 struct ChartRun {
-  const Report* report = nullptr;
+  const Analysis* report = nullptr;
   const Trace* trace = nullptr;
   std::string label;  // "" for one run, "A" / "B" for two
 };

@@ -387,7 +387,7 @@ void lay_out(const std::vector<TNode>& nodes, const Trace* ta, const Trace* tb, 
   }
 }
 
-std::vector<LiveStack> live_stacks(const DeviceReport& d) {
+std::vector<LiveStack> live_stacks(const DeviceAnalysis& d) {
   std::vector<LiveStack> out;
   for (uint32_t id : d.attr.live_at(d.peak_index)) {
     const Allocation& a = d.attr.allocations[id];
@@ -399,9 +399,9 @@ std::vector<LiveStack> live_stacks(const DeviceReport& d) {
 
 }  // namespace
 
-FlameGraph flame_graph(const Report& r, const Trace& t, const ChartOptions& o) {
+FlameGraph flame_graph(const Analysis& r, const Trace& t, const ChartOptions& o) {
   FlameGraph g;
-  const DeviceReport* d = chart_device(r, o);
+  const DeviceAnalysis* d = chart_device(r, o);
   if (!d) return g;
   g.categories = d->attr.categories;
   g.category_bytes = d->categories;
@@ -415,11 +415,11 @@ FlameGraph flame_graph(const Report& r, const Trace& t, const ChartOptions& o) {
   return g;
 }
 
-FlameGraph flame_graph_diff(const Report& ra, const Trace& ta, const Report& rb, const Trace& tb, const ChartOptions& o) {
+FlameGraph flame_graph_diff(const Analysis& ra, const Trace& ta, const Analysis& rb, const Trace& tb, const ChartOptions& o) {
   FlameGraph g;
   g.diff = true;
-  const DeviceReport* da = chart_device(ra, o);
-  const DeviceReport* db = chart_device(rb, o);
+  const DeviceAnalysis* da = chart_device(ra, o);
+  const DeviceAnalysis* db = chart_device(rb, o);
   if (!da || !db) return g;
   Builder b(true, 0);
   for (const LiveStack& s : live_stacks(*da)) b.add(ta, s.stack, s.origin, s.bytes, -1, 0, {});
@@ -546,7 +546,7 @@ double draw_byte_axis(Canvas& c, int64_t total, double x0, double pw, double y, 
 std::string flame_dot(const ChartRun& run, const ChartOptions& o) {
   Canvas c(std::max(o.width, 400.0));
   const FlameGraph g = flame_graph(*run.report, *run.trace, o);
-  const DeviceReport* d = chart_device(*run.report, o);
+  const DeviceAnalysis* d = chart_device(*run.report, o);
   const std::string devname = d ? "cuda:" + std::to_string(d->device) : "no device";
   std::string title = o.title.empty() ? base_name(run.report->input_name) + " \xe2\x80\x94 bytes live at the peak, by call stack (" +
                                             devname + ")"

@@ -56,9 +56,9 @@ std::vector<double> band_heights(const std::vector<int64_t>& max_bytes, double p
   return h;
 }
 
-LifetimeData lifetime_data(const Report& r, const Trace& t, const ChartOptions& o, size_t buckets, double plot_height) {
+LifetimeData lifetime_data(const Analysis& r, const Trace& t, const ChartOptions& o, size_t buckets, double plot_height) {
   LifetimeData ld;
-  const DeviceReport* d = chart_device(r, o);
+  const DeviceAnalysis* d = chart_device(r, o);
   if (!d) return ld;
   const Device* dev = trace_device(t, d->device);
   const Attribution& at = d->attr;
@@ -326,7 +326,7 @@ std::string event_words(const Attribution& at, int64_t e) {
 
 struct Panel {
   const ChartRun* run;
-  const DeviceReport* dev;
+  const DeviceAnalysis* dev;
   LifetimeData data;
 };
 
@@ -528,7 +528,7 @@ std::string lifetime_dot(const std::vector<ChartRun>& runs, const ChartOptions& 
     cats = ordered;
   }
   const ChartRun& first = runs.front();
-  const DeviceReport* d0 = chart_device(*first.report, o);
+  const DeviceAnalysis* d0 = chart_device(*first.report, o);
   const std::string devname = d0 ? "cuda:" + std::to_string(d0->device) : "no device";
   const char* by = o.group == LifetimeGroup::Site ? "site" : "category";
   std::string title = o.title;

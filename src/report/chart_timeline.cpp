@@ -9,9 +9,9 @@ namespace snapdiff {
 
 using namespace detail;
 
-TimelineData timeline_data(const Report& r, const Trace& t, const ChartOptions& o, size_t buckets) {
+TimelineData timeline_data(const Analysis& r, const Trace& t, const ChartOptions& o, size_t buckets) {
   TimelineData td;
-  const DeviceReport* d = chart_device(r, o);
+  const DeviceAnalysis* d = chart_device(r, o);
   if (!d) return td;
   const Device* dev = trace_device(t, d->device);
   td.categories = d->attr.categories;
@@ -240,7 +240,7 @@ std::string timeline_dot(const std::vector<ChartRun>& runs, const ChartOptions& 
   }
   const ChartRun& first = runs.front();
   std::string title = o.title;
-  const DeviceReport* d0 = chart_device(*first.report, o);
+  const DeviceAnalysis* d0 = chart_device(*first.report, o);
   const std::string devname = d0 ? "cuda:" + std::to_string(d0->device) : "no device";
   if (title.empty()) {
     title = runs.size() == 1 ? base_name(first.report->input_name) + " \xe2\x80\x94 memory over time (" + devname + ")"

@@ -26,7 +26,7 @@ std::string pct(int64_t delta, int64_t base) {
 }
 
 
-const DeviceReport* top(const Report* r) { return (r && !r->devices.empty()) ? &r->devices[r->peak_device] : nullptr; }
+const DeviceAnalysis* top(const Analysis* r) { return (r && !r->devices.empty()) ? &r->devices[r->peak_device] : nullptr; }
 
 std::string marker(const SiteDelta& s) { return s.a_count == 0 ? "[NEW] " : s.b_count == 0 ? "[GONE] " : ""; }
 
@@ -34,8 +34,8 @@ std::string marker(const SiteDelta& s) { return s.a_count == 0 ? "[NEW] " : s.b_
 
 std::string render_diff_text(const Diff& d) {
   std::ostringstream o;
-  const DeviceReport* da = top(d.a);
-  const DeviceReport* db = top(d.b);
+  const DeviceAnalysis* da = top(d.a);
+  const DeviceAnalysis* db = top(d.b);
   o << "snapdiff diff\n  A: " << d.a_name << "\n  B: " << d.b_name << "\n";
   if (!da || !db) {
     o << "\n(one of the inputs has no device data)\n";
@@ -132,8 +132,8 @@ std::string render_diff_json(const Diff& d) {
 
 std::string render_diff_markdown(const Diff& d) {
   std::ostringstream o;
-  const DeviceReport* da = top(d.a);
-  const DeviceReport* db = top(d.b);
+  const DeviceAnalysis* da = top(d.a);
+  const DeviceAnalysis* db = top(d.b);
   o << "### snapdiff: `" << d.a_name << "` → `" << d.b_name << "`\n\n";
   if (!da || !db) return o.str() + "One of the inputs has no device data.\n";
   o << "| peak | A | B | Δ | % |\n|---|---:|---:|---:|---:|\n";

@@ -227,7 +227,7 @@ std::string phase_words(Phase p, int iteration) {
   return (iteration > 0 ? "iteration " + std::to_string(iteration) + ", " : std::string()) + phase_name(p);
 }
 
-void device_sections(std::ostringstream& o, const Report& r, const Trace& t, const DeviceReport& d, size_t di) {
+void device_sections(std::ostringstream& o, const Analysis& r, const Trace& t, const DeviceAnalysis& d, size_t di) {
   const std::string id = "d" + std::to_string(di);
   const std::string dev = "<span class=\"dev\">cuda:" + std::to_string(d.device) + "</span>";
   const DeviceReplay& rp = d.replay;
@@ -472,7 +472,7 @@ void device_sections(std::ostringstream& o, const Report& r, const Trace& t, con
 
 }  // namespace
 
-std::string render_html(const Report& r, const Trace& t) {
+std::string render_html(const Analysis& r, const Trace& t) {
   std::ostringstream o;
   o << page_start("snapdiff report: " + detail::base_name(r.input_name));
   o << "<header><h1>snapdiff report</h1><p class=\"input\">" << esc(r.input_name) << "</p><p class=\"meta\">"
@@ -545,8 +545,8 @@ std::string render_diff_html(const Diff& d) {
   o << page_start("snapdiff diff: " + detail::base_name(d.a_name) + " vs " + detail::base_name(d.b_name));
   o << "<header><h1>snapdiff diff</h1><p class=\"input\">A: " << esc(d.a_name) << "</p><p class=\"input\">B: "
     << esc(d.b_name) << "</p></header>\n";
-  const DeviceReport* da = d.a && !d.a->devices.empty() ? &d.a->devices[d.a->peak_device] : nullptr;
-  const DeviceReport* db = d.b && !d.b->devices.empty() ? &d.b->devices[d.b->peak_device] : nullptr;
+  const DeviceAnalysis* da = d.a && !d.a->devices.empty() ? &d.a->devices[d.a->peak_device] : nullptr;
+  const DeviceAnalysis* db = d.b && !d.b->devices.empty() ? &d.b->devices[d.b->peak_device] : nullptr;
   if (!da || !db) {
     o << "<main><p>One of the inputs has no device data.</p></main>\n" << page_end();
     return o.str();

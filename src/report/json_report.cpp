@@ -70,7 +70,7 @@ J kernel_json(const Trace& t, int64_t idx) {
   return j;
 }
 
-J device_peak(const DeviceReport& d, const Trace& t) {
+J device_peak(const DeviceAnalysis& d, const Trace& t) {
   const DeviceReplay& rp = d.replay;
   J p;
   p["requested_bytes"] = rp.peak_requested.bytes;
@@ -105,7 +105,7 @@ J device_peak(const DeviceReport& d, const Trace& t) {
   return p;
 }
 
-J site_json(const Trace& t, const DeviceReport& d, const RuleSet* rules, const SiteRow& s) {
+J site_json(const Trace& t, const DeviceAnalysis& d, const RuleSet* rules, const SiteRow& s) {
   J sj;
   sj["requested_bytes"] = s.requested_bytes;
   sj["block_bytes"] = s.block_bytes;
@@ -125,7 +125,7 @@ J site_json(const Trace& t, const DeviceReport& d, const RuleSet* rules, const S
 
 }  // namespace
 
-std::string render_json(const Report& r, const Trace& t) {
+std::string render_json(const Analysis& r, const Trace& t) {
   const RuleSet* rules = r.rules.get();
   J j;
   j["schema"] = "snapdiff/report/1";
@@ -142,7 +142,7 @@ std::string render_json(const Report& r, const Trace& t) {
   if (r.kernel_launches > 0) in["kernel_launches"] = r.kernel_launches;
   if (r.profiler_trace || r.ops > 0) in["profiler"] = detail::profiler_input_json(r);
   in["devices"] = J::array();
-  for (const DeviceReport& d : r.devices) in["devices"].push_back(d.device);
+  for (const DeviceAnalysis& d : r.devices) in["devices"].push_back(d.device);
   j["input"] = in;
   if (!r.devices.empty()) {
     J top = device_peak(r.devices[r.peak_device], t);
@@ -153,7 +153,7 @@ std::string render_json(const Report& r, const Trace& t) {
                  {"time_us", nullptr}, {"device", nullptr}};
   }
   if (!r.devices.empty()) {
-    const DeviceReport& top = r.devices[r.peak_device];
+    const DeviceAnalysis& top = r.devices[r.peak_device];
     j["categories"] = categories_json(top.attr, top.categories);
     j["phases"] = phases_json(top.attr);
   } else {
@@ -161,7 +161,7 @@ std::string render_json(const Report& r, const Trace& t) {
     j["phases"] = J::array();
   }
   j["devices"] = J::array();
-  for (const DeviceReport& d : r.devices) {
+  for (const DeviceAnalysis& d : r.devices) {
     const DeviceReplay& rp = d.replay;
     J dj;
     dj["device"] = d.device;

@@ -1,4 +1,4 @@
-// Report sections for inputs with ops: profiler traces and snapshots joined
+// Analysis sections for inputs with ops: profiler traces and snapshots joined
 // with one (docs/cli.md).
 #include "report/profiler_report.hpp"
 
@@ -107,7 +107,7 @@ std::string where(const Trace& t, const OpRow& r) {
   return r.caller.empty() ? std::string("-") : "in " + r.caller;
 }
 
-std::string cat_name(const DeviceReport& d, int c) {
+std::string cat_name(const DeviceAnalysis& d, int c) {
   return c >= 0 && size_t(c) < d.attr.categories.size() ? d.attr.categories[size_t(c)] : std::string("?");
 }
 
@@ -121,7 +121,7 @@ J frame_j(const Trace& t, FrameId f) {
   return j;
 }
 
-J row_j(const DeviceReport& d, const Trace& t, const OpRow& r) {
+J row_j(const DeviceAnalysis& d, const Trace& t, const OpRow& r) {
   J j;
   j["op"] = r.op.empty() ? J(nullptr) : J(r.op);
   j["kernel"] = r.kernel.empty() ? J(nullptr) : J(r.kernel);
@@ -138,7 +138,7 @@ J row_j(const DeviceReport& d, const Trace& t, const OpRow& r) {
 
 }  // namespace
 
-std::string profiler_input_text(const Report& r) {
+std::string profiler_input_text(const Analysis& r) {
   std::ostringstream o;
   if (r.ops > 0) o << "  ops         " << commas(r.ops) << " (cpu_op ranges)\n";
   if (r.host_memory_events > 0)
@@ -163,7 +163,7 @@ std::string profiler_input_text(const Report& r) {
   return o.str();
 }
 
-std::string reported_peak_text(const DeviceReport& d) {
+std::string reported_peak_text(const DeviceAnalysis& d) {
   const DeviceReplay& rp = d.replay;
   std::ostringstream o;
   auto line = [&](const char* name, const PeakPoint& p, const char* note) {
@@ -178,7 +178,7 @@ std::string reported_peak_text(const DeviceReport& d) {
   return o.str();
 }
 
-std::string no_fragmentation_text(const DeviceReport& d) {
+std::string no_fragmentation_text(const DeviceAnalysis& d) {
   const Fragmentation& f = d.frag;
   std::ostringstream o;
   o << "\nFRAGMENTATION AT THE PEAK  cuda:" << d.device << "\n";
@@ -187,7 +187,7 @@ std::string no_fragmentation_text(const DeviceReport& d) {
   return o.str();
 }
 
-OpRowWords op_row_words(const DeviceReport& d, const Trace& t, const OpRow& r, bool by_kernel) {
+OpRowWords op_row_words(const DeviceAnalysis& d, const Trace& t, const OpRow& r, bool by_kernel) {
   OpRowWords w;
   w.category = cat_name(d, r.category);
   if (by_kernel) {
@@ -200,7 +200,7 @@ OpRowWords op_row_words(const DeviceReport& d, const Trace& t, const OpRow& r, b
   return w;
 }
 
-std::string ops_text(const DeviceReport& d, const Trace& t) {
+std::string ops_text(const DeviceAnalysis& d, const Trace& t) {
   if (!d.has_ops) return "";
   std::ostringstream o;
   const int64_t total = d.peak_live_requested;
@@ -232,7 +232,7 @@ std::string ops_text(const DeviceReport& d, const Trace& t) {
 
 namespace {
 
-std::string placement_text(const DeviceReport& d, const Trace& t, const TimelineMoment& m) {
+std::string placement_text(const DeviceAnalysis& d, const Trace& t, const TimelineMoment& m) {
   std::ostringstream o;
   std::vector<std::pair<int64_t, std::string>> by_cat;
   for (size_t i = 0; i < m.unknown_by_category.size(); ++i)
@@ -269,12 +269,12 @@ std::string when_text(const TimelineMoment& m) {
 
 }  // namespace
 
-std::string timeline_text(const Report& r, const Trace& t) {
+std::string timeline_text(const Analysis& r, const Trace& t) {
   const TimelineComparison& c = r.timeline;
   if (!c.present) return "";
   std::ostringstream o;
-  const DeviceReport* d = nullptr;
-  for (const DeviceReport& x : r.devices)
+  const DeviceAnalysis* d = nullptr;
+  for (const DeviceAnalysis& x : r.devices)
     if (x.device == c.device) d = &x;
   o << "\nPYTORCH'S MEMORY TIMELINE  cuda:" << c.device << "  (" << c.name << ": export_memory_timeline"
     << (c.raw ? ", raw" : "") << ")\n";
@@ -338,7 +338,7 @@ std::string timeline_text(const Report& r, const Trace& t) {
   return o.str();
 }
 
-J profiler_input_json(const Report& r) {
+J profiler_input_json(const Analysis& r) {
   J j;
   j["ops"] = r.ops;
   j["cpu_memory_events"] = r.host_memory_events;
@@ -346,7 +346,7 @@ J profiler_input_json(const Report& r) {
   return j;
 }
 
-J ops_json(const DeviceReport& d, const Trace& t) {
+J ops_json(const DeviceAnalysis& d, const Trace& t) {
   J j;
   J ops = J::array(), ks = J::array();
   for (const OpRow& r : d.by_op) ops.push_back(row_j(d, t, r));
@@ -362,7 +362,7 @@ J ops_json(const DeviceReport& d, const Trace& t) {
   return j;
 }
 
-J timeline_json(const Report& r, const Trace& t) {
+J timeline_json(const Analysis& r, const Trace& t) {
   const TimelineComparison& c = r.timeline;
   J j;
   j["name"] = c.name;
@@ -371,8 +371,8 @@ J timeline_json(const Report& r, const Trace& t) {
   j["pytorch_peak_bytes"] = c.pytorch_peak;
   j["pytorch_peak_time_us"] = c.pytorch_peak_time_us == kNoTime ? J(nullptr) : J(c.pytorch_peak_time_us);
   j["method"] = c.method;
-  const DeviceReport* d = nullptr;
-  for (const DeviceReport& x : r.devices)
+  const DeviceAnalysis* d = nullptr;
+  for (const DeviceAnalysis& x : r.devices)
     if (x.device == c.device) d = &x;
   J ms = J::array();
   for (const TimelineMoment& m : c.moments) {

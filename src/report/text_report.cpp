@@ -122,7 +122,7 @@ std::string signed_seconds(int64_t us) {
 
 }  // namespace
 
-std::string render_text(const Report& r, const Trace& t) {
+std::string render_text(const Analysis& r, const Trace& t) {
   std::ostringstream o;
   o << "snapdiff report: " << r.input_name << "\n\n";
   o << "INPUT\n";
@@ -145,7 +145,7 @@ std::string render_text(const Report& r, const Trace& t) {
                                                 : "complete")
     << "\n";
 
-  for (const DeviceReport& d : r.devices) {
+  for (const DeviceAnalysis& d : r.devices) {
     const DeviceReplay& rp = d.replay;
     o << "\nPEAK  cuda:" << d.device << "  (" << with_commas(d.events) << " events, " << rp.streams
       << (rp.streams == 1 ? " stream" : " streams");
