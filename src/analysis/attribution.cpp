@@ -7,7 +7,7 @@
 #include <unordered_set>
 
 #include "analysis/addr_map.hpp"
-#include "analysis/frame_names.hpp"
+#include "snapdiff/frame_names.hpp"
 #include "util/hugepages.hpp"
 
 namespace snapdiff {

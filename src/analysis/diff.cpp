@@ -6,7 +6,7 @@
 #include <map>
 #include <unordered_map>
 
-#include "analysis/frame_names.hpp"
+#include "snapdiff/frame_names.hpp"
 
 namespace snapdiff {
 

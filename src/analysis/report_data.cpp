@@ -7,7 +7,7 @@
 #include <map>
 #include <unordered_map>
 
-#include "analysis/frame_names.hpp"
+#include "snapdiff/frame_names.hpp"
 #include "analysis/profiler_views.hpp"
 #include "snapdiff/report.hpp"
 

@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "analysis/frame_names.hpp"
+#include "snapdiff/frame_names.hpp"
 #include "report/chart_canvas.hpp"
 
 namespace snapdiff {

@@ -1,4 +1,4 @@
-// Internal: readable names for native frames.
+// snapdiff/frame_names.hpp — display helpers for frame names (model layer).
 #pragma once
 
 #include <string>

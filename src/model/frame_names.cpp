@@ -1,4 +1,4 @@
-#include "analysis/frame_names.hpp"
+#include "snapdiff/frame_names.hpp"
 
 namespace snapdiff::detail {
 

@@ -1,0 +1,86 @@
+// snapdiff/frames.hpp — every frame of a trace classified once, in one place
+// (model layer).
+//
+// Reports, diffs and charts all need to know of a frame whether it is the
+// user's Python, library Python, a native frame worth showing, interpreter or
+// allocator plumbing, or a scope label, and how to write it. A FrameTable
+// decides that once per trace, right after loading; everything above the
+// model asks it instead of looking at file names itself.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "snapdiff/model.hpp"
+
+namespace snapdiff {
+
+constexpr FrameId kNoFrame = UINT32_MAX;
+
+enum class FrameKind : uint8_t {
+  UserPython,     // a .py file outside the libraries: the user's own code
+  LibraryPython,  // torch/, site-packages, the standard library, <frozen ...>
+  Native,         // a C/C++ frame worth showing
+  Internal,       // plumbing: unwinder, interpreter, dispatcher, the caching allocator
+  Scope,          // a scope label snapcapture records (file "snapcapture": "layer 3")
+};
+const char* frame_kind_name(FrameKind k);
+
+class FrameTable {
+ public:
+  FrameTable() = default;
+  explicit FrameTable(const Trace& t);
+
+  FrameKind kind(FrameId f) const { return kind_[f]; }
+  bool python(FrameId f) const { return kind_[f] == FrameKind::UserPython || kind_[f] == FrameKind::LibraryPython; }
+  bool scope(FrameId f) const { return kind_[f] == FrameKind::Scope; }
+  // Unwinder, interpreter, dispatcher and allocator frames by name or file:
+  // noise in a site (kind() is Internal for the native ones).
+  bool internal(FrameId f) const { return internal_[f] != 0; }
+  size_t size() const { return kind_.size(); }
+
+  // "name (dir/file.py:88)": the name verbatim for Python and scopes, native
+  // names shortened ("at::native::f<…>"), the last two path components, the
+  // line when there is one; both cut for display. kNoFrame: "<no stack recorded>".
+  const std::string& label(FrameId f) const;
+  // "name (file.py:88)": the charts' shorter form (the file's base name,
+  // native names cut to their last two scopes).
+  const std::string& short_label(FrameId f) const;
+  // A native frame's name shortened and cut to its last two scopes
+  // ("native::add_kernel"); the name as recorded for other frames.
+  std::string short_native(FrameId f) const;
+
+  // The innermost frame of the user's own code (else the innermost Python
+  // frame, else the innermost frame that is not plumbing, else the innermost);
+  // kNoFrame for an empty stack.
+  FrameId user_frame(StackId stack) const;
+  // The innermost Python frame inside the user's call (e.g. the optimizer
+  // function a training-loop line calls); kNoFrame when none.
+  FrameId python_callee(StackId stack) const;
+
+  // A site in one line: the user frame, then its callers ("f (a.py:3) <-
+  // g (b.py:9)"), at most `max_frames`; callers of a Python frame are Python
+  // frames, of a native one the native frames that are not plumbing; then,
+  // when the user frame is not the innermost Python frame, "  [in that one]".
+  std::string site_text(StackId stack, size_t max_frames, std::string_view separator = " <- ") const;
+  struct SitePath {
+    std::vector<std::string> frames;  // labels: the user frame, then its callers
+    std::string callee;               // the Python frame inside the user's call ("" = none)
+  };
+  SitePath site_path(StackId stack, size_t max_frames) const;
+
+  const Trace& trace() const { return *trace_; }
+
+ private:
+  const Trace* trace_ = nullptr;
+  std::vector<FrameKind> kind_;
+  std::vector<uint8_t> internal_;
+  // Labels are made when first asked for: a report names a few hundred of a
+  // run's frames, a million-event run has hundreds of thousands.
+  mutable std::vector<std::optional<std::string>> label_, short_label_;
+};
+
+}  // namespace snapdiff
