@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "snapdiff/attribution.hpp"
+#include "snapdiff/frames.hpp"
 #include "snapdiff/model.hpp"
 #include "snapdiff/profiler.hpp"
 #include "snapdiff/replay.hpp"
@@ -197,6 +198,7 @@ struct Analysis {
   std::vector<DeviceAnalysis> devices;
   size_t peak_device = 0;  // index into devices: highest allocated peak
   std::shared_ptr<RuleSet> rules;  // the rules used (names for sites and --explain)
+  std::shared_ptr<const FrameTable> frames;  // the trace's frames, classified once
   std::vector<Warning> warnings;
   std::string explain_query;
   std::vector<ExplainItem> explain;

@@ -391,6 +391,7 @@ Analysis analyze(const Trace& trace, const ReportOptions& opts) {
   r.source = trace.source;
   r.events = trace.event_count();
   r.rules = std::make_shared<RuleSet>(opts.rules ? *opts.rules : RuleSet::builtin());
+  r.frames = std::make_shared<const FrameTable>(trace);
   const RuleSet* rules = r.rules.get();
   for (const Device& dev : trace.devices) {
     if (dev.events.empty() && dev.segments.empty()) continue;
