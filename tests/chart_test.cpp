@@ -31,6 +31,11 @@ std::unique_ptr<Run> run_of(const std::string& path) {
   return p;
 }
 
+// The HTML report of a run, its charts drawn from the run's analysis.
+std::string html_of(const Run& run) {
+  return render_html(report_view(run.r), [&](const ChartOptions& co) { return chart_dot(run.r, run.t, co); });
+}
+
 std::string sample(const std::string& name) { return std::string(SNAPDIFF_SOURCE_DIR) + "/sample_snapshots/" + name; }
 
 const DeviceAnalysis& top(const Analysis& r) { return r.devices[r.peak_device]; }
@@ -331,12 +336,13 @@ TEST_CASE("chart formats come from the extension; kinds parse", "[chart]") {
 TEST_CASE("HTML report and diff: self-contained, the report's content and three charts per device", "[chart][html]") {
   auto a = run_of(test::real_data("small_fp8.pickle"));
   auto b = run_of(test::real_data("small_fp8_pw.pickle"));
-  const std::string html = render_html(a->r, a->t);
+  const std::string html = html_of(*a);
   DiffOptions dopt;
   dopt.a_name = "small_fp8.pickle";
   dopt.b_name = "small_fp8_pw.pickle";
   const Diff d = diff_reports(a->t, a->r, b->t, b->r, dopt);
-  const std::string dhtml = render_diff_html(d);
+  const std::string dhtml =
+      render_diff_html(d, [&](const ChartOptions& co) { return chart_dot_diff(a->r, a->t, b->r, b->t, co); });
   for (const std::string* page : {&html, &dhtml}) {
     CHECK(page->rfind("<!DOCTYPE html>", 0) == 0);
     // Nothing outside the page: no external src/href, no stylesheets or scripts from elsewhere.
@@ -388,7 +394,7 @@ TEST_CASE("HTML report of a profiler trace: by op and by kernel at the peak, as 
   REQUIRE(d.has_ops);
   REQUIRE(!d.by_op.empty());
   REQUIRE(!d.by_kernel.empty());
-  const std::string html = render_html(p->r, p->t);
+  const std::string html = html_of(*p);
   CHECK(html.find("By op at the peak") != std::string::npos);
   CHECK(html.find("By kernel at the peak") != std::string::npos);
   // The largest rows, with their bytes as the sortable value.
@@ -398,5 +404,5 @@ TEST_CASE("HTML report of a profiler trace: by op and by kernel at the peak, as 
   if (!d.by_kernel[0].kernel.empty()) CHECK(html.find(d.by_kernel[0].kernel.substr(0, 30)) != std::string::npos);
   // A snapshot has no ops: no such sections.
   auto s = run_of(test::real_data("small_fp8.pickle"));
-  CHECK(render_html(s->r, s->t).find("By op at the peak") == std::string::npos);
+  CHECK(html_of(*s).find("By op at the peak") == std::string::npos);
 }

@@ -182,12 +182,12 @@ TEST_CASE("small_profile trace: report sums, ops, and the optimizer's foreach te
         if (d.attr.categories[i] == "optimizer_temporary") CHECK(s.categories[i] == grads);
     }
   CHECK(steps == 2);
-  std::string text = render_text(r, t);
+  std::string text = render_text(report_view(r));
   CHECK(text.find("BY OP AT THE PEAK") != std::string::npos);
   CHECK(text.find("BY KERNEL AT THE PEAK") != std::string::npos);
   CHECK(text.find("aten::addmm -> nvjet_") != std::string::npos);
   CHECK(text.find("[profiler_window]") != std::string::npos);
-  auto j = nlohmann::json::parse(render_json(r, t));
+  auto j = nlohmann::json::parse(render_json(report_view(r)));
   CHECK(j["input"]["format"] == "chrome-trace");
   CHECK(j["peak"]["allocated_bytes"] == 326411776);
   CHECK(j["devices"][0]["counters"] == "reported");
@@ -347,7 +347,7 @@ TEST_CASE("tiny trace: an allocation outside every op, OOM, CPU events, a second
   CHECK(r.devices[0].replay.oom_events == 1);
   REQUIRE(!r.devices[0].by_op.empty());
   CHECK(r.devices[0].by_op[0].op.empty());  // outside every op
-  std::string txt = render_text(r, t);
+  std::string txt = render_text(report_view(r));
   CHECK(txt.find("(outside every op)") != std::string::npos);
 }
 
@@ -384,7 +384,7 @@ TEST_CASE("tiny trace: allocations before the trace, exact totals, categories su
   for (const Allocation& al : r.devices[0].attr.allocations)
     if (al.addr == 0 && al.alloc_event < 0) found = al.requested == 8976;
   CHECK(found);
-  CHECK(render_text(r, t).find("<allocated before the profiler started>") != std::string::npos);
+  CHECK(render_text(report_view(r)).find("<allocated before the profiler started>") != std::string::npos);
 }
 
 TEST_CASE("tiny trace: totals that disagree with the events are reported, the reported peak kept") {
@@ -530,7 +530,7 @@ TEST_CASE("many batches parsed on several threads give the same trace as one thr
   detail::set_trace_reader_workers(-1);
   Analysis r1 = analyze(one, ReportOptions{});
   Analysis r2 = analyze(many, ReportOptions{});
-  CHECK(render_json(r1, one) == render_json(r2, many));
+  CHECK(render_json(report_view(r1)) == render_json(report_view(r2)));
   REQUIRE(one.devices[0].events.size() == many.devices[0].events.size());
   for (size_t i = 0; i < one.devices[0].events.size(); ++i) {
     CHECK(one.devices[0].events[i].stack == many.devices[0].events[i].stack);
@@ -607,9 +607,9 @@ TEST_CASE("PyTorch's unknown at the peak, placed by snapdiff (raw and per-timest
     REQUIRE(!u.placements.empty());
     CHECK(u.placements[0].op == "aten::_foreach_sqrt");
     CHECK(r.devices[0].attr.categories[size_t(u.placements[0].category)] == "optimizer_temporary");
-    std::string text = render_text(r, t);
+    std::string text = render_text(report_view(r));
     CHECK(text.find("PyTorch's memory timeline calls") != std::string::npos);
-    auto j = nlohmann::json::parse(render_json(r, t));
+    auto j = nlohmann::json::parse(render_json(report_view(r)));
     CHECK(j["memory_timeline"]["moments"][0]["unknown_bytes"] == c.unknown);
   }
 }
@@ -636,7 +636,7 @@ TEST_CASE("a snapshot joined with a trace of the same run: clocks lined up, ops 
   CHECK(r.devices[0].replay.peak_allocated.bytes == before.devices[0].replay.peak_allocated.bytes);
   CHECK(r.devices[0].replay.peak_requested.bytes == before.devices[0].replay.peak_requested.bytes);
   CHECK(r.devices[0].has_ops);
-  std::string text = render_text(r, snap);
+  std::string text = render_text(report_view(r));
   CHECK(text.find("joint.trace.json.gz: cuda:0") != std::string::npos);
   CHECK(text.find("BY OP AT THE PEAK") != std::string::npos);
   // Without clocks: the order of allocations at each address.

@@ -15,6 +15,7 @@
 #include "snapdiff/model.hpp"
 #include "snapdiff/profiler.hpp"
 #include "snapdiff/replay.hpp"
+#include "snapdiff/report_view.hpp"
 
 namespace snapdiff {
 
@@ -25,134 +26,6 @@ struct ReportOptions {
   std::string explain;             // --explain ADDRESS|SITE ("" = none)
   const MemoryTimeline* timeline = nullptr;  // --memory-timeline: PyTorch's categories to compare with
   const TraceJoin* join = nullptr;           // --trace: how the snapshot was joined with a trace
-};
-
-// Bytes live at the peak by the op that allocated them, or by the kernel
-// that op launched (inputs with ops: profiler traces, joined snapshots).
-// An allocation's op is the innermost op whose calls launched a kernel
-// (aten::addmm rather than the aten::empty inside it); its kernel is the
-// first that op launched at or after the allocation (else the last before).
-struct OpRow {
-  std::string op;       // "" = allocations outside every op
-  std::string kernel;   // by op: the kernel holding most of the row's bytes; by kernel: the kernel ("" = none)
-  std::string other;    // by kernel: the op holding most of the row's bytes
-  FrameId python = UINT32_MAX;  // the innermost Python frame around the op (the call site), if any
-  std::string caller;           // without one: the op's outermost enclosing op (e.g. the autograd node)
-  StackId stack = 0;            // stack of the row's largest allocation
-  int64_t bytes = 0;            // requested bytes live at the peak
-  uint64_t count = 0;
-  int category = -1;            // snapdiff's category holding most of the bytes
-};
-
-// --memory-timeline: PyTorch's own categories (export_memory_timeline) at a
-// moment, and where snapdiff places the bytes PyTorch calls unknown then.
-struct TimelineMoment {
-  std::string label;             // "snapdiff's peak", "PyTorch's largest unknown"
-  int64_t time_us = kNoTime;
-  int64_t event_index = -1;      // the device's last event at or before that time
-  Phase phase = Phase::PreTrace;
-  int iteration = 0;
-  std::array<int64_t, MemoryTimeline::kCategories> pytorch{};  // PyTorch's bytes by its category
-  int64_t pytorch_total = 0;
-  std::vector<int64_t> snapdiff;  // snapdiff's requested bytes by category then
-  int64_t snapdiff_total = 0;
-  int64_t unknown = 0;           // = pytorch[kUnknown]
-  int64_t placed = 0;            // of it, tied to allocations snapdiff knows
-  int64_t before_profiler = 0;   // of it, tensors that existed before profiling (raw export; no address)
-  // Raw export: the bytes allocated before the trace's first event and alive
-  // then, as snapdiff sees them, and the tensors among them by PyTorch's
-  // category (the rest are not tensors: library workspaces and the like).
-  int64_t pre_trace_live = 0;
-  std::array<int64_t, MemoryTimeline::kCategories> pre_trace_tensors{};
-  std::vector<int64_t> unknown_by_category;  // snapdiff category -> placed unknown bytes
-  std::vector<OpRow> placements;             // by snapdiff category, op and kernel
-  uint64_t allocations_matched = 0, allocations = 0;  // the trace's allocations up to then tied to a row
-};
-struct TimelineComparison {
-  bool present = false;
-  std::string name;
-  bool raw = false;
-  int device = 0;
-  int64_t pytorch_peak = 0, pytorch_peak_time_us = kNoTime;  // the timeline's own maximum
-  std::string method;
-  // snapdiff's peak; then, when PyTorch's unknown is larger at another
-  // moment, that moment.
-  std::vector<TimelineMoment> moments;
-};
-
-struct ExplainItem {
-  int device = 0;
-  uint64_t addr = 0;
-  uint64_t requested = 0;
-  StackId stack = 0;
-  int64_t alloc_event = -1, free_event = INT64_MAX;
-  Phase alloc_phase = Phase::PreTrace, free_phase = Phase::Other;
-  int alloc_iteration = 0, free_iteration = 0;
-  std::string category, rule, evidence;
-  uint64_t count = 1;  // for a SITE query: allocations of this stack and category
-  int64_t bytes = 0;   // for a SITE query: their requested bytes in total
-};
-
-struct Warning {
-  std::string code;
-  std::string message;
-};
-
-struct SiteRow {
-  StackId stack = 0;
-  int64_t requested_bytes = 0;
-  int64_t block_bytes = 0;
-  uint64_t count = 0;
-  int category = -1;  // the category holding most of the row's bytes
-  int rule = -1;      // the rule that decided it (for the largest allocation)
-  Phase alloc_phase = Phase::Other;
-  int alloc_iteration = 0;
-  bool freed = false;               // of the largest allocation: freed later, or alive at the end
-  Phase free_phase = Phase::Other;
-  int free_iteration = 0;
-};
-
-// Free cached memory at the peak by block size.
-struct FreeSizeClass {
-  const char* label;
-  uint64_t max_bytes;  // exclusive upper bound
-  uint64_t blocks = 0;
-  int64_t bytes = 0;
-};
-
-struct Fragmentation {
-  int64_t reserved = 0;
-  int64_t allocated = 0;
-  int64_t requested = 0;
-  int64_t free_cached = 0;          // in free blocks (reserved - allocated - pending)
-  int64_t pending_free = 0;         // freed, waiting for other streams
-  int64_t internal = 0;             // allocated - requested (rounding, unsplit remainders)
-  uint64_t free_blocks = 0;
-  uint64_t largest_free_block = 0;
-  uint64_t too_small_threshold = 0; // rounded size of the request that set the peak
-  int64_t too_small_bytes = 0;      // free bytes in blocks smaller than that
-  std::vector<FreeSizeClass> classes;
-};
-
-// One statement of the plain-language explanation, with its bytes.
-struct Finding {
-  std::string kind;
-  std::string message;
-  int64_t bytes = 0;
-};
-
-// One device-memory sample (cudaMemGetInfo) against the allocator.
-struct DeviceMemoryRow {
-  int device = 0;
-  std::string label;
-  int64_t time_us = kNoTime;
-  // From the first event of the sample's device (of the whole trace when that
-  // device has no timed events); kNoTime when either time is unknown.
-  int64_t since_first_event_us = kNoTime;
-  uint64_t free_bytes = 0, total_bytes = 0;
-  int64_t used_bytes = 0;      // total - free: everything on the device
-  int64_t reserved_bytes = 0;  // the caching allocator's segments at that moment
-  int64_t outside_bytes = 0;   // used - reserved: CUDA context, library handles, modules
 };
 
 struct DeviceAnalysis {
@@ -181,6 +54,9 @@ struct DeviceAnalysis {
   // Trace::kernels; -1 when none): the last one launched at or before the
   // peak event's time, and the first one after it.
   int64_t kernel_before = -1, kernel_after = -1;
+  // Resolved for the view: the peak's user frame and the two launches.
+  std::optional<FrameRef> peak_user_frame;
+  std::optional<KernelRef> kernel_before_ref, kernel_after_ref;
   // Inputs with ops (profiler traces, joined snapshots): the live bytes at
   // the peak by op and by kernel; the rest of the rows summed in other_*.
   bool has_ops = false;
@@ -216,6 +92,10 @@ struct Analysis {
 };
 
 Analysis analyze(const Trace& trace, const ReportOptions& opts);
+// The view the renderers read, resolved from the analysis.
+Report report_view(const Analysis& a);
+// analyze() then report_view().
+Report analyze_report(const Trace& trace, const ReportOptions& opts);
 
 // Innermost frame that belongs to user code rather than PyTorch, Python's
 // standard library or native internals (falls back to the innermost Python

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -187,9 +188,13 @@ std::string render_chart(const std::string& dot, ChartFormat f);
 // One self-contained HTML page (no network: CSS, SVG and a few lines of
 // JavaScript inline): the text report's content as tables, the explanation,
 // and the timeline, flame and lifetime charts of each device.
-std::string render_html(const Analysis& r, const Trace& t);
+// The pictures come from `charts`: the DOT of one chart of the run, for
+// the kind, device and options asked.
+using ChartSource = std::function<std::string(const ChartOptions&)>;
+std::string render_html(const Report& r, const ChartSource& charts);
 // The diff as HTML: peaks, findings, categories, phases, sites, the
 // differential flame chart and both timelines on one scale.
-std::string render_diff_html(const Diff& d);
+// `charts` draws the two runs' charts (flame: the differential chart).
+std::string render_diff_html(const Diff& d, const ChartSource& charts);
 
 }  // namespace snapdiff

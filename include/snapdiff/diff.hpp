@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "snapdiff/report.hpp"
+#include "snapdiff/analysis.hpp"
+#include "snapdiff/report_view.hpp"
 
 namespace snapdiff {
 
@@ -46,10 +47,7 @@ struct SiteDelta {
 
 struct Diff {
   std::string a_name, b_name;
-  const Analysis* a = nullptr;
-  const Analysis* b = nullptr;
-  const Trace* ta = nullptr;
-  const Trace* tb = nullptr;
+  Report a, b;  // each run's report view
   int64_t peak_delta[3] = {0, 0, 0};  // requested, allocated, reserved (B - A)
   std::vector<CategoryDelta> categories;  // sorted by |delta|, largest first
   std::vector<PhaseDelta> phases;         // time order (A's, then B-only spans)

@@ -6,11 +6,12 @@
 #include <string>
 
 #include "snapdiff/analysis.hpp"
+#include "snapdiff/report_view.hpp"
 
 namespace snapdiff {
 
-std::string render_text(const Analysis& r, const Trace& trace);
-std::string render_json(const Analysis& r, const Trace& trace);  // schemas/report.schema.json
+std::string render_text(const Report& r);
+std::string render_json(const Report& r);  // schemas/report.schema.json
 
 // Binary byte units with one decimal: "1.5 GiB", "512 B".
 std::string human_bytes(int64_t bytes);

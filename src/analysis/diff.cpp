@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "snapdiff/frame_names.hpp"
+#include "snapdiff/report.hpp"  // FIXME(issue 13): findings words move to the report layer
 
 namespace snapdiff {
 
@@ -162,10 +163,8 @@ Diff diff_reports(const Trace& ta, const Analysis& a, const Trace& tb, const Ana
   Diff d;
   d.a_name = opts.a_name;
   d.b_name = opts.b_name;
-  d.a = &a;
-  d.b = &b;
-  d.ta = &ta;
-  d.tb = &tb;
+  d.a = report_view(a);
+  d.b = report_view(b);
   if (a.devices.empty() || b.devices.empty()) return d;
   const DeviceAnalysis& da = a.devices[a.peak_device];
   const DeviceAnalysis& db = b.devices[b.peak_device];

@@ -9,6 +9,7 @@
 
 #include "snapdiff/frame_names.hpp"
 #include "analysis/profiler_views.hpp"
+#include "analysis/report_view_build.hpp"
 #include "snapdiff/report.hpp"
 
 namespace snapdiff {
@@ -610,6 +611,7 @@ Analysis analyze(const Trace& trace, const ReportOptions& opts) {
     if (d.events > 0 && d.first_time_us == kNoTime)
       r.warnings.push_back({"no_timestamps", dv + "events carry no time_us (PyTorch < 2.2): times are event indices"});
   }
+  detail::resolve_rows(r);
   return r;
 }
 

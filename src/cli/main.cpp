@@ -122,8 +122,12 @@ int cmd_report(const std::vector<std::string>& args) {
     timeline = load_memory_timeline(vm["memory-timeline"].as<std::string>());
     ro.timeline = &timeline;
   }
-  Analysis r = analyze(t, ro);
-  std::string text = fmt == "json" ? render_json(r, t) : fmt == "html" ? render_html(r, t) : render_text(r, t);
+  const Analysis a = analyze(t, ro);
+  const Report r = report_view(a);
+  std::string text;
+  if (fmt == "json") text = render_json(r);
+  else if (fmt == "html") text = render_html(r, [&](const ChartOptions& co) { return chart_dot(a, t, co); });
+  else text = render_text(r);
   write_output(text, vm.count("output") ? vm["output"].as<std::string>() : "");
   return kExitOk;
 }

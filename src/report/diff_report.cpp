@@ -6,6 +6,7 @@
 
 #include "report/text_util.hpp"
 #include "snapdiff/diff.hpp"
+#include "snapdiff/report.hpp"
 
 namespace snapdiff {
 
@@ -26,7 +27,7 @@ std::string pct(int64_t delta, int64_t base) {
 }
 
 
-const DeviceAnalysis* top(const Analysis* r) { return (r && !r->devices.empty()) ? &r->devices[r->peak_device] : nullptr; }
+const DeviceView* top(const Report& r) { return !r.devices.empty() ? &r.devices[r.peak_device] : nullptr; }
 
 std::string marker(const SiteDelta& s) { return s.a_count == 0 ? "[NEW] " : s.b_count == 0 ? "[GONE] " : ""; }
 
@@ -34,16 +35,16 @@ std::string marker(const SiteDelta& s) { return s.a_count == 0 ? "[NEW] " : s.b_
 
 std::string render_diff_text(const Diff& d) {
   std::ostringstream o;
-  const DeviceAnalysis* da = top(d.a);
-  const DeviceAnalysis* db = top(d.b);
+  const DeviceView* da = top(d.a);
+  const DeviceView* db = top(d.b);
   o << "snapdiff diff\n  A: " << d.a_name << "\n  B: " << d.b_name << "\n";
   if (!da || !db) {
     o << "\n(one of the inputs has no device data)\n";
     return o.str();
   }
   o << "\nPEAK                      A            B        DELTA\n";
-  const PeakPoint* pa[3] = {&da->replay.peak_requested, &da->replay.peak_allocated, &da->replay.peak_reserved};
-  const PeakPoint* pb[3] = {&db->replay.peak_requested, &db->replay.peak_allocated, &db->replay.peak_reserved};
+  const PeakPoint* pa[3] = {&da->peak_requested, &da->peak_allocated, &da->peak_reserved};
+  const PeakPoint* pb[3] = {&db->peak_requested, &db->peak_allocated, &db->peak_reserved};
   const char* names[3] = {"requested", "allocated", "reserved "};
   for (int i = 0; i < 3; ++i)
     o << "  " << names[i] << "  " << pad_left(human_bytes(pa[i]->bytes), 12) << " " << pad_left(human_bytes(pb[i]->bytes), 12)
@@ -91,8 +92,8 @@ std::string render_diff_text(const Diff& d) {
 std::string render_diff_json(const Diff& d) {
   J j;
   j["schema"] = "snapdiff/diff/1";
-  j["a"] = (d.a && d.ta) ? J::parse(render_json(*d.a, *d.ta)) : J(nullptr);
-  j["b"] = (d.b && d.tb) ? J::parse(render_json(*d.b, *d.tb)) : J(nullptr);
+  j["a"] = J::parse(render_json(d.a));
+  j["b"] = J::parse(render_json(d.b));
   J delta;
   delta["peak"] = {{"requested_bytes", d.peak_delta[0]}, {"allocated_bytes", d.peak_delta[1]}, {"reserved_bytes", d.peak_delta[2]}};
   J cats = J::object();
@@ -132,13 +133,13 @@ std::string render_diff_json(const Diff& d) {
 
 std::string render_diff_markdown(const Diff& d) {
   std::ostringstream o;
-  const DeviceAnalysis* da = top(d.a);
-  const DeviceAnalysis* db = top(d.b);
+  const DeviceView* da = top(d.a);
+  const DeviceView* db = top(d.b);
   o << "### snapdiff: `" << d.a_name << "` → `" << d.b_name << "`\n\n";
   if (!da || !db) return o.str() + "One of the inputs has no device data.\n";
   o << "| peak | A | B | Δ | % |\n|---|---:|---:|---:|---:|\n";
-  const PeakPoint* pa[3] = {&da->replay.peak_requested, &da->replay.peak_allocated, &da->replay.peak_reserved};
-  const PeakPoint* pb[3] = {&db->replay.peak_requested, &db->replay.peak_allocated, &db->replay.peak_reserved};
+  const PeakPoint* pa[3] = {&da->peak_requested, &da->peak_allocated, &da->peak_reserved};
+  const PeakPoint* pb[3] = {&db->peak_requested, &db->peak_allocated, &db->peak_reserved};
   const char* names[3] = {"requested", "allocated", "reserved"};
   for (int i = 0; i < 3; ++i)
     o << "| " << names[i] << " | " << human_bytes(pa[i]->bytes) << " | " << human_bytes(pb[i]->bytes) << " | "

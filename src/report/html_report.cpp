@@ -8,6 +8,7 @@
 
 #include "report/chart_canvas.hpp"
 #include "report/profiler_report.hpp"
+#include "report/text_util.hpp"
 #include "snapdiff/chart.hpp"
 
 namespace snapdiff {
@@ -72,34 +73,7 @@ std::string num_td(int64_t v, const std::string& text) {
 
 // The text report's site column: the innermost user frame and its callers
 // (at most three), and the library function it called.
-std::string site_text(const Trace& t, StackId stack) {
-  if (stack == 0) return "<no stack recorded>";
-  const FrameId uf = user_frame(t, stack);
-  const bool py = uf != UINT32_MAX && is_python_frame(t, uf);
-  std::string out, last;
-  bool started = false;
-  size_t shown = 0;
-  for (StackId s = stack; s != 0 && shown < 3; s = t.stacks.node(s).parent) {
-    const FrameId f = t.stacks.node(s).frame;
-    if (!started && f != uf) continue;
-    if (started && (py ? !is_python_frame(t, f) : is_internal_frame(t, f))) continue;
-    started = true;
-    std::string text = format_frame(t, f);
-    if (text == last) continue;
-    out += (shown ? " \xe2\x86\x90 " : "") + text;  // ←
-    last = std::move(text);
-    ++shown;
-  }
-  for (StackId s = stack; s != 0; s = t.stacks.node(s).parent) {
-    const FrameId f = t.stacks.node(s).frame;
-    if (f == uf) break;
-    if (is_python_frame(t, f)) {
-      out += "  [in " + format_frame(t, f) + "]";
-      break;
-    }
-  }
-  return out;
-}
+std::string site_text(const SiteFrames& s) { return detail::site_line(s, 3, " \xe2\x86\x90 "); }  // ←
 
 // The chart's SVG without the XML prolog, doctype and comments, ready to sit
 // inside the page.
@@ -227,12 +201,10 @@ std::string phase_words(Phase p, int iteration) {
   return (iteration > 0 ? "iteration " + std::to_string(iteration) + ", " : std::string()) + phase_name(p);
 }
 
-void device_sections(std::ostringstream& o, const Analysis& r, const Trace& t, const DeviceAnalysis& d, size_t di) {
+void device_sections(std::ostringstream& o, const Report& r, const ChartSource& charts, const DeviceView& d, size_t di) {
   const std::string id = "d" + std::to_string(di);
   const std::string dev = "<span class=\"dev\">cuda:" + std::to_string(d.device) + "</span>";
-  const DeviceReplay& rp = d.replay;
-  const Attribution& at = d.attr;
-  const PeakPoint& pk = rp.peak_requested;
+  const PeakPoint& pk = d.peak_requested;
 
   // Peak.
   o << "<section id=\"" << id << "-peak\"><h2>Peak " << dev << "</h2>\n<div class=\"cards\">\n";
@@ -242,11 +214,11 @@ void device_sections(std::ostringstream& o, const Analysis& r, const Trace& t, c
       << (p.event_index >= 0 ? "at event " + with_commas(uint64_t(p.event_index)) : std::string("before the first event"))
       << "</div></div>\n";
   };
-  card("requested", rp.peak_requested, true);
-  card("allocated", rp.peak_allocated, false);
-  card("reserved", rp.peak_reserved, false);
+  card("requested", d.peak_requested, true);
+  card("allocated", d.peak_allocated, false);
+  card("reserved", d.peak_reserved, false);
   o << "</div>\n<table class=\"kv\">\n";
-  o << "<tr><th>events</th><td>" << with_commas(d.events) << ", " << rp.streams << (rp.streams == 1 ? " stream" : " streams");
+  o << "<tr><th>events</th><td>" << with_commas(d.events) << ", " << d.streams << (d.streams == 1 ? " stream" : " streams");
   if (d.first_time_us != kNoTime)
     o << ", " << esc(utc_time(d.first_time_us)) << " + " << esc(seconds(d.last_time_us - d.first_time_us));
   o << "</td></tr>\n";
@@ -256,13 +228,12 @@ void device_sections(std::ostringstream& o, const Analysis& r, const Trace& t, c
     o << ", " << esc(phase_words(d.peak_phase, d.peak_iteration))
       << " <span class=\"muted\">(the requested peak: the moment the live tensors are largest)</span></td></tr>\n";
     o << "<tr><th>reached by</th><td>" << event_kind_name(d.peak_event.kind) << " of "
-      << esc(human_bytes(int64_t(d.peak_event.size))) << " at <code>" << esc(format_frame(t, user_frame(t, d.peak_stack)))
+      << esc(human_bytes(int64_t(d.peak_event.size))) << " at <code>" << esc(d.peak_user_frame ? d.peak_user_frame->label : std::string("<no stack recorded>"))
       << "</code></td></tr>\n";
-    auto kernel = [&](const char* label, int64_t idx) {
-      if (idx < 0 || r.kernel_launches == 0) return;
-      const KernelLaunch& k = t.kernels[size_t(idx)];
-      o << "<tr><th>" << label << "</th><td><code>" << esc(t.strings.get(k.name)) << "</code> ("
-        << esc(seconds(k.time_us - pk.time_us)) << " from the peak)</td></tr>\n";
+    auto kernel = [&](const char* label, const std::optional<KernelRef>& k) {
+      if (!k || r.kernel_launches == 0) return;
+      o << "<tr><th>" << label << "</th><td><code>" << esc(k->name) << "</code> ("
+        << esc(seconds(k->time_us - pk.time_us)) << " from the peak)</td></tr>\n";
     };
     kernel("last kernel", d.kernel_before);
     kernel("next kernel", d.kernel_after);
@@ -283,7 +254,7 @@ void device_sections(std::ostringstream& o, const Analysis& r, const Trace& t, c
   co.kind = ChartKind::Timeline;
   co.graph_id = id + "-timeline-svg";
   o << "<section id=\"" << id << "-timeline\"><h2>Memory over time " << dev << "</h2>\n"
-    << figure(inline_svg(chart_dot(r, t, co)),
+    << figure(inline_svg(charts(co)),
               "Requested bytes by category, stacked; allocated (solid) and reserved (dashed) bytes as lines; the phases "
               "shaded; the red line marks the peak. Hover for values.")
     << "</section>\n";
@@ -295,7 +266,7 @@ void device_sections(std::ostringstream& o, const Analysis& r, const Trace& t, c
   for (size_t k = 0; k < d.categories.size(); ++k)
     if (d.categories[k] > 0 && total > 0)
       o << "<span style=\"width:" << 100.0 * double(d.categories[k]) / double(total)
-        << "%;background:" << category_color(at.categories[k]) << "\" title=\"" << esc(at.categories[k]) << " "
+        << "%;background:" << category_color(d.category_names[k]) << "\" title=\"" << esc(d.category_names[k]) << " "
         << esc(human_bytes(d.categories[k])) << "\"></span>";
   o << "</div>\n<table class=\"sortable\"><thead><tr><th>category</th><th class=\"n\">bytes</th><th class=\"n\">%</th>"
        "<th class=\"n\">allocations</th><th class=\"n\">sites</th></tr></thead><tbody>\n";
@@ -305,7 +276,7 @@ void device_sections(std::ostringstream& o, const Analysis& r, const Trace& t, c
       if (d.categories[k] != 0) order.push_back(k);
     std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return d.categories[x] > d.categories[y]; });
     for (size_t k : order)
-      o << "<tr><td>" << cat_cell(at.categories[k]) << "</td>" << num_td(d.categories[k], human_bytes(d.categories[k]))
+      o << "<tr><td>" << cat_cell(d.category_names[k]) << "</td>" << num_td(d.categories[k], human_bytes(d.categories[k]))
         << num_td(d.categories[k], pct_of(d.categories[k], total))
         << num_td(int64_t(d.category_allocations[k]), with_commas(d.category_allocations[k]))
         << num_td(int64_t(d.category_sites[k]), with_commas(d.category_sites[k])) << "</tr>\n";
@@ -319,7 +290,7 @@ void device_sections(std::ostringstream& o, const Analysis& r, const Trace& t, c
   co.kind = ChartKind::Flame;
   co.graph_id = id + "-flame-svg";
   o << "<section id=\"" << id << "-flame\"><h2>What is live at the peak, by call stack " << dev << "</h2>\n"
-    << figure(inline_svg(chart_dot(r, t, co)),
+    << figure(inline_svg(charts(co)),
               "Callers above callees; width = bytes; color = category (gray: several, their shares along the bottom). "
               "Hover a box for its frame, bytes and categories.")
     << "</section>\n";
@@ -332,8 +303,8 @@ void device_sections(std::ostringstream& o, const Analysis& r, const Trace& t, c
     o << "<tr>" << num_td(s.requested_bytes, human_bytes(s.requested_bytes))
       << num_td(s.requested_bytes, pct_of(s.requested_bytes, d.peak_live_requested))
       << num_td(int64_t(s.count), with_commas(s.count)) << "<td>"
-      << cat_cell(s.category >= 0 ? at.categories[size_t(s.category)] : "") << "</td><td class=\"site\">"
-      << esc(site_text(t, s.stack)) << "</td></tr>\n";
+      << cat_cell(s.category >= 0 ? d.category_names[size_t(s.category)] : "") << "</td><td class=\"site\">"
+      << esc(site_text(s.site)) << "</td></tr>\n";
   if (d.other_sites.count > 0)
     o << "<tr>" << num_td(d.other_sites.requested_bytes, human_bytes(d.other_sites.requested_bytes))
       << num_td(d.other_sites.requested_bytes, pct_of(d.other_sites.requested_bytes, d.peak_live_requested))
@@ -347,20 +318,20 @@ void device_sections(std::ostringstream& o, const Analysis& r, const Trace& t, c
   co.kind = ChartKind::Lifetime;
   co.graph_id = id + "-lifetime-svg";
   o << "<section id=\"" << id << "-lifetime\"><h2>Allocation lifetimes " << dev << "</h2>\n"
-    << figure(inline_svg(chart_dot(r, t, co)),
+    << figure(inline_svg(charts(co)),
               "Each bar is one allocation from its allocation to its free, as tall as its size; each band has its own "
               "scale; thin ones are summed, lighter, on top. Hover a bar for its site and when it was allocated and "
               "freed.")
     << "</section>\n";
 
   // Phases.
-  if (!at.spans.empty()) {
+  if (!d.phases.empty()) {
     auto table = [&](bool all) {
       o << "<table class=\"sortable\"><thead><tr><th class=\"n\">iteration</th><th>phase</th><th class=\"n\">events</th>"
            "<th class=\"n\">start</th><th class=\"n\">peak</th><th class=\"n\">rise</th><th>largest at the phase "
            "peak</th></tr></thead><tbody>\n";
-      const std::set<int> shown = {0, 1, 2, d.peak_iteration, at.iterations};
-      for (const PhaseSpan& ps : at.spans) {
+      const std::set<int> shown = {0, 1, 2, d.peak_iteration, d.iterations};
+      for (const PhaseSpan& ps : d.phases) {
         if (!all && !shown.count(ps.iteration)) continue;
         size_t big = 0;
         for (size_t k = 0; k < ps.categories.size(); ++k)
@@ -372,19 +343,19 @@ void device_sections(std::ostringstream& o, const Analysis& r, const Trace& t, c
           << num_td(ps.start_requested, human_bytes(ps.start_requested))
           << num_td(ps.peak_requested, human_bytes(ps.peak_requested))
           << num_td(ps.peak_requested - ps.start_requested, human_delta(ps.peak_requested - ps.start_requested)) << "<td>"
-          << (ps.categories.empty() ? "" : cat_cell(at.categories[big]) + " " + esc(human_bytes(ps.categories[big])))
+          << (ps.categories.empty() ? "" : cat_cell(d.category_names[big]) + " " + esc(human_bytes(ps.categories[big])))
           << "</td></tr>\n";
       }
       o << "</tbody></table>\n";
     };
     o << "<section id=\"" << id << "-phases\"><h2>Phases " << dev << "</h2><p class=\"muted\">Found from "
-      << esc(at.phase_evidence) << ".</p>\n";
+      << esc(d.phase_evidence) << ".</p>\n";
     size_t selected = 0;
-    const std::set<int> shown = {0, 1, 2, d.peak_iteration, at.iterations};
-    for (const PhaseSpan& ps : at.spans) selected += shown.count(ps.iteration);
-    table(selected == at.spans.size());
-    if (selected < at.spans.size()) {
-      o << "<details><summary>All " << at.spans.size() << " phases (" << at.iterations << " iterations)</summary>\n";
+    const std::set<int> shown = {0, 1, 2, d.peak_iteration, d.iterations};
+    for (const PhaseSpan& ps : d.phases) selected += shown.count(ps.iteration);
+    table(selected == d.phases.size());
+    if (selected < d.phases.size()) {
+      o << "<details><summary>All " << d.phases.size() << " phases (" << d.iterations << " iterations)</summary>\n";
       table(true);
       o << "</details>\n";
     }
@@ -401,7 +372,7 @@ void device_sections(std::ostringstream& o, const Analysis& r, const Trace& t, c
       o << "<tr>" << num_td(s.requested_bytes, human_bytes(s.requested_bytes)) << num_td(int64_t(s.count), with_commas(s.count))
         << "<td>" << esc(phase_words(s.alloc_phase, s.alloc_iteration)) << "</td><td>"
         << esc(s.freed ? phase_words(s.free_phase, s.free_iteration) : "never") << "</td><td class=\"site\">"
-        << esc(site_text(t, s.stack)) << "</td></tr>\n";
+        << esc(site_text(s.site)) << "</td></tr>\n";
     o << "</tbody></table></section>\n";
   }
 
@@ -415,7 +386,7 @@ void device_sections(std::ostringstream& o, const Analysis& r, const Trace& t, c
         << "<th class=\"n\">count</th><th>category</th><th>" << what << "</th><th>" << where
         << "</th></tr></thead><tbody>\n";
       for (const OpRow& row : rows) {
-        const detail::OpRowWords w = detail::op_row_words(d, t, row, by_kernel);
+        const detail::OpRowWords w = detail::op_row_words(d, row, by_kernel);
         o << "<tr>" << num_td(row.bytes, human_bytes(row.bytes)) << num_td(row.bytes, pct_of(row.bytes, live))
           << num_td(int64_t(row.count), with_commas(row.count)) << "<td>" << cat_cell(w.category)
           << "</td><td class=\"site\">" << esc(w.what) << "</td><td class=\"site\">" << esc(w.where) << "</td></tr>\n";
@@ -454,7 +425,7 @@ void device_sections(std::ostringstream& o, const Analysis& r, const Trace& t, c
   o << "</table></section>\n";
 
   // End state.
-  const EndStateCheck& ck = rp.end_check;
+  const EndStateCheck& ck = d.end_check;
   if (ck.have_dump) {
     o << "<section id=\"" << id << "-endstate\"><h2>End state vs dumped segments " << dev << "</h2>\n<table><thead><tr>"
          "<th></th><th class=\"n\">replayed</th><th class=\"n\">dumped</th><th></th></tr></thead><tbody>\n";
@@ -472,7 +443,7 @@ void device_sections(std::ostringstream& o, const Analysis& r, const Trace& t, c
 
 }  // namespace
 
-std::string render_html(const Analysis& r, const Trace& t) {
+std::string render_html(const Report& r, const ChartSource& charts) {
   std::ostringstream o;
   o << page_start("snapdiff report: " + detail::base_name(r.input_name));
   o << "<header><h1>snapdiff report</h1><p class=\"input\">" << esc(r.input_name) << "</p><p class=\"meta\">"
@@ -493,14 +464,14 @@ std::string render_html(const Analysis& r, const Trace& t) {
              {"flame", "Flame chart"}, {"sites", "Sites"}, {"lifetime", "Lifetimes"}, {"phases", "Phases"},
              {"fragmentation", "Fragmentation"}}) {
       if (anchor == "explanation" && r.devices[i].findings.empty()) continue;
-      if (anchor == "phases" && r.devices[i].attr.spans.empty()) continue;
+      if (anchor == "phases" && r.devices[i].phases.empty()) continue;
       o << "<a href=\"#" << id << "-" << anchor << "\">" << name << esc(suffix) << "</a>";
     }
   }
   if (!r.warnings.empty()) o << "<a href=\"#warnings\">Warnings</a>";
   o << "</nav>\n<main>\n";
   if (r.devices.empty()) o << "<section><p>No device data in this input.</p></section>\n";
-  for (size_t i = 0; i < r.devices.size(); ++i) device_sections(o, r, t, r.devices[i], i);
+  for (size_t i = 0; i < r.devices.size(); ++i) device_sections(o, r, charts, r.devices[i], i);
   if (!r.device_memory.empty()) {
     o << "<section id=\"device-memory\"><h2>Device memory outside the allocator</h2>\n<table><thead><tr><th>device</th>"
          "<th class=\"n\">t</th><th class=\"n\">used</th><th class=\"n\">reserved</th><th class=\"n\">outside</th>"
@@ -527,7 +498,7 @@ std::string render_html(const Analysis& r, const Trace& t) {
         << "</td><td>"
         << (it.free_event == INT64_MAX ? "never" : "event " + std::to_string(it.free_event) + ", " +
                                                        esc(phase_words(it.free_phase, it.free_iteration)))
-        << "</td><td class=\"site\">" << esc(site_text(t, it.stack)) << "</td></tr>\n";
+        << "</td><td class=\"site\">" << esc(site_text(it.site)) << "</td></tr>\n";
     if (!r.explain.empty()) o << "</tbody></table>\n";
     o << "</section>\n";
   }
@@ -540,13 +511,13 @@ std::string render_html(const Analysis& r, const Trace& t) {
   return o.str();
 }
 
-std::string render_diff_html(const Diff& d) {
+std::string render_diff_html(const Diff& d, const ChartSource& charts) {
   std::ostringstream o;
   o << page_start("snapdiff diff: " + detail::base_name(d.a_name) + " vs " + detail::base_name(d.b_name));
   o << "<header><h1>snapdiff diff</h1><p class=\"input\">A: " << esc(d.a_name) << "</p><p class=\"input\">B: "
     << esc(d.b_name) << "</p></header>\n";
-  const DeviceAnalysis* da = d.a && !d.a->devices.empty() ? &d.a->devices[d.a->peak_device] : nullptr;
-  const DeviceAnalysis* db = d.b && !d.b->devices.empty() ? &d.b->devices[d.b->peak_device] : nullptr;
+  const DeviceView* da = !d.a.devices.empty() ? &d.a.devices[d.a.peak_device] : nullptr;
+  const DeviceView* db = !d.b.devices.empty() ? &d.b.devices[d.b.peak_device] : nullptr;
   if (!da || !db) {
     o << "<main><p>One of the inputs has no device data.</p></main>\n" << page_end();
     return o.str();
@@ -561,8 +532,8 @@ std::string render_diff_html(const Diff& d) {
   // Peak.
   o << "<section id=\"peak\"><h2>Peak</h2>\n<table><thead><tr><th></th><th class=\"n\">A</th><th class=\"n\">B</th>"
        "<th class=\"n\">delta</th><th class=\"n\">%</th></tr></thead><tbody>\n";
-  const PeakPoint* pa[3] = {&da->replay.peak_requested, &da->replay.peak_allocated, &da->replay.peak_reserved};
-  const PeakPoint* pb[3] = {&db->replay.peak_requested, &db->replay.peak_allocated, &db->replay.peak_reserved};
+  const PeakPoint* pa[3] = {&da->peak_requested, &da->peak_allocated, &da->peak_reserved};
+  const PeakPoint* pb[3] = {&db->peak_requested, &db->peak_allocated, &db->peak_reserved};
   const char* names[3] = {"requested", "allocated", "reserved"};
   for (int i = 0; i < 3; ++i)
     o << "<tr><td>" << names[i] << "</td>" << num_td(pa[i]->bytes, human_bytes(pa[i]->bytes))
@@ -584,14 +555,14 @@ std::string render_diff_html(const Diff& d) {
   co.kind = ChartKind::Flame;
   co.graph_id = "diff-flame-svg";
   o << "<section id=\"flame\"><h2>What changed at the peak, by call stack</h2>\n"
-    << figure(inline_svg(chart_dot_diff(*d.a, *d.ta, *d.b, *d.tb, co)),
+    << figure(inline_svg(charts(co)),
               "Bytes live at each run's peak, callers above callees, frames matched by function and file. Width = A + B "
               "bytes; red grew, blue shrank, gray unchanged. Hover a box for A and B.")
     << "</section>\n";
   co.kind = ChartKind::Timeline;
   co.graph_id = "diff-timeline-svg";
   o << "<section id=\"timeline\"><h2>Memory over time, A above B</h2>\n"
-    << figure(inline_svg(chart_dot_diff(*d.a, *d.ta, *d.b, *d.tb, co)),
+    << figure(inline_svg(charts(co)),
               "Both runs on the same byte scale and the same x axis.")
     << "</section>\n";
   // Categories.
@@ -644,7 +615,7 @@ std::string render_diff_html(const Diff& d) {
   co.kind = ChartKind::Lifetime;
   co.graph_id = "diff-lifetime-svg";
   o << "<section id=\"lifetime\"><h2>Allocation lifetimes, A above B</h2>\n"
-    << figure(inline_svg(chart_dot_diff(*d.a, *d.ta, *d.b, *d.tb, co)),
+    << figure(inline_svg(charts(co)),
               "Each band has one scale for both runs; thin allocations are summed, lighter, on top.")
     << "</section>\n";
   o << "</main>\n" << page_end();

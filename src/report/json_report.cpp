@@ -1,5 +1,6 @@
 // The machine-readable report (schemas/report.schema.json).
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "report/profiler_report.hpp"
 #include "snapdiff/report.hpp"
@@ -10,12 +11,11 @@ namespace {
 
 using J = nlohmann::ordered_json;
 
-J frame_json(const Trace& t, FrameId f) {
-  const Frame& fr = t.frames[f];
+J frame_json(const FrameRef& f) {
   J j;
-  j["name"] = std::string(t.strings.get(fr.name));
-  j["file"] = std::string(t.strings.get(fr.file));
-  if (fr.line >= 0) j["line"] = fr.line;
+  j["name"] = f.name;
+  j["file"] = f.file;
+  if (f.line >= 0) j["line"] = f.line;
   else j["line"] = nullptr;
   return j;
 }
@@ -36,15 +36,15 @@ J counters_json(const Counters& c) {
   return j;
 }
 
-J categories_json(const Attribution& a, const std::vector<int64_t>& v) {
+J categories_json(const std::vector<std::string>& names, const std::vector<int64_t>& v) {
   J j = J::object();
-  for (size_t i = 0; i < a.categories.size() && i < v.size(); ++i) j[a.categories[i]] = v[i];
+  for (size_t i = 0; i < names.size() && i < v.size(); ++i) j[names[i]] = v[i];
   return j;
 }
 
-J phases_json(const Attribution& a) {
+J phases_json(const DeviceView& d) {
   J phases = J::array();
-  for (const PhaseSpan& ps : a.spans)
+  for (const PhaseSpan& ps : d.phases)
     phases.push_back({{"iteration", ps.iteration},
                       {"phase", phase_name(ps.phase)},
                       {"start_event", ps.start_event},
@@ -52,81 +52,75 @@ J phases_json(const Attribution& a) {
                       {"start_requested_bytes", ps.start_requested},
                       {"peak_event", ps.peak_event},
                       {"peak_requested_bytes", ps.peak_requested},
-                      {"categories", categories_json(a, ps.categories)}});
+                      {"categories", categories_json(d.category_names, ps.categories)}});
   return phases;
 }
 
 // A kernel launch: its name, time, stream and scope stack (frames innermost
 // first, like every `stack` in the report); null when there is none.
-J kernel_json(const Trace& t, int64_t idx) {
-  if (idx < 0) return nullptr;
-  const KernelLaunch& k = t.kernels[size_t(idx)];
+J kernel_json(const std::optional<KernelRef>& k) {
+  if (!k) return nullptr;
   J j;
-  j["name"] = std::string(t.strings.get(k.name));
-  j["time_us"] = k.time_us == kNoTime ? J(nullptr) : J(k.time_us);
-  j["stream"] = k.stream;
+  j["name"] = k->name;
+  j["time_us"] = k->time_us == kNoTime ? J(nullptr) : J(k->time_us);
+  j["stream"] = k->stream;
   j["stack"] = J::array();
-  for (FrameId f : t.stacks.frames(k.stack)) j["stack"].push_back(frame_json(t, f));
+  for (const FrameRef& f : k->stack) j["stack"].push_back(frame_json(f));
   return j;
 }
 
-J device_peak(const DeviceAnalysis& d, const Trace& t) {
-  const DeviceReplay& rp = d.replay;
+J device_peak(const DeviceView& d, bool kernels) {
   J p;
-  p["requested_bytes"] = rp.peak_requested.bytes;
-  p["allocated_bytes"] = rp.peak_allocated.bytes;
-  p["reserved_bytes"] = rp.peak_reserved.bytes;
-  p["event_index"] = rp.peak_requested.event_index;
-  p["time_us"] = rp.peak_requested.time_us == kNoTime ? J(nullptr) : J(rp.peak_requested.time_us);
+  p["requested_bytes"] = d.peak_requested.bytes;
+  p["allocated_bytes"] = d.peak_allocated.bytes;
+  p["reserved_bytes"] = d.peak_reserved.bytes;
+  p["event_index"] = d.peak_requested.event_index;
+  p["time_us"] = d.peak_requested.time_us == kNoTime ? J(nullptr) : J(d.peak_requested.time_us);
   p["phase"] = phase_name(d.peak_phase);
   p["iteration"] = d.peak_iteration;
-  p["requested"] = peak_json(rp.peak_requested);
-  p["allocated"] = peak_json(rp.peak_allocated);
-  p["reserved"] = peak_json(rp.peak_reserved);
-  p["allocated_bytes_at_peak"] = rp.peak_requested.event_index >= 0
-                                     ? J(rp.allocated[size_t(rp.peak_requested.event_index)])
-                                     : J(rp.baseline.allocated);
+  p["requested"] = peak_json(d.peak_requested);
+  p["allocated"] = peak_json(d.peak_allocated);
+  p["reserved"] = peak_json(d.peak_reserved);
+  p["allocated_bytes_at_peak"] = d.allocated_at_peak;
   if (d.peak_index >= 0) {
     J e;
     e["action"] = event_kind_name(d.peak_event.kind);
     e["size"] = d.peak_event.size;
     e["addr"] = d.peak_event.addr;
     e["stream"] = d.peak_event.stream;
-    FrameId uf = user_frame(t, d.peak_stack);
-    e["user_frame"] = uf == UINT32_MAX ? J(nullptr) : frame_json(t, uf);
+    e["user_frame"] = d.peak_user_frame ? frame_json(*d.peak_user_frame) : J(nullptr);
     p["reached_by"] = e;
   } else {
     p["reached_by"] = nullptr;
   }
-  if (!t.kernels.empty()) {
-    p["kernel_before"] = kernel_json(t, d.kernel_before);
-    p["kernel_after"] = kernel_json(t, d.kernel_after);
+  if (kernels) {
+    p["kernel_before"] = kernel_json(d.kernel_before);
+    p["kernel_after"] = kernel_json(d.kernel_after);
   }
   return p;
 }
 
-J site_json(const Trace& t, const DeviceAnalysis& d, const RuleSet* rules, const SiteRow& s) {
+J site_json(const SiteRow& s) {
   J sj;
   sj["requested_bytes"] = s.requested_bytes;
   sj["block_bytes"] = s.block_bytes;
   sj["count"] = s.count;
-  sj["category"] = s.category >= 0 ? J(d.attr.categories[size_t(s.category)]) : J(nullptr);
-  sj["rule"] = (rules && s.rule >= 0) ? J(rules->rules[size_t(s.rule)].name) : J(nullptr);
+  sj["category"] = s.category >= 0 ? J(s.category_name) : J(nullptr);
+  sj["rule"] = s.rule >= 0 ? J(s.rule_name) : J(nullptr);
   sj["alloc_phase"] = phase_name(s.alloc_phase);
   sj["alloc_iteration"] = s.alloc_iteration;
   sj["free_phase"] = s.freed ? J(phase_name(s.free_phase)) : J(nullptr);
   sj["free_iteration"] = s.freed ? J(s.free_iteration) : J(nullptr);
-  FrameId uf = user_frame(t, s.stack);
-  sj["user_frame"] = uf == UINT32_MAX ? J(nullptr) : frame_json(t, uf);
+  sj["user_frame"] = s.site.user ? frame_json(*s.site.user) : J(nullptr);
   sj["stack"] = J::array();
-  for (FrameId f : t.stacks.frames(s.stack)) sj["stack"].push_back(frame_json(t, f));
+  for (const FrameRef& f : s.site.stack) sj["stack"].push_back(frame_json(f));
   return sj;
 }
 
 }  // namespace
 
-std::string render_json(const Analysis& r, const Trace& t) {
-  const RuleSet* rules = r.rules.get();
+std::string render_json(const Report& r) {
+  const bool kernels = r.kernel_launches > 0;
   J j;
   j["schema"] = "snapdiff/report/1";
   j["tool"] = {{"name", "snapdiff"}, {"version", SNAPDIFF_VERSION}};
@@ -142,10 +136,10 @@ std::string render_json(const Analysis& r, const Trace& t) {
   if (r.kernel_launches > 0) in["kernel_launches"] = r.kernel_launches;
   if (r.profiler_trace || r.ops > 0) in["profiler"] = detail::profiler_input_json(r);
   in["devices"] = J::array();
-  for (const DeviceAnalysis& d : r.devices) in["devices"].push_back(d.device);
+  for (const DeviceView& d : r.devices) in["devices"].push_back(d.device);
   j["input"] = in;
   if (!r.devices.empty()) {
-    J top = device_peak(r.devices[r.peak_device], t);
+    J top = device_peak(r.devices[r.peak_device], kernels);
     top["device"] = r.devices[r.peak_device].device;
     j["peak"] = top;
   } else {
@@ -153,42 +147,41 @@ std::string render_json(const Analysis& r, const Trace& t) {
                  {"time_us", nullptr}, {"device", nullptr}};
   }
   if (!r.devices.empty()) {
-    const DeviceAnalysis& top = r.devices[r.peak_device];
-    j["categories"] = categories_json(top.attr, top.categories);
-    j["phases"] = phases_json(top.attr);
+    const DeviceView& top = r.devices[r.peak_device];
+    j["categories"] = categories_json(top.category_names, top.categories);
+    j["phases"] = phases_json(top);
   } else {
     j["categories"] = J::object();
     j["phases"] = J::array();
   }
   j["devices"] = J::array();
-  for (const DeviceAnalysis& d : r.devices) {
-    const DeviceReplay& rp = d.replay;
+  for (const DeviceView& d : r.devices) {
     J dj;
     dj["device"] = d.device;
     dj["events"] = d.events;
-    dj["streams"] = rp.streams;
-    dj["history"] = !(rp.has_trace && d.events > 0) ? "none" : rp.truncated ? "truncated" : "complete";
+    dj["streams"] = d.streams;
+    dj["history"] = !(d.has_trace && d.events > 0) ? "none" : d.truncated ? "truncated" : "complete";
     dj["first_time_us"] = d.first_time_us == kNoTime ? J(nullptr) : J(d.first_time_us);
     dj["last_time_us"] = d.last_time_us == kNoTime ? J(nullptr) : J(d.last_time_us);
-    dj["peak"] = device_peak(d, t);
-    dj["before_first_event"] = counters_json(rp.baseline);
-    dj["before_first_event"]["allocations"] = rp.pre_trace_allocations;
-    dj["before_first_event"]["allocated_estimated"] = rp.allocated_estimated;
+    dj["peak"] = device_peak(d, kernels);
+    dj["before_first_event"] = counters_json(d.baseline);
+    dj["before_first_event"]["allocations"] = d.pre_trace_allocations;
+    dj["before_first_event"]["allocated_estimated"] = d.allocated_estimated;
     J live;
     live["allocations"] = d.peak_live_allocations;
     live["requested_bytes"] = d.peak_live_requested;
     live["sites"] = J::array();
-    for (const SiteRow& s : d.sites) live["sites"].push_back(site_json(t, d, rules, s));
+    for (const SiteRow& s : d.sites) live["sites"].push_back(site_json(s));
     live["other"] = {{"requested_bytes", d.other_sites.requested_bytes},
                      {"block_bytes", d.other_sites.block_bytes},
                      {"count", d.other_sites.count}};
     dj["live_at_peak"] = live;
-    dj["categories"] = categories_json(d.attr, d.categories);
-    dj["phase_evidence"] = d.attr.phase_evidence;
-    dj["iterations"] = d.attr.iterations;
-    dj["phases"] = phases_json(d.attr);
+    dj["categories"] = categories_json(d.category_names, d.categories);
+    dj["phase_evidence"] = d.phase_evidence;
+    dj["iterations"] = d.iterations;
+    dj["phases"] = phases_json(d);
     J unk = J::array();
-    for (const SiteRow& s : d.unknown_sites) unk.push_back(site_json(t, d, rules, s));
+    for (const SiteRow& s : d.unknown_sites) unk.push_back(site_json(s));
     dj["unknown_at_peak"] = std::move(unk);
     J fnd = J::array();
     for (const Finding& f : d.findings) fnd.push_back({{"kind", f.kind}, {"message", f.message}, {"bytes", f.bytes}});
@@ -208,18 +201,18 @@ std::string render_json(const Analysis& r, const Trace& t) {
                                    {"too_small_threshold_bytes", f.too_small_threshold},
                                    {"too_small_bytes", f.too_small_bytes}};
     J ec;
-    ec["have_dump"] = rp.end_check.have_dump;
-    ec["matches"] = rp.end_check.matches();
-    ec["replay"] = counters_json(rp.end_check.replay);
-    ec["dump"] = counters_json(rp.end_check.dump);
-    ec["replay_segments"] = rp.end_check.replay_segments;
-    ec["dump_segments"] = rp.end_check.dump_segments;
+    ec["have_dump"] = d.end_check.have_dump;
+    ec["matches"] = d.end_check.matches();
+    ec["replay"] = counters_json(d.end_check.replay);
+    ec["dump"] = counters_json(d.end_check.dump);
+    ec["replay_segments"] = d.end_check.replay_segments;
+    ec["dump_segments"] = d.end_check.dump_segments;
     dj["end_state"] = ec;
-    dj["replay_inconsistencies"] = rp.inconsistencies;
-    dj["oom_events"] = rp.oom_events;
-    if (rp.reported_totals) dj["counters"] = "reported";
+    dj["replay_inconsistencies"] = d.inconsistencies;
+    dj["oom_events"] = d.oom_events;
+    if (d.reported_totals) dj["counters"] = "reported";
     if (d.has_ops) {
-      J ops = detail::ops_json(d, t);
+      J ops = detail::ops_json(d);
       for (auto it = ops.begin(); it != ops.end(); ++it) dj[it.key()] = it.value();
     }
     j["devices"].push_back(dj);
@@ -241,7 +234,7 @@ std::string render_json(const Analysis& r, const Trace& t) {
                           {"outside_min_bytes", r.outside_min_bytes},
                           {"outside_max_bytes", r.outside_max_bytes}};
   }
-  if (r.timeline.present) j["memory_timeline"] = detail::timeline_json(r, t);
+  if (r.timeline.present) j["memory_timeline"] = detail::timeline_json(r);
   if (!r.join.devices.empty() || !r.join.trace_name.empty()) {
     J jn;
     jn["trace"] = r.join.trace_name;

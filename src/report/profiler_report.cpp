@@ -102,43 +102,41 @@ std::string op_kernel(const OpRow& r) {
   return s;
 }
 
-std::string where(const Trace& t, const OpRow& r) {
-  if (r.python != UINT32_MAX) return format_frame(t, r.python);
+std::string where(const OpRow& r) {
+  if (r.python_frame) return r.python_frame->label;
   return r.caller.empty() ? std::string("-") : "in " + r.caller;
 }
 
-std::string cat_name(const DeviceAnalysis& d, int c) {
-  return c >= 0 && size_t(c) < d.attr.categories.size() ? d.attr.categories[size_t(c)] : std::string("?");
+std::string cat_name(const DeviceView& d, int c) {
+  return c >= 0 && size_t(c) < d.category_names.size() ? d.category_names[size_t(c)] : std::string("?");
 }
 
-J frame_j(const Trace& t, FrameId f) {
-  if (f == UINT32_MAX) return nullptr;
-  const Frame& fr = t.frames[f];
+J frame_j(const FrameRef& f) {
   J j;
-  j["name"] = std::string(t.strings.get(fr.name));
-  j["file"] = std::string(t.strings.get(fr.file));
-  j["line"] = fr.line >= 0 ? J(fr.line) : J(nullptr);
+  j["name"] = f.name;
+  j["file"] = f.file;
+  j["line"] = f.line >= 0 ? J(f.line) : J(nullptr);
   return j;
 }
 
-J row_j(const DeviceAnalysis& d, const Trace& t, const OpRow& r) {
+J row_j(const DeviceView& d, const OpRow& r) {
   J j;
   j["op"] = r.op.empty() ? J(nullptr) : J(r.op);
   j["kernel"] = r.kernel.empty() ? J(nullptr) : J(r.kernel);
   j["requested_bytes"] = r.bytes;
   j["count"] = r.count;
   j["category"] = r.category >= 0 ? J(cat_name(d, r.category)) : J(nullptr);
-  j["python_frame"] = frame_j(t, r.python);
+  j["python_frame"] = r.python_frame ? frame_j(*r.python_frame) : J(nullptr);
   j["caller"] = r.caller.empty() ? J(nullptr) : J(r.caller);
   J st = J::array();
-  for (FrameId f : t.stacks.frames(r.stack)) st.push_back(frame_j(t, f));
+  for (const FrameRef& f : r.stack_frames) st.push_back(frame_j(f));
   j["stack"] = st;
   return j;
 }
 
 }  // namespace
 
-std::string profiler_input_text(const Analysis& r) {
+std::string profiler_input_text(const Report& r) {
   std::ostringstream o;
   if (r.ops > 0) o << "  ops         " << commas(r.ops) << " (cpu_op ranges)\n";
   if (r.host_memory_events > 0)
@@ -163,8 +161,7 @@ std::string profiler_input_text(const Analysis& r) {
   return o.str();
 }
 
-std::string reported_peak_text(const DeviceAnalysis& d) {
-  const DeviceReplay& rp = d.replay;
+std::string reported_peak_text(const DeviceView& d) {
   std::ostringstream o;
   auto line = [&](const char* name, const PeakPoint& p, const char* note) {
     o << "  " << name << lpad(human_bytes(p.bytes), 11) << "  " << lpad(commas(uint64_t(p.bytes)), 17) << " B";
@@ -173,12 +170,12 @@ std::string reported_peak_text(const DeviceAnalysis& d) {
     o << note << "\n";
   };
   o << "  requested         n/a  (a profiler trace records block sizes, not requested sizes; below, requested = allocated)\n";
-  line("allocated ", rp.peak_allocated, "  (exact: the largest Total Allocated the trace reports)");
-  line("reserved  ", rp.peak_reserved, "  (Total Reserved as reported)");
+  line("allocated ", d.peak_allocated, "  (exact: the largest Total Allocated the trace reports)");
+  line("reserved  ", d.peak_reserved, "  (Total Reserved as reported)");
   return o.str();
 }
 
-std::string no_fragmentation_text(const DeviceAnalysis& d) {
+std::string no_fragmentation_text(const DeviceView& d) {
   const Fragmentation& f = d.frag;
   std::ostringstream o;
   o << "\nFRAGMENTATION AT THE PEAK  cuda:" << d.device << "\n";
@@ -187,7 +184,7 @@ std::string no_fragmentation_text(const DeviceAnalysis& d) {
   return o.str();
 }
 
-OpRowWords op_row_words(const DeviceAnalysis& d, const Trace& t, const OpRow& r, bool by_kernel) {
+OpRowWords op_row_words(const DeviceView& d, const OpRow& r, bool by_kernel) {
   OpRowWords w;
   w.category = cat_name(d, r.category);
   if (by_kernel) {
@@ -195,12 +192,12 @@ OpRowWords op_row_words(const DeviceAnalysis& d, const Trace& t, const OpRow& r,
     w.where = op_or_none(r.other);
   } else {
     w.what = op_kernel(r);
-    w.where = where(t, r);
+    w.where = where(r);
   }
   return w;
 }
 
-std::string ops_text(const DeviceAnalysis& d, const Trace& t) {
+std::string ops_text(const DeviceView& d) {
   if (!d.has_ops) return "";
   std::ostringstream o;
   const int64_t total = d.peak_live_requested;
@@ -210,7 +207,7 @@ std::string ops_text(const DeviceAnalysis& d, const Trace& t) {
   for (const OpRow& r : d.by_op)
     o << "  " << lpad(human_bytes(r.bytes), 10) << "  " << percent(r.bytes, total) << "  " << lpad(commas(r.count), 6)
       << "  " << rpad(cat_name(d, r.category), 19) << "  " << rpad(clip(op_kernel(r), 72), 72) << "  "
-      << where(t, r) << "\n";
+      << where(r) << "\n";
   if (d.other_ops.count > 0)
     o << "  " << lpad(human_bytes(d.other_ops.bytes), 10) << "  " << percent(d.other_ops.bytes, total) << "  "
       << lpad(commas(d.other_ops.count), 6) << "  " << rpad("", 19) << "  [" << commas(d.ops_rows - d.by_op.size())
@@ -232,11 +229,11 @@ std::string ops_text(const DeviceAnalysis& d, const Trace& t) {
 
 namespace {
 
-std::string placement_text(const DeviceAnalysis& d, const Trace& t, const TimelineMoment& m) {
+std::string placement_text(const DeviceView& d, const TimelineMoment& m) {
   std::ostringstream o;
   std::vector<std::pair<int64_t, std::string>> by_cat;
   for (size_t i = 0; i < m.unknown_by_category.size(); ++i)
-    if (m.unknown_by_category[i] > 0) by_cat.push_back({m.unknown_by_category[i], d.attr.categories[i]});
+    if (m.unknown_by_category[i] > 0) by_cat.push_back({m.unknown_by_category[i], d.category_names[i]});
   std::sort(by_cat.begin(), by_cat.end(), [](auto& a, auto& b) { return a.first > b.first; });
   o << "    ";
   for (size_t i = 0; i < by_cat.size(); ++i) o << (i ? ", " : "") << by_cat[i].second << " " << human_bytes(by_cat[i].first);
@@ -247,7 +244,7 @@ std::string placement_text(const DeviceAnalysis& d, const Trace& t, const Timeli
   for (const OpRow& p : m.placements) {
     shown += p.bytes;
     o << "    " << lpad(human_bytes(p.bytes), 10) << "  " << rpad(cat_name(d, p.category), 19) << "  "
-      << rpad(clip(op_kernel(p), 72), 72) << "  " << where(t, p) << "\n";
+      << rpad(clip(op_kernel(p), 72), 72) << "  " << where(p) << "\n";
   }
   if (m.placed > shown) o << "    " << lpad(human_bytes(m.placed - shown), 10) << "  " << rpad("", 19) << "  [other ops]\n";
   if (m.before_profiler > 0)
@@ -269,12 +266,12 @@ std::string when_text(const TimelineMoment& m) {
 
 }  // namespace
 
-std::string timeline_text(const Analysis& r, const Trace& t) {
+std::string timeline_text(const Report& r) {
   const TimelineComparison& c = r.timeline;
   if (!c.present) return "";
   std::ostringstream o;
-  const DeviceAnalysis* d = nullptr;
-  for (const DeviceAnalysis& x : r.devices)
+  const DeviceView* d = nullptr;
+  for (const DeviceView& x : r.devices)
     if (x.device == c.device) d = &x;
   o << "\nPYTORCH'S MEMORY TIMELINE  cuda:" << c.device << "  (" << c.name << ": export_memory_timeline"
     << (c.raw ? ", raw" : "") << ")\n";
@@ -294,7 +291,7 @@ std::string timeline_text(const Analysis& r, const Trace& t) {
   o << "    PYTORCH'S CATEGORY          BYTES     SNAPDIFF'S CATEGORY          BYTES\n";
   std::vector<std::pair<std::string, int64_t>> ours;
   for (size_t i = 0; i < m.snapdiff.size(); ++i)
-    if (m.snapdiff[i] != 0) ours.push_back({d->attr.categories[i], m.snapdiff[i]});
+    if (m.snapdiff[i] != 0) ours.push_back({d->category_names[i], m.snapdiff[i]});
   std::sort(ours.begin(), ours.end(), [](auto& a, auto& b) { return a.second > b.second; });
   const size_t rows = std::max(size_t(MemoryTimeline::kCategories), ours.size());
   for (size_t i = 0; i < rows; ++i) {
@@ -323,14 +320,14 @@ std::string timeline_text(const Analysis& r, const Trace& t) {
   }
   o << "\n  PyTorch's memory timeline calls " << human_bytes(m.unknown) << " unknown at the peak";
   if (m.unknown == 0) o << ".\n";
-  else o << "; snapdiff places it as:\n" << placement_text(*d, t, m);
+  else o << "; snapdiff places it as:\n" << placement_text(*d, m);
   for (size_t k = 1; k < c.moments.size(); ++k) {
     const TimelineMoment& x = c.moments[k];
     o << "\n"
       << wrap_text("  ", "Its unknown is largest elsewhere: " + hb(x.unknown) + " (of " + hb(x.pytorch_total) + ") in " +
                              when_text(x) + ", " + seconds_between(m.time_us, x.time_us) + "; snapdiff places it as:",
                    100)
-      << placement_text(*d, t, x);
+      << placement_text(*d, x);
   }
   o << wrap_text("  ", "(" + commas(m.allocations_matched) + " of " + commas(m.allocations) +
                           " of the trace's allocations up to the peak tied to the timeline; " + c.method + ")",
@@ -338,7 +335,7 @@ std::string timeline_text(const Analysis& r, const Trace& t) {
   return o.str();
 }
 
-J profiler_input_json(const Analysis& r) {
+J profiler_input_json(const Report& r) {
   J j;
   j["ops"] = r.ops;
   j["cpu_memory_events"] = r.host_memory_events;
@@ -346,12 +343,12 @@ J profiler_input_json(const Analysis& r) {
   return j;
 }
 
-J ops_json(const DeviceAnalysis& d, const Trace& t) {
+J ops_json(const DeviceView& d) {
   J j;
   J ops = J::array(), ks = J::array();
-  for (const OpRow& r : d.by_op) ops.push_back(row_j(d, t, r));
+  for (const OpRow& r : d.by_op) ops.push_back(row_j(d, r));
   for (const OpRow& r : d.by_kernel) {
-    J x = row_j(d, t, r);
+    J x = row_j(d, r);
     x["op"] = r.other.empty() ? J(nullptr) : J(r.other);
     ks.push_back(x);
   }
@@ -362,7 +359,7 @@ J ops_json(const DeviceAnalysis& d, const Trace& t) {
   return j;
 }
 
-J timeline_json(const Analysis& r, const Trace& t) {
+J timeline_json(const Report& r) {
   const TimelineComparison& c = r.timeline;
   J j;
   j["name"] = c.name;
@@ -371,8 +368,8 @@ J timeline_json(const Analysis& r, const Trace& t) {
   j["pytorch_peak_bytes"] = c.pytorch_peak;
   j["pytorch_peak_time_us"] = c.pytorch_peak_time_us == kNoTime ? J(nullptr) : J(c.pytorch_peak_time_us);
   j["method"] = c.method;
-  const DeviceAnalysis* d = nullptr;
-  for (const DeviceAnalysis& x : r.devices)
+  const DeviceView* d = nullptr;
+  for (const DeviceView& x : r.devices)
     if (x.device == c.device) d = &x;
   J ms = J::array();
   for (const TimelineMoment& m : c.moments) {
@@ -388,9 +385,9 @@ J timeline_json(const Analysis& r, const Trace& t) {
     x["pytorch_total_bytes"] = m.pytorch_total;
     J sc = J::object(), ub = J::object();
     if (d) {
-      for (size_t i = 0; i < m.snapdiff.size(); ++i) sc[d->attr.categories[i]] = m.snapdiff[i];
+      for (size_t i = 0; i < m.snapdiff.size(); ++i) sc[d->category_names[i]] = m.snapdiff[i];
       for (size_t i = 0; i < m.unknown_by_category.size(); ++i)
-        if (m.unknown_by_category[i] != 0) ub[d->attr.categories[i]] = m.unknown_by_category[i];
+        if (m.unknown_by_category[i] != 0) ub[d->category_names[i]] = m.unknown_by_category[i];
     }
     x["snapdiff_categories"] = sc;
     x["snapdiff_total_bytes"] = m.snapdiff_total;
@@ -406,7 +403,7 @@ J timeline_json(const Analysis& r, const Trace& t) {
     x["unknown_by_category"] = ub;
     J pl = J::array();
     if (d)
-      for (const OpRow& p : m.placements) pl.push_back(row_j(*d, t, p));
+      for (const OpRow& p : m.placements) pl.push_back(row_j(*d, p));
     x["placements"] = pl;
     x["allocations_matched"] = m.allocations_matched;
     x["allocations"] = m.allocations;

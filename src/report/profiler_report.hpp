@@ -9,26 +9,26 @@
 namespace snapdiff::detail {
 
 // INPUT lines: ops, the CPU allocator, the join with a trace.
-std::string profiler_input_text(const Analysis& r);
+std::string profiler_input_text(const Report& r);
 // The PEAK lines of a device whose counters a profiler trace reported.
-std::string reported_peak_text(const DeviceAnalysis& d);
+std::string reported_peak_text(const DeviceView& d);
 // BY OP / BY KERNEL AT THE PEAK.
-std::string ops_text(const DeviceAnalysis& d, const Trace& t);
+std::string ops_text(const DeviceView& d);
 // One BY OP / BY KERNEL row as the text report words it: by op, "op ->
 // kernel" and where it was called from; by kernel, the kernel and the op
 // that launched it; and the category's name.
 struct OpRowWords {
   std::string what, where, category;
 };
-OpRowWords op_row_words(const DeviceAnalysis& d, const Trace& t, const OpRow& r, bool by_kernel);
+OpRowWords op_row_words(const DeviceView& d, const OpRow& r, bool by_kernel);
 // FRAGMENTATION for a device without a block layout.
-std::string no_fragmentation_text(const DeviceAnalysis& d);
+std::string no_fragmentation_text(const DeviceView& d);
 // PYTORCH'S MEMORY TIMELINE.
-std::string timeline_text(const Analysis& r, const Trace& t);
+std::string timeline_text(const Report& r);
 
 // JSON: input.profiler, devices[].by_op/by_kernel, memory_timeline, trace_join.
-nlohmann::ordered_json profiler_input_json(const Analysis& r);
-nlohmann::ordered_json ops_json(const DeviceAnalysis& d, const Trace& t);
-nlohmann::ordered_json timeline_json(const Analysis& r, const Trace& t);
+nlohmann::ordered_json profiler_input_json(const Report& r);
+nlohmann::ordered_json ops_json(const DeviceView& d);
+nlohmann::ordered_json timeline_json(const Report& r);
 
 }  // namespace snapdiff::detail

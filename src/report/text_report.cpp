@@ -9,6 +9,7 @@
 #include "report/profiler_report.hpp"
 #include "report/text_util.hpp"
 #include "snapdiff/report.hpp"
+#include <optional>
 
 namespace snapdiff {
 
@@ -54,54 +55,8 @@ std::string seconds(int64_t us) {
   return b;
 }
 
-// "inner ← caller ← caller" from the innermost user frame outward, at most n frames.
-std::string site_text(const Trace& t, StackId stack, size_t n) {
-  if (stack == 0) return "<no stack recorded>";
-  FrameId uf = user_frame(t, stack);
-  std::string out;
-  bool started = false;
-  size_t shown = 0;
-  std::string last;
-  const bool py = uf != UINT32_MAX && is_python_frame(t, uf);
-  for (StackId s = stack; s != 0 && shown < n; s = t.stacks.node(s).parent) {
-    FrameId f = t.stacks.node(s).frame;
-    if (!started && f != uf) continue;
-    // Callers of a Python frame are Python frames; of a native one, native
-    // frames that are not interpreter or dispatcher plumbing.
-    if (started && (py ? !is_python_frame(t, f) : is_internal_frame(t, f))) continue;
-    started = true;
-    std::string text = format_frame(t, f);
-    if (text == last) continue;  // overloads and inlined copies print alike
-    if (shown) out += " <- ";
-    out += text;
-    last = std::move(text);
-    ++shown;
-  }
-  // Name the innermost Python frame too when it is not the user frame (e.g.
-  // the optimizer function a training loop line calls).
-  for (StackId s = stack; s != 0; s = t.stacks.node(s).parent) {
-    FrameId f = t.stacks.node(s).frame;
-    if (f == uf) break;
-    std::string_view file = t.strings.get(t.frames[f].file);
-    if (file.size() > 3 && file.substr(file.size() - 3) == ".py") {
-      out += "  [in " + format_frame(t, f) + "]";
-      break;
-    }
-  }
-  return out;
-}
-
-// A kernel's scope stack, outermost to innermost: "iter 2 / backward / attn".
-std::string scope_text(const Trace& t, StackId stack) {
-  std::vector<FrameId> fr = t.stacks.frames(stack);  // innermost first
-  if (fr.empty()) return "(outside every scope)";
-  std::string out;
-  for (size_t i = fr.size(); i-- > 0;) {
-    out += std::string(t.strings.get(t.frames[fr[i]].name));
-    if (i) out += " / ";
-  }
-  return out;
-}
+// "inner <- caller <- caller" from the innermost user frame outward, at most n frames.
+std::string site_text(const SiteFrames& s, size_t n) { return detail::site_line(s, n, " <- "); }
 
 // "40 us after the peak", "1.5 ms before the peak", "at the peak's time".
 std::string offset_from_peak(int64_t dt) {
@@ -122,7 +77,7 @@ std::string signed_seconds(int64_t us) {
 
 }  // namespace
 
-std::string render_text(const Analysis& r, const Trace& t) {
+std::string render_text(const Report& r) {
   std::ostringstream o;
   o << "snapdiff report: " << r.input_name << "\n\n";
   o << "INPUT\n";
@@ -145,10 +100,9 @@ std::string render_text(const Analysis& r, const Trace& t) {
                                                 : "complete")
     << "\n";
 
-  for (const DeviceAnalysis& d : r.devices) {
-    const DeviceReplay& rp = d.replay;
-    o << "\nPEAK  cuda:" << d.device << "  (" << with_commas(d.events) << " events, " << rp.streams
-      << (rp.streams == 1 ? " stream" : " streams");
+  for (const DeviceView& d : r.devices) {
+    o << "\nPEAK  cuda:" << d.device << "  (" << with_commas(d.events) << " events, " << d.streams
+      << (d.streams == 1 ? " stream" : " streams");
     if (d.first_time_us != kNoTime)
       o << ", " << utc_time(d.first_time_us) << " + " << seconds(d.last_time_us - d.first_time_us);
     o << ")\n";
@@ -159,39 +113,37 @@ std::string render_text(const Analysis& r, const Trace& t) {
       else o << "   before the first event";
       o << "\n";
     };
-    if (rp.reported_totals) {
+    if (d.reported_totals) {
       o << detail::reported_peak_text(d);
     } else {
-      line("requested ", rp.peak_requested);
-      line("allocated ", rp.peak_allocated);
-      line("reserved  ", rp.peak_reserved);
+      line("requested ", d.peak_requested);
+      line("allocated ", d.peak_allocated);
+      line("reserved  ", d.peak_reserved);
     }
-    const PeakPoint& pk = rp.peak_requested;
+    const PeakPoint& pk = d.peak_requested;
     if (pk.event_index >= 0) {
       o << "  when        event " << with_commas(uint64_t(pk.event_index)) << " of " << with_commas(d.events);
       if (pk.time_us != kNoTime && d.first_time_us != kNoTime) o << ", t = +" << seconds(pk.time_us - d.first_time_us);
       if (d.peak_iteration > 0) o << ", iteration " << d.peak_iteration;
       o << ", " << phase_name(d.peak_phase) << "  (the requested peak: the moment the live tensors are largest)\n";
       o << "  reached by  " << event_kind_name(d.peak_event.kind) << " of " << human_bytes(int64_t(d.peak_event.size))
-        << " at " << format_frame(t, user_frame(t, d.peak_stack)) << "\n";
+        << " at " << (d.peak_user_frame ? d.peak_user_frame->label : std::string("<no stack recorded>")) << "\n";
       if (r.kernel_launches > 0 && pk.time_us != kNoTime) {
-        auto kernel = [&](const char* label, int64_t idx, const char* none) {
+        auto kernel = [&](const char* label, const std::optional<KernelRef>& k, const char* none) {
           o << "  " << label << " ";
-          if (idx < 0) {
+          if (!k) {
             o << none << "\n";
             return;
           }
-          const KernelLaunch& k = t.kernels[size_t(idx)];
-          o << detail::kernel_display_name(t.strings.get(k.name)) << "  (" << offset_from_peak(k.time_us - pk.time_us);
-          if (k.stream != 0) o << ", stream 0x" << hex(k.stream);
-          o << ")  in " << scope_text(t, k.stack) << "\n";
+          o << k->display << "  (" << offset_from_peak(k->time_us - pk.time_us);
+          if (k->stream != 0) o << ", stream 0x" << hex(k->stream);
+          o << ")  in " << k->scope << "\n";
         };
         kernel("last kernel", d.kernel_before, "none launched at or before the peak");
         kernel("next kernel", d.kernel_after, "none launched after the peak");
       }
     }
 
-    const Attribution& at = d.attr;
     if (!d.findings.empty()) {
       o << "\nEXPLANATION  cuda:" << d.device << "\n";
       for (const Finding& fd : d.findings) o << wrap("  * ", fd.message, 100);
@@ -210,7 +162,7 @@ std::string render_text(const Analysis& r, const Trace& t) {
       for (auto& row : rows)
         o << "  " << pad_left(human_bytes(row.first), 10) << "  " << pct(row.first, total) << "  "
           << pad_left(with_commas(d.category_allocations[row.second]), 7) << " "
-          << pad_left(with_commas(d.category_sites[row.second]), 7) << "  " << at.categories[row.second] << "\n";
+          << pad_left(with_commas(d.category_sites[row.second]), 7) << "  " << d.category_names[row.second] << "\n";
       o << "  " << pad_left(human_bytes(total), 10) << "  " << pct(total, total) << "  "
         << pad_left(with_commas(d.peak_live_allocations), 7) << " " << pad_left("", 7) << "  TOTAL (= requested peak)\n";
     }
@@ -219,10 +171,10 @@ std::string render_text(const Analysis& r, const Trace& t) {
       << " allocations, " << human_bytes(d.peak_live_requested) << " requested)\n";
     o << "       BYTES       %   COUNT  CATEGORY             SITE (innermost user frame <- callers)\n";
     for (const SiteRow& s : d.sites) {
-      std::string cat = s.category >= 0 ? at.categories[size_t(s.category)] : "?";
+      std::string cat = s.category >= 0 ? s.category_name : "?";
       o << "  " << pad_right(pad_left(human_bytes(s.requested_bytes), 10) + "  " + pct(s.requested_bytes, d.peak_live_requested) +
                               "  " + pad_left(with_commas(s.count), 6) + "  " + cat, 47)
-        << "  " << site_text(t, s.stack, 3) << "\n";
+        << "  " << site_text(s.site, 3) << "\n";
     }
     if (d.other_sites.count > 0)
       o << "  " << pad_left(human_bytes(d.other_sites.requested_bytes), 10) << "  "
@@ -231,13 +183,13 @@ std::string render_text(const Analysis& r, const Trace& t) {
     o << "  " << pad_left(human_bytes(d.peak_live_requested), 10) << "  " << pct(d.peak_live_requested, d.peak_live_requested)
       << "  " << pad_left(with_commas(d.peak_live_allocations), 6) << "  " << pad_right("", 19) << "  TOTAL\n";
 
-    o << detail::ops_text(d, t);
+    o << detail::ops_text(d);
 
-    if (!at.spans.empty()) {
-      o << "\nPHASES  cuda:" << d.device << "  (found from " << at.phase_evidence << ")\n";
+    if (!d.phases.empty()) {
+      o << "\nPHASES  cuda:" << d.device << "  (found from " << d.phase_evidence << ")\n";
       o << "  ITER  PHASE           EVENTS         START        PEAK        RISE  LARGEST AT THE PHASE PEAK\n";
       // Long runs: the first two iterations, the peak's, and the last one.
-      std::set<int> shown = {0, 1, 2, d.peak_iteration, at.iterations};
+      std::set<int> shown = {0, 1, 2, d.peak_iteration, d.iterations};
       int skipped_from = -1, skipped_to = -1, skipped = 0;
       auto flush_skip = [&]() {
         if (skipped > 0)
@@ -246,7 +198,7 @@ std::string render_text(const Analysis& r, const Trace& t) {
         skipped = 0;
         skipped_from = -1;
       };
-      for (const PhaseSpan& ps : at.spans) {
+      for (const PhaseSpan& ps : d.phases) {
         if (!shown.count(ps.iteration)) {
           if (skipped_from < 0) skipped_from = ps.iteration;
           skipped_to = ps.iteration;
@@ -257,7 +209,7 @@ std::string render_text(const Analysis& r, const Trace& t) {
         size_t big = 0;
         for (size_t i = 0; i < ps.categories.size(); ++i)
           if (ps.categories[i] > ps.categories[big]) big = i;
-        std::string largest = ps.categories.empty() ? "" : at.categories[big] + " " + human_bytes(ps.categories[big]);
+        std::string largest = ps.categories.empty() ? "" : d.category_names[big] + " " + human_bytes(ps.categories[big]);
         o << "  " << pad_left(std::to_string(ps.iteration), 4) << "  " << pad_right(phase_name(ps.phase), 10)
           << pad_left(std::to_string(ps.start_event) + "-" + std::to_string(ps.end_event), 15) << "  "
           << pad_left(human_bytes(ps.start_requested), 10) << "  " << pad_left(human_bytes(ps.peak_requested), 10) << "  "
@@ -274,12 +226,12 @@ std::string render_text(const Analysis& r, const Trace& t) {
       for (const SiteRow& s : d.unknown_sites)
         o << "  " << pad_left(human_bytes(s.requested_bytes), 10) << "  " << pad_left(with_commas(s.count), 6) << "  "
           << pad_right(when(s.alloc_phase, s.alloc_iteration), 17) << "  "
-          << pad_right(s.freed ? when(s.free_phase, s.free_iteration) : "never", 17) << "  " << site_text(t, s.stack, 3)
+          << pad_right(s.freed ? when(s.free_phase, s.free_iteration) : "never", 17) << "  " << site_text(s.site, 3)
           << "\n";
     }
 
     const Fragmentation& f = d.frag;
-    if (rp.reported_totals) {
+    if (d.reported_totals) {
       o << detail::no_fragmentation_text(d);
     } else {
     o << "\nFRAGMENTATION AT THE PEAK  cuda:" << d.device << "\n";
@@ -301,7 +253,7 @@ std::string render_text(const Analysis& r, const Trace& t) {
       << "   (rounding and unsplit block remainders)\n";
     }
 
-    const EndStateCheck& ck = rp.end_check;
+    const EndStateCheck& ck = d.end_check;
     if (ck.have_dump) {
       o << "\nEND STATE vs DUMPED SEGMENTS  cuda:" << d.device << "\n";
       auto cmp = [&](const char* name, int64_t a, int64_t b) {
@@ -315,7 +267,7 @@ std::string render_text(const Analysis& r, const Trace& t) {
         << pad_left(with_commas(ck.dump_segments), 11) << "  dumped\n";
     }
   }
-  o << detail::timeline_text(r, t);
+  o << detail::timeline_text(r);
   if (!r.device_memory.empty()) {
     o << "\nDEVICE MEMORY OUTSIDE THE ALLOCATOR  (cudaMemGetInfo samples: used = total - free)\n";
     o << "  DEVICE           T        USED    RESERVED     OUTSIDE  LABEL\n";
@@ -346,7 +298,7 @@ std::string render_text(const Analysis& r, const Trace& t) {
                                        : "event " + std::to_string(it.free_event) + ", " + phase_name(it.free_phase) +
                                              (it.free_iteration > 0 ? " of iteration " + std::to_string(it.free_iteration) : ""))
         << "\n";
-      o << "      site: " << site_text(t, it.stack, 4) << "\n";
+      o << "      site: " << site_text(it.site, 4) << "\n";
     }
   }
   if (!r.warnings.empty()) {

@@ -3,6 +3,9 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+
+#include "snapdiff/report_view.hpp"
 
 namespace snapdiff::detail {
 
@@ -32,6 +35,18 @@ inline std::string wrap(const std::string& lead, const std::string& text, size_t
     i = j + 1;
   }
   return out + line + "\n";
+}
+
+// A site in one line: its first `n` frames joined by `separator`, then
+// "  [in CALLEE]" when the user frame called into a library function.
+inline std::string site_line(const SiteFrames& s, size_t n, std::string_view separator) {
+  std::string out;
+  for (size_t i = 0; i < s.path.size() && i < n; ++i) {
+    if (i) out += separator;
+    out += s.path[i];
+  }
+  if (!s.callee.empty()) out += "  [in " + s.callee + "]";
+  return out;
 }
 
 }  // namespace snapdiff::detail

@@ -1,0 +1,255 @@
+// snapdiff/report_view.hpp — what the renderers read: the analysis's
+// results resolved into plain rows (names, frames and sites written out, no
+// ids into the Trace), built by the analysis layer (report_view()).
+//
+// Renderers (snapdiff/report.hpp, snapdiff/diff.hpp, snapdiff/chart.hpp)
+// take these and nothing else: no Trace, no replay or attribution state.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "snapdiff/attribution.hpp"  // PhaseSpan
+#include "snapdiff/model.hpp"
+#include "snapdiff/profiler.hpp"     // MemoryTimeline, TraceJoin
+#include "snapdiff/replay.hpp"       // Counters, PeakPoint, EndStateCheck
+
+namespace snapdiff {
+
+// A frame written out: as recorded, and as the reports show it.
+struct FrameRef {
+  std::string name, file;
+  int64_t line = kNoLine;   // kNoLine when unknown
+  std::string label;        // "name (dir/file.py:88)" (FrameTable::label)
+};
+
+// A stack written out for a site row.
+struct SiteFrames {
+  std::vector<std::string> path;   // the user frame, then its callers (at most four labels)
+  std::string callee;              // the Python frame inside the user's call ("" = none)
+  std::optional<FrameRef> user;    // the user frame (none for an empty stack)
+  std::vector<FrameRef> stack;     // every frame, innermost first
+};
+
+// A kernel launch written out.
+struct KernelRef {
+  std::string name;      // as recorded
+  std::string display;   // shortened for the text report
+  int64_t time_us = kNoTime;
+  uint64_t stream = 0;
+  std::string scope;     // its scope stack, outermost first: "iter 2 / backward / attn"
+  std::vector<FrameRef> stack;
+};
+
+// Bytes live at the peak by the op that allocated them, or by the kernel
+// that op launched (inputs with ops: profiler traces, joined snapshots).
+// An allocation's op is the innermost op whose calls launched a kernel
+// (aten::addmm rather than the aten::empty inside it); its kernel is the
+// first that op launched at or after the allocation (else the last before).
+struct OpRow {
+  std::string op;       // "" = allocations outside every op
+  std::string kernel;   // by op: the kernel holding most of the row's bytes; by kernel: the kernel ("" = none)
+  std::string other;    // by kernel: the op holding most of the row's bytes
+  FrameId python = UINT32_MAX;  // the innermost Python frame around the op (the call site), if any
+  std::string caller;           // without one: the op's outermost enclosing op (e.g. the autograd node)
+  StackId stack = 0;            // stack of the row's largest allocation
+  int64_t bytes = 0;            // requested bytes live at the peak
+  uint64_t count = 0;
+  int category = -1;            // snapdiff's category holding most of the bytes
+  // Resolved for the renderers (ids above are the analysis's own):
+  std::string category_name;                // "" when category < 0
+  std::optional<FrameRef> python_frame;     // `python` written out
+  std::vector<FrameRef> stack_frames;       // `stack`, innermost first
+};
+
+// --memory-timeline: PyTorch's own categories (export_memory_timeline) at a
+// moment, and where snapdiff places the bytes PyTorch calls unknown then.
+struct TimelineMoment {
+  std::string label;             // "snapdiff's peak", "PyTorch's largest unknown"
+  int64_t time_us = kNoTime;
+  int64_t event_index = -1;      // the device's last event at or before that time
+  Phase phase = Phase::PreTrace;
+  int iteration = 0;
+  std::array<int64_t, MemoryTimeline::kCategories> pytorch{};  // PyTorch's bytes by its category
+  int64_t pytorch_total = 0;
+  std::vector<int64_t> snapdiff;  // snapdiff's requested bytes by category then
+  int64_t snapdiff_total = 0;
+  int64_t unknown = 0;           // = pytorch[kUnknown]
+  int64_t placed = 0;            // of it, tied to allocations snapdiff knows
+  int64_t before_profiler = 0;   // of it, tensors that existed before profiling (raw export; no address)
+  // Raw export: the bytes allocated before the trace's first event and alive
+  // then, as snapdiff sees them, and the tensors among them by PyTorch's
+  // category (the rest are not tensors: library workspaces and the like).
+  int64_t pre_trace_live = 0;
+  std::array<int64_t, MemoryTimeline::kCategories> pre_trace_tensors{};
+  std::vector<int64_t> unknown_by_category;  // snapdiff category -> placed unknown bytes
+  std::vector<OpRow> placements;             // by snapdiff category, op and kernel
+  uint64_t allocations_matched = 0, allocations = 0;  // the trace's allocations up to then tied to a row
+};
+struct TimelineComparison {
+  bool present = false;
+  std::string name;
+  bool raw = false;
+  int device = 0;
+  int64_t pytorch_peak = 0, pytorch_peak_time_us = kNoTime;  // the timeline's own maximum
+  std::string method;
+  // snapdiff's peak; then, when PyTorch's unknown is larger at another
+  // moment, that moment.
+  std::vector<TimelineMoment> moments;
+};
+
+struct ExplainItem {
+  int device = 0;
+  uint64_t addr = 0;
+  uint64_t requested = 0;
+  StackId stack = 0;
+  SiteFrames site;   // the stack written out
+  int64_t alloc_event = -1, free_event = INT64_MAX;
+  Phase alloc_phase = Phase::PreTrace, free_phase = Phase::Other;
+  int alloc_iteration = 0, free_iteration = 0;
+  std::string category, rule, evidence;
+  uint64_t count = 1;  // for a SITE query: allocations of this stack and category
+  int64_t bytes = 0;   // for a SITE query: their requested bytes in total
+};
+
+struct Warning {
+  std::string code;
+  std::string message;
+};
+
+struct SiteRow {
+  StackId stack = 0;
+  int64_t requested_bytes = 0;
+  int64_t block_bytes = 0;
+  uint64_t count = 0;
+  int category = -1;  // the category holding most of the row's bytes
+  int rule = -1;      // the rule that decided it (for the largest allocation)
+  Phase alloc_phase = Phase::Other;
+  int alloc_iteration = 0;
+  bool freed = false;               // of the largest allocation: freed later, or alive at the end
+  Phase free_phase = Phase::Other;
+  int free_iteration = 0;
+  // Resolved for the renderers:
+  std::string category_name;  // "" when category < 0
+  std::string rule_name;      // "" when no rule
+  SiteFrames site;
+};
+
+// Free cached memory at the peak by block size.
+struct FreeSizeClass {
+  const char* label;
+  uint64_t max_bytes;  // exclusive upper bound
+  uint64_t blocks = 0;
+  int64_t bytes = 0;
+};
+
+struct Fragmentation {
+  int64_t reserved = 0;
+  int64_t allocated = 0;
+  int64_t requested = 0;
+  int64_t free_cached = 0;          // in free blocks (reserved - allocated - pending)
+  int64_t pending_free = 0;         // freed, waiting for other streams
+  int64_t internal = 0;             // allocated - requested (rounding, unsplit remainders)
+  uint64_t free_blocks = 0;
+  uint64_t largest_free_block = 0;
+  uint64_t too_small_threshold = 0; // rounded size of the request that set the peak
+  int64_t too_small_bytes = 0;      // free bytes in blocks smaller than that
+  std::vector<FreeSizeClass> classes;
+};
+
+// One statement of the plain-language explanation, with its bytes.
+struct Finding {
+  std::string kind;
+  std::string message;
+  int64_t bytes = 0;
+};
+
+// One device-memory sample (cudaMemGetInfo) against the allocator.
+struct DeviceMemoryRow {
+  int device = 0;
+  std::string label;
+  int64_t time_us = kNoTime;
+  // From the first event of the sample's device (of the whole trace when that
+  // device has no timed events); kNoTime when either time is unknown.
+  int64_t since_first_event_us = kNoTime;
+  uint64_t free_bytes = 0, total_bytes = 0;
+  int64_t used_bytes = 0;      // total - free: everything on the device
+  int64_t reserved_bytes = 0;  // the caching allocator's segments at that moment
+  int64_t outside_bytes = 0;   // used - reserved: CUDA context, library handles, modules
+};
+
+
+// One device of the report view.
+struct DeviceView {
+  int device = 0;
+  uint64_t events = 0;
+  uint64_t streams = 0;
+  bool has_trace = false;        // the input had an allocator history for it
+  bool truncated = false;        // that history starts mid-run
+  bool reported_totals = false;  // profiler traces: the counters are the trace's own totals
+  PeakPoint peak_requested, peak_allocated, peak_reserved;
+  int64_t allocated_at_peak = 0;  // allocated bytes at the requested peak
+  Counters baseline;              // before the first event
+  uint64_t pre_trace_allocations = 0;
+  bool allocated_estimated = false;
+  EndStateCheck end_check;
+  uint64_t inconsistencies = 0;
+  uint64_t oom_events = 0;
+  // The requested peak and what is live there.
+  int64_t peak_index = -1;
+  Phase peak_phase = Phase::PreTrace;
+  int peak_iteration = 0;
+  bool has_peak_event = false;
+  Event peak_event;                      // the event that set the peak (valid when has_peak_event)
+  std::optional<FrameRef> peak_user_frame;
+  std::vector<std::string> category_names;
+  std::vector<int64_t> categories;       // requested bytes per category at the peak
+  std::vector<uint64_t> category_allocations, category_sites;
+  std::vector<Finding> findings;
+  uint64_t peak_live_allocations = 0;
+  int64_t peak_live_requested = 0;
+  std::vector<SiteRow> sites;
+  SiteRow other_sites;
+  std::vector<SiteRow> unknown_sites;
+  Fragmentation frag;
+  int64_t first_time_us = kNoTime, last_time_us = kNoTime;
+  std::optional<KernelRef> kernel_before, kernel_after;
+  // Phases.
+  std::vector<PhaseSpan> phases;
+  std::string phase_evidence;
+  int iterations = 0;
+  // Inputs with ops.
+  bool has_ops = false;
+  std::vector<OpRow> by_op, by_kernel;
+  OpRow other_ops, other_kernels;
+  uint64_t ops_rows = 0, kernel_rows = 0;
+};
+
+// The report view: everything `snapdiff report` shows.
+struct Report {
+  std::string input_name;
+  SourceInfo source;
+  uint64_t events = 0;
+  bool history_truncated = false;
+  bool has_history = false;
+  std::vector<DeviceView> devices;
+  size_t peak_device = 0;
+  std::vector<Warning> warnings;
+  std::string explain_query;
+  std::vector<ExplainItem> explain;
+  uint64_t explain_total = 0;
+  uint64_t kernel_launches = 0;
+  std::vector<DeviceMemoryRow> device_memory;
+  int64_t outside_min_bytes = 0, outside_max_bytes = 0;
+  bool profiler_trace = false;
+  uint64_t ops = 0;
+  uint64_t host_memory_events = 0;
+  int64_t host_peak_bytes = 0;
+  TraceJoin join;
+  TimelineComparison timeline;
+};
+
+}  // namespace snapdiff
