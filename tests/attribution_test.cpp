@@ -112,7 +112,7 @@ TEST_CASE("foreach steps hold one model-sized temporary; the per-parameter loop 
     }
     CHECK(steps == 3);
     bool said = false;
-    for (const Finding& f : d.findings) said |= f.kind == "optimizer_transient";
+    for (const Finding& f : d.findings) said |= f.code == Code::OptimizerTransient;
     CHECK(said);
   }
 }

@@ -125,7 +125,7 @@ TEST_CASE("diff of the full-size runs names the FP8 transposes, the dropped bf16
   Analysis rb = analyze(bf16, {}), rf = analyze(fp8, {}), rp = analyze(pw, {});
   auto text = [](const Diff& d) {
     std::string all;
-    for (const Finding& f : d.findings) all += f.kind + ": " + f.message + "\n";
+    for (const Finding& f : d.findings) all += std::string(code_name(f.code)) + ": " + finding_text(f) + "\n";
     return all;
   };
   // bf16 -> fp8: activations grow by the weight transposes and FP8 inputs kept
@@ -143,6 +143,6 @@ TEST_CASE("diff of the full-size runs names the FP8 transposes, the dropped bf16
   CHECK(b.find("half the bytes per element") != std::string::npos);
   bool transient = false;
   for (const Finding& f : d.findings)
-    if (f.kind == "optimizer_transient") transient = f.bytes < -int64_t(9) * (int64_t(1) << 30);
+    if (f.code == Code::DiffOptimizerTransient) transient = f.bytes < -int64_t(9) * (int64_t(1) << 30);
   CHECK(transient);
 }

@@ -69,15 +69,15 @@ TEST_CASE("diff shows the foreach step's transient and its absence in the per-pa
   CHECK(seen);
   bool finding = false;
   for (const Finding& f : p->d.findings)
-    if (f.kind == "optimizer_transient") {
+    if (f.code == Code::DiffOptimizerTransient) {
       finding = true;
       CHECK(f.bytes < 0);
-      CHECK(f.message.find("foreach") != std::string::npos);
+      CHECK(finding_text(f).find("foreach") != std::string::npos);
     }
   CHECK(finding);
   bool params = false;
   for (const Finding& f : p->d.findings)
-    params |= f.kind == "category" && f.message.rfind("parameter", 0) == 0 && f.message.find("half the bytes") != std::string::npos;
+    params |= f.code == Code::DiffCategory && finding_text(f).rfind("parameter", 0) == 0 && finding_text(f).find("half the bytes") != std::string::npos;
   CHECK(params);
 }
 

@@ -45,7 +45,7 @@ TEST_CASE("the OOM run reports its out-of-memory event", "[exact]") {
   Trace t = load_trace(test::real_data("small_oom.pickle"));
   Analysis r = analyze(t, {});
   bool has = false;
-  for (auto& w : r.warnings) has |= w.code == "oom";
+  for (auto& w : r.warnings) has |= w.code == Code::Oom;
   CHECK(has);
   CHECK(r.devices[0].replay.oom_events == 1);
 }
@@ -77,7 +77,7 @@ TEST_CASE("xxl_fp8: wrapped history, requested peak exact", "[exact][xxl]") {
   Analysis r = analyze(t, {});
   CHECK(r.history_truncated);
   bool warned = false;
-  for (auto& w : r.warnings) warned |= w.code == "history_truncated";
+  for (auto& w : r.warnings) warned |= w.code == Code::HistoryTruncated;
   CHECK(warned);
   auto ms = test::truth("xxl_fp8")["memory_stats"];
   const DeviceReplay& rp = r.devices[r.peak_device].replay;

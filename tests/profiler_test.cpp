@@ -398,7 +398,7 @@ TEST_CASE("tiny trace: totals that disagree with the events are reported, the re
   CHECK(rp.peak_allocated.bytes == 5000);
   Analysis r = analyze(t, ReportOptions{});
   bool warned = false;
-  for (const Warning& w : r.warnings) warned |= w.code == "replay_inconsistent";
+  for (const Warning& w : r.warnings) warned |= w.code == Code::ReplayInconsistent;
   CHECK(warned);
 }
 

@@ -13,6 +13,11 @@ namespace snapdiff {
 std::string render_text(const Report& r);
 std::string render_json(const Report& r);  // schemas/report.schema.json
 
+// The words of a finding or a warning (src/report/words.cpp); warnings start
+// with their device ("device 0: ...").
+std::string finding_text(const Finding& f);
+std::string warning_text(const Warning& w);
+
 // Binary byte units with one decimal: "1.5 GiB", "512 B".
 std::string human_bytes(int64_t bytes);
 std::string human_delta(int64_t bytes);

@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "snapdiff/attribution.hpp"  // PhaseSpan
+#include "snapdiff/catalogue.hpp"
 #include "snapdiff/model.hpp"
 #include "snapdiff/profiler.hpp"     // MemoryTimeline, TraceJoin
 #include "snapdiff/replay.hpp"       // Counters, PeakPoint, EndStateCheck
@@ -115,10 +117,7 @@ struct ExplainItem {
   int64_t bytes = 0;   // for a SITE query: their requested bytes in total
 };
 
-struct Warning {
-  std::string code;
-  std::string message;
-};
+
 
 struct SiteRow {
   StackId stack = 0;
@@ -160,11 +159,115 @@ struct Fragmentation {
   std::vector<FreeSizeClass> classes;
 };
 
-// One statement of the plain-language explanation, with its bytes.
+// ---- Findings and warnings: a code and its numbers ------------------------
+// The analysis fills the facts; the report layer writes the words
+// (finding_text(), warning_text() in snapdiff/report.hpp). Codes, severities
+// and descriptions: snapdiff/catalogue.hpp.
+
+// Code::Peak: where the peak is and what it is made of.
+struct PeakFacts {
+  int64_t peak = 0;
+  Phase phase = Phase::PreTrace;
+  int iteration = 0;
+  bool truncated = false;  // the history starts mid-run: "of the recorded window"
+  struct Part {
+    std::string category;
+    int64_t bytes = 0;
+    int kept_from_iteration = 0;  // gradients: most of them kept from this earlier iteration (0 = not)
+  };
+  std::vector<Part> parts;  // largest first
+};
+// Code::OptimizerTransient: the step that rises most above its start.
+struct OptimizerStepFacts {
+  int iteration = 0;
+  int64_t rise = 0;
+  int64_t new_state = 0;     // optimizer state created in the step (its first)
+  size_t similar = 0;        // other steps that rise as much (>= 90%)
+  size_t steps = 0;
+  int64_t temporaries = 0;   // optimizer temporaries live at the step's peak
+  int64_t gradients = 0;     // gradients live then
+  std::string site;          // the temporaries' largest site ("" = none), and the
+  std::string site_callee;   // Python function inside it the user's line called ("" = none)
+};
+// Code::Unknown: bytes no rule placed.
+struct UnknownFacts {
+  int64_t unknown = 0;
+  int64_t before_profiler = 0;  // of it, allocated before a profiler started
+};
+// Code::DiffPeak.
+struct DiffPeakFacts {
+  int64_t a = 0, b = 0;  // requested peaks
+  int a_iteration = 0, b_iteration = 0;
+  Phase a_phase = Phase::Other, b_phase = Phase::Other;
+};
+// Code::DiffCategory.
+struct DiffCategoryFacts {
+  std::string category;
+  int64_t a = 0, b = 0;
+  // parameter: the bytes and tensors of parameters at each peak.
+  bool parameters = false;
+  double parameter_ratio = 0;  // B's bytes / A's
+  uint64_t a_tensors = 0, b_tensors = 0;
+  // The largest groups of sites with the change, and those against it.
+  struct Group {
+    std::string name;
+    int64_t delta = 0;
+    size_t sites = 0;
+    bool all_new = false, all_gone = false;
+  };
+  std::vector<Group> mostly, offset;
+  // Without groups: the site with the largest change in its direction.
+  bool has_top_site = false;
+  int64_t top_delta = 0;
+  std::string top_site;
+  bool top_new = false, top_gone = false;
+  bool gradients_kept = false;  // both peaks after the first iteration
+};
+// Code::DiffOptimizerTransient.
+struct DiffStepFacts {
+  int64_t a_temporaries = 0, b_temporaries = 0;
+  int64_t a_gradients = 0, b_gradients = 0;
+};
+
 struct Finding {
-  std::string kind;
-  std::string message;
-  int64_t bytes = 0;
+  Code code = Code::Peak;
+  int64_t bytes = 0;  // its size, for the order (signed in diffs)
+  std::variant<PeakFacts, OptimizerStepFacts, UnknownFacts, DiffPeakFacts, DiffCategoryFacts, DiffStepFacts> facts;
+};
+
+// Code::ProfilerWindow.
+struct ProfilerWindowFacts {
+  int64_t allocated_before = 0;
+};
+// Code::HistoryTruncated.
+struct HistoryTruncatedFacts {
+  int64_t requested = 0, reserved = 0;  // live before the first event
+  uint64_t allocations = 0;
+  bool allocated_estimated = false;
+};
+// Code::EndStateMismatch.
+struct EndStateFacts {
+  bool truncated = false;
+  Counters replay, dump;
+};
+// Code::ReplayInconsistent.
+struct InconsistentFacts {
+  uint64_t events = 0;
+  bool reported_totals = false;
+  std::string first;  // the first one, explained ("" = none recorded)
+};
+// Code::Oom.
+struct OomFacts {
+  uint64_t errors = 0;
+  bool has_first = false;
+  uint64_t first_size = 0, first_free = 0;  // what the first asked for, and CUDA's free bytes then
+};
+
+struct Warning {
+  Code code = Code::NoHistory;
+  int device = 0;
+  std::variant<std::monostate, ProfilerWindowFacts, HistoryTruncatedFacts, EndStateFacts, InconsistentFacts, OomFacts>
+      facts;
 };
 
 // One device-memory sample (cudaMemGetInfo) against the allocator.

@@ -7,7 +7,6 @@
 #include <unordered_map>
 
 #include "snapdiff/frame_names.hpp"
-#include "snapdiff/report.hpp"  // FIXME(issue 13): findings words move to the report layer
 
 namespace snapdiff {
 
@@ -99,13 +98,6 @@ std::string top_cat(const std::map<std::string, int64_t>& m) {
   return best;
 }
 
-std::string pct_text(int64_t delta, int64_t base) {
-  if (base == 0) return delta == 0 ? "0%" : "new";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.1f%%", 100.0 * double(delta) / double(base));
-  return buf;
-}
-
 struct ParamStats {
   int64_t bytes = 0;
   uint64_t count = 0;
@@ -144,18 +136,6 @@ StepStats largest_step(const DeviceAnalysis& d) {
   return s;
 }
 
-std::string step_kind(const StepStats& s) {
-  if (s.grads <= 0) return "";
-  double r = double(s.temp) / double(s.grads);
-  char buf[160];
-  if (r >= 0.9)
-    std::snprintf(buf, sizeof buf, " (%.0f%% of its gradients: a multi-tensor/foreach step materializes each stage for every parameter at once)", 100 * r);
-  else if (r > 0)
-    std::snprintf(buf, sizeof buf, " (%.0f%% of its gradients: the update works on a part of the parameters at a time)", 100 * r);
-  else
-    std::snprintf(buf, sizeof buf, " (none: the update works in place)");
-  return buf;
-}
 
 }  // namespace
 
@@ -284,16 +264,10 @@ Diff diff_reports(const Trace& ta, const Analysis& a, const Trace& tb, const Ana
   const int64_t scale = std::max(da.replay.peak_requested.bytes, db.replay.peak_requested.bytes);
   const int64_t material = std::max<int64_t>(scale / 100, int64_t(1) << 20);
   auto is_material = [&](int64_t x) { return std::llabs(x) >= material; };
-  if (is_material(d.peak_delta[0])) {
-    std::string m = "The peak moves " + human_delta(d.peak_delta[0]) + " (" +
-                    pct_text(d.peak_delta[0], da.replay.peak_requested.bytes) + "): " +
-                    human_bytes(da.replay.peak_requested.bytes) + " in A (iteration " +
-                    std::to_string(da.peak_iteration) + ", " + phase_name(da.peak_phase) + ") against " +
-                    human_bytes(db.replay.peak_requested.bytes) + " in B (iteration " +
-                    std::to_string(db.peak_iteration) + ", " + phase_name(db.peak_phase) + ").";
-    d.findings.push_back({"peak", m, d.peak_delta[0]});
-  }
-  // The site with the largest change within a category.
+  if (is_material(d.peak_delta[0]))
+    d.findings.push_back({Code::DiffPeak, d.peak_delta[0],
+                          DiffPeakFacts{da.replay.peak_requested.bytes, db.replay.peak_requested.bytes,
+                                        da.peak_iteration, db.peak_iteration, da.peak_phase, db.peak_phase}});
   // The site with the largest change in the direction of the category's change.
   auto top_site = [&](const std::string& cat, int64_t dir) -> const SiteDelta* {
     const SiteDelta* best = nullptr;
@@ -305,18 +279,17 @@ Diff diff_reports(const Trace& ta, const Analysis& a, const Trace& tb, const Ana
   };
   for (const CategoryDelta& c : d.categories) {
     if (!is_material(c.delta())) continue;
-    std::string m = c.name + " " + human_delta(c.delta()) + " at the peak (" + human_bytes(c.a) + " in A, " +
-                    human_bytes(c.b) + " in B)";
+    DiffCategoryFacts f;
+    f.category = c.name;
+    f.a = c.a;
+    f.b = c.b;
     if (c.name == "parameter") {
       ParamStats pa = params_at_peak(da), pb = params_at_peak(db);
       if (pa.bytes > 0) {
-        double r = double(pb.bytes) / double(pa.bytes);
-        char buf[200];
-        std::snprintf(buf, sizeof buf, ": B's parameters take %.2fx A's bytes (%llu tensors in A, %llu in B)", r,
-                      (unsigned long long)pa.count, (unsigned long long)pb.count);
-        m += buf;
-        if (r > 0.4 && r < 0.6) m += " — B stores its weights in half the bytes per element (e.g. 1-byte FP8 instead of 2-byte bf16)";
-        else if (r > 1.8 && r < 2.2) m += " — B stores its weights in twice the bytes per element (e.g. fp32 instead of bf16)";
+        f.parameters = true;
+        f.parameter_ratio = double(pb.bytes) / double(pa.bytes);
+        f.a_tensors = pa.count;
+        f.b_tensors = pb.count;
       }
     } else if (groups.count(c.name)) {
       // The largest groups of sites in the category's direction, and what
@@ -331,40 +304,29 @@ Diff diff_reports(const Trace& ta, const Analysis& a, const Trace& tb, const Ana
           return x->name < y->name;
         });
         if (v.size() > 3) v.resize(3);
-        return v;
-      };
-      auto say = [&](const std::vector<const SiteGroup*>& v) {
-        std::string out;
-        for (size_t i = 0; i < v.size(); ++i) {
-          const SiteGroup& g = *v[i];
-          out += (i ? ", " : "") + human_delta(g.delta) + " at " + g.name;
-          if (g.sites > 1) out += " (" + std::to_string(g.sites) + " call paths)";
-          out += g.all_new ? " [NEW]" : g.all_gone ? " [GONE]" : "";
-        }
+        std::vector<DiffCategoryFacts::Group> out;
+        for (const SiteGroup* g : v) out.push_back({g->name, g->delta, g->sites, g->all_new, g->all_gone});
         return out;
       };
-      auto with = ranked(c.delta());
-      if (!with.empty()) m += "; mostly " + say(with);
-      auto against = ranked(-c.delta());
-      if (!against.empty()) m += "; partly offset by " + say(against);
+      f.mostly = ranked(c.delta());
+      f.offset = ranked(-c.delta());
     } else if (const SiteDelta* s = top_site(c.name, c.delta())) {
-      m += "; largest change " + human_delta(s->delta()) + " at " + s->display +
-           (s->a_count == 0 ? " [NEW]" : s->b_count == 0 ? " [GONE]" : "");
+      f.has_top_site = true;
+      f.top_delta = s->delta();
+      f.top_site = s->display;
+      f.top_new = s->a_count == 0;
+      f.top_gone = s->b_count == 0;
     }
-    if (c.name == "gradient" && da.peak_iteration > 1 && db.peak_iteration > 1) m += " (gradients kept from earlier iterations)";
-    m += ".";
-    d.findings.push_back({"category", m, c.delta()});
+    f.gradients_kept = c.name == "gradient" && da.peak_iteration > 1 && db.peak_iteration > 1;
+    d.findings.push_back({Code::DiffCategory, c.delta(), std::move(f)});
   }
   // The optimizer step's transient.
   StepStats oa = largest_step(da), ob = largest_step(db);
-  if ((oa.any || ob.any) && is_material(ob.temp - oa.temp)) {
-    std::string m = "Optimizer step transient " + human_delta(ob.temp - oa.temp) + ": A's largest step holds " +
-                    human_bytes(oa.temp) + " of optimizer temporaries at its peak" + step_kind(oa) + "; B's " +
-                    human_bytes(ob.temp) + step_kind(ob) + ".";
-    d.findings.push_back({"optimizer_transient", m, ob.temp - oa.temp});
-  }
+  if ((oa.any || ob.any) && is_material(ob.temp - oa.temp))
+    d.findings.push_back(
+        {Code::DiffOptimizerTransient, ob.temp - oa.temp, DiffStepFacts{oa.temp, ob.temp, oa.grads, ob.grads}});
   std::stable_sort(d.findings.begin(), d.findings.end(), [](const Finding& x, const Finding& y) {
-    if ((x.kind == "peak") != (y.kind == "peak")) return x.kind == "peak";
+    if ((x.code == Code::DiffPeak) != (y.code == Code::DiffPeak)) return x.code == Code::DiffPeak;
     return std::llabs(x.bytes) > std::llabs(y.bytes);
   });
   return d;

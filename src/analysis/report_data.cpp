@@ -107,7 +107,7 @@ namespace {
 // The plain-language explanation: statements computed from the data, largest
 // first. Nothing here is keyed on file names; each statement appears only
 // when its measured effect is material.
-void explain(const Trace& t, DeviceAnalysis& d) {
+void explain(const FrameTable* frames, DeviceAnalysis& d) {
   const Attribution& a = d.attr;
   const int64_t peak = d.replay.peak_requested.bytes;
   if (peak <= 0 || a.categories.empty()) return;
@@ -118,20 +118,18 @@ void explain(const Trace& t, DeviceAnalysis& d) {
   };
   // 1. Where the peak is and what it is made of.
   {
-    std::string m = "The peak, " + human_bytes(peak) + ", is reached";
-    if (d.peak_phase == Phase::PreTrace) m += " before the recorded history";
-    else if (d.peak_iteration > 0)
-      m += " in iteration " + std::to_string(d.peak_iteration) + (d.replay.truncated ? " of the recorded window" : "") +
-           " during the " + phase_name(d.peak_phase);
-    else m += " during " + std::string(phase_name(d.peak_phase));
-    m += ":";
+    PeakFacts f;
+    f.peak = peak;
+    f.phase = d.peak_phase;
+    f.iteration = d.peak_iteration;
+    f.truncated = d.replay.truncated;
     std::vector<std::pair<int64_t, size_t>> parts;
     for (size_t i = 0; i < a.categories.size(); ++i)
       if (d.categories[i] > 0) parts.push_back({d.categories[i], i});
     std::sort(parts.begin(), parts.end(), [](auto& x, auto& y) { return x.first > y.first; });
-    for (size_t k = 0; k < parts.size(); ++k) {
-      m += (k ? ", " : " ") + a.categories[parts[k].second] + " " + human_bytes(parts[k].first);
-      if (a.categories[parts[k].second] == "gradient" && d.peak_iteration > 1) {
+    for (const auto& [bytes, c] : parts) {
+      PeakFacts::Part part{a.categories[c], bytes, 0};
+      if (a.categories[c] == "gradient" && d.peak_iteration > 1) {
         // Gradients allocated in an earlier iteration and still alive.
         int64_t old = 0;
         int first_it = d.peak_iteration;
@@ -144,12 +142,11 @@ void explain(const Trace& t, DeviceAnalysis& d) {
             first_it = std::min(first_it, it);
           }
         }
-        if (old * 2 > parts[k].first)
-          m += " (kept from iteration " + std::to_string(first_it) + ": gradients are not freed between iterations)";
+        if (old * 2 > bytes) part.kept_from_iteration = first_it;
       }
+      f.parts.push_back(std::move(part));
     }
-    m += ".";
-    d.findings.push_back({"peak", m, peak});
+    d.findings.push_back({Code::Peak, peak, std::move(f)});
   }
   // 2. Optimizer steps that rise well above their start: the largest one,
   // and how many others are like it.
@@ -182,36 +179,21 @@ void explain(const Trace& t, DeviceAnalysis& d) {
       int64_t top_b = -1;
       for (auto& kv : by_site)
         if (kv.second > top_b || (kv.second == top_b && kv.first < top)) top = kv.first, top_b = kv.second;
-      std::string m = "The optimizer step of iteration " + std::to_string(s.iteration) + " rises " + human_bytes(rise) +
-                      " above its start";
+      OptimizerStepFacts f;
+      f.iteration = s.iteration;
+      f.rise = rise;
       for (size_t i = 0; i < a.categories.size(); ++i)
-        if (a.categories[i] == "optimizer_state" && s.categories[i] - at_start[i] > 0)
-          m += " (" + human_bytes(s.categories[i] - at_start[i]) + " of it new optimizer state, created on the first step)";
-      if (similar > 0)
-        m += " (" + std::to_string(similar + 1) + " of the " + std::to_string(steps) + " steps rise as much)";
-      if (temp > 0) {
-        m += ": " + human_bytes(temp) + " of optimizer temporaries live at its peak";
-        if (grads > 0 && temp * 10 >= grads * 9)
-          m += ", about one copy of all gradients (" + human_bytes(grads) +
-               ") — a multi-tensor (foreach) step materializes each stage for every parameter at once";
-        else if (grads > 0)
-          m += " (" + std::to_string(int64_t(100.0 * double(temp) / double(grads) + 0.5)) +
-               "% of the gradients' size: the update works on a part of the parameters at a time)";
-        if (top != 0) {
-          m += "; largest site " + format_frame(t, user_frame(t, top));
-          const FrameId uf = user_frame(t, top);
-          for (StackId x = top; x != 0; x = t.stacks.node(x).parent) {
-            FrameId f = t.stacks.node(x).frame;
-            if (f == uf) break;  // only frames inside the user's call
-            if (is_python_frame(t, f)) {
-              m += " in " + format_frame(t, f);
-              break;
-            }
-          }
-        }
+        if (a.categories[i] == "optimizer_state" && s.categories[i] - at_start[i] > 0) f.new_state = s.categories[i] - at_start[i];
+      if (similar > 0) f.similar = similar, f.steps = steps;
+      f.temporaries = temp;
+      f.gradients = grads;
+      if (temp > 0 && top != 0) {
+        const FrameTable& ft = *frames;
+        f.site = ft.label(ft.user_frame(top));
+        const FrameId callee = ft.python_callee(top);
+        if (callee != kNoFrame) f.site_callee = ft.label(callee);
       }
-      m += ".";
-      d.findings.push_back({"optimizer_transient", m, rise});
+      d.findings.push_back({Code::OptimizerTransient, rise, std::move(f)});
     }
   }
   // 3. What no rule could place.
@@ -225,18 +207,7 @@ void explain(const Trace& t, DeviceAnalysis& d) {
         const Allocation& al = a.allocations[id];
         if (al.alloc_event < 0 && al.addr == 0 && a.categories[al.category] == "unknown") before += int64_t(al.requested);
       }
-    std::string m = human_bytes(unk) + " at the peak fits no rule";
-    if (before > 0) {
-      m += ": " + human_bytes(before) +
-           " of it was allocated before the profiler started and is still alive (typically parameters, optimizer "
-           "state and library workspaces; a trace does not say which: join a snapshot of the run with --trace, or "
-           "compare PyTorch's view with --memory-timeline)";
-      if (unk > before) m += "; for the rest see UNKNOWN AT THE PEAK.";
-      else m += ".";
-    } else {
-      m += "; see UNKNOWN AT THE PEAK for each allocation's frames, phase and lifetime.";
-    }
-    d.findings.push_back({"unknown", m, unk});
+    d.findings.push_back({Code::Unknown, unk, UnknownFacts{unk, before}});
   }
   std::stable_sort(d.findings.begin() + 1, d.findings.end(),
                    [](const Finding& x, const Finding& y) { return x.bytes > y.bytes; });
@@ -519,7 +490,7 @@ Analysis analyze(const Trace& trace, const ReportOptions& opts) {
           break;
         }
     }
-    explain(trace, dr);
+    explain(r.frames.get(), dr);
     detail::ops_at_peak(trace, dev, dr, opts.top_sites);
     r.devices.push_back(std::move(dr));
   }
@@ -540,76 +511,36 @@ Analysis analyze(const Trace& trace, const ReportOptions& opts) {
   // Warnings.
   for (const DeviceAnalysis& d : r.devices) {
     const DeviceReplay& rp = d.replay;
-    std::string dv = "device " + std::to_string(d.device) + ": ";
+    auto warn = [&](Code code, auto facts) { r.warnings.push_back({code, d.device, std::move(facts)}); };
     if (rp.has_trace && d.events > 0) r.has_history = true;
     if (rp.truncated && rp.reported_totals) {
       r.history_truncated = true;
-      r.warnings.push_back(
-          {"profiler_window",
-           dv + "the profiler started with " + human_bytes(rp.baseline.allocated) +
-               " already allocated (the model, optimizer state, workspaces, ...): " +
-               "allocations freed inside the trace are known by their frees; the rest is one row, "
-               "'<allocated before the profiler started>', whose sites the trace cannot tell. The peak is exact "
-               "for the profiled window (= the largest Total Allocated the trace reports); a higher peak before "
-               "it cannot be seen"});
+      warn(Code::ProfilerWindow, ProfilerWindowFacts{rp.baseline.allocated});
     } else if (rp.truncated) {
       r.history_truncated = true;
-      r.warnings.push_back(
-          {"history_truncated",
-           dv + "the recorded history starts mid-run (the ring buffer wrapped): " +
-               human_bytes(rp.baseline.requested) + " in " + std::to_string(rp.pre_trace_allocations) +
-               " allocations and " + human_bytes(rp.baseline.reserved) +
-               " of segments were live before the first event. They are rebuilt from later frees and the "
-               "dump, so the requested peak is exact for the recorded window; a higher peak before the window "
-               "cannot be seen" +
-               (rp.allocated_estimated ? ", and block sizes of some early allocations are estimated, so the "
-                                         "allocated peak may be off by their rounding"
-                                       : "")});
+      warn(Code::HistoryTruncated, HistoryTruncatedFacts{rp.baseline.requested, rp.baseline.reserved,
+                                                         rp.pre_trace_allocations, rp.allocated_estimated});
     }
-    if (!rp.has_trace || d.events == 0) {
-      r.warnings.push_back({"no_history", dv +
-                                              "the snapshot has no allocation history (recorded without "
-                                              "_record_memory_history, or a bare segment list): the figures are the "
-                                              "dump-time state only, not a peak"});
-    }
-    if (rp.end_check.have_dump && !rp.end_check.matches() && !rp.truncated) {
-      r.warnings.push_back(
-          {"end_state_mismatch",
-           dv + "replayed end state (requested " + std::to_string(rp.end_check.replay.requested) + ", allocated " +
-               std::to_string(rp.end_check.replay.allocated) + ", reserved " +
-               std::to_string(rp.end_check.replay.reserved) + ") differs from the dumped segments (requested " +
-               std::to_string(rp.end_check.dump.requested) + ", allocated " +
-               std::to_string(rp.end_check.dump.allocated) + ", reserved " +
-               std::to_string(rp.end_check.dump.reserved) + ")"});
-    } else if (rp.end_check.have_dump && !rp.end_check.matches() && rp.truncated) {
-      r.warnings.push_back({"end_state_mismatch",
-                            dv + "replayed end state differs from the dump by " +
-                                human_delta(rp.end_check.replay.allocated - rp.end_check.dump.allocated) +
-                                " allocated (expected with a truncated history)"});
-    }
-    if (rp.inconsistencies > 0) {
-      std::string m = dv + std::to_string(rp.inconsistencies) +
-                      (rp.reported_totals ? " events disagree with the totals the trace reports (first: "
-                                          : " events did not fit the replayed allocator layout (first: ") +
-                      (rp.notes.empty() ? std::string("?") : rp.notes.front()) + ")";
-      r.warnings.push_back({"replay_inconsistent", m});
-    }
+    if (!rp.has_trace || d.events == 0) warn(Code::NoHistory, std::monostate{});
+    if (rp.end_check.have_dump && !rp.end_check.matches())
+      warn(Code::EndStateMismatch, EndStateFacts{rp.truncated, rp.end_check.replay, rp.end_check.dump});
+    if (rp.inconsistencies > 0)
+      warn(Code::ReplayInconsistent,
+           InconsistentFacts{rp.inconsistencies, rp.reported_totals, rp.notes.empty() ? std::string() : rp.notes.front()});
     if (rp.oom_events > 0) {
-      std::string m = dv + "the run hit " + std::to_string(rp.oom_events) + " out-of-memory error" +
-                      (rp.oom_events > 1 ? "s" : "");
-      const Trace& t = trace;
-      for (const Device& dev : t.devices)
-        if (dev.index == d.device)
-          for (const Event& e : dev.events)
-            if (e.kind == EventKind::Oom) {
-              m += "; the first asked for " + human_bytes(int64_t(e.size)) + " while CUDA reported " +
-                   human_bytes(int64_t(e.addr)) + " free on the device";
-              break;
-            }
-      r.warnings.push_back({"oom", m});
+      OomFacts f;
+      f.errors = rp.oom_events;
+      if (const Device* dev = trace.find_device(d.device))
+        for (const Event& e : dev->events)
+          if (e.kind == EventKind::Oom) {
+            f.has_first = true;
+            f.first_size = e.size;
+            f.first_free = e.addr;  // an oom entry's addr is CUDA's free bytes
+            break;
+          }
+      warn(Code::Oom, f);
     }
-    if (d.events > 0 && d.first_time_us == kNoTime)
-      r.warnings.push_back({"no_timestamps", dv + "events carry no time_us (PyTorch < 2.2): times are event indices"});
+    if (d.events > 0 && d.first_time_us == kNoTime) warn(Code::NoTimestamps, std::monostate{});
   }
   detail::resolve_rows(r);
   return r;

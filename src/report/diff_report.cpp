@@ -54,7 +54,7 @@ std::string render_diff_text(const Diff& d) {
 
   o << "\nFINDINGS\n";
   if (d.findings.empty()) o << "  none: no difference reaches 1% of the peak\n";
-  for (const Finding& f : d.findings) o << wrap("  * ", f.message, 100);
+  for (const Finding& f : d.findings) o << wrap("  * ", finding_text(f), 100);
 
   o << "\nCATEGORIES AT EACH PEAK          A            B        DELTA\n";
   int64_t ta = 0, tb = 0;
@@ -127,7 +127,7 @@ std::string render_diff_json(const Diff& d) {
                           {"status", s.a_count == 0 ? "new" : s.b_count == 0 ? "gone" : "changed"}});
   j["other_sites"] = {{"a_bytes", d.other_sites.a}, {"b_bytes", d.other_sites.b}, {"delta_bytes", d.other_sites.delta()}};
   j["findings"] = J::array();
-  for (const Finding& f : d.findings) j["findings"].push_back({{"kind", f.kind}, {"message", f.message}, {"bytes", f.bytes}});
+  for (const Finding& f : d.findings) j["findings"].push_back({{"kind", std::string(code_name(f.code))}, {"message", finding_text(f)}, {"bytes", f.bytes}});
   return j.dump(2) + "\n";
 }
 
@@ -146,7 +146,7 @@ std::string render_diff_markdown(const Diff& d) {
       << human_delta(d.peak_delta[i]) << " | " << pct(d.peak_delta[i], pa[i]->bytes) << " |\n";
   o << "\n";
   if (d.findings.empty()) o << "No difference reaches 1% of the peak.\n";
-  for (const Finding& f : d.findings) o << "- " << f.message << "\n";
+  for (const Finding& f : d.findings) o << "- " << finding_text(f) << "\n";
   o << "\n<details><summary>Categories at each peak</summary>\n\n| category | A | B | Δ |\n|---|---:|---:|---:|\n";
   for (const CategoryDelta& c : d.categories)
     if (c.a || c.b) o << "| " << c.name << " | " << human_bytes(c.a) << " | " << human_bytes(c.b) << " | " << human_delta(c.delta()) << " |\n";

@@ -243,7 +243,7 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSource& 
   // Explanation.
   if (!d.findings.empty()) {
     o << "<section id=\"" << id << "-explanation\"><h2>Explanation " << dev << "</h2><ul class=\"findings\">\n";
-    for (const Finding& f : d.findings) o << "<li>" << esc(f.message) << "</li>\n";
+    for (const Finding& f : d.findings) o << "<li>" << esc(finding_text(f)) << "</li>\n";
     o << "</ul></section>\n";
   }
 
@@ -504,7 +504,7 @@ std::string render_html(const Report& r, const ChartSource& charts) {
   }
   if (!r.warnings.empty()) {
     o << "<section id=\"warnings\"><h2>Warnings</h2>\n";
-    for (const Warning& w : r.warnings) o << "<div class=\"warn\"><b>" << esc(w.code) << "</b>: " << esc(w.message) << "</div>\n";
+    for (const Warning& w : r.warnings) o << "<div class=\"warn\"><b>" << esc(code_name(w.code)) << "</b>: " << esc(warning_text(w)) << "</div>\n";
     o << "</section>\n";
   }
   o << "</main>\n" << page_end();
@@ -545,7 +545,7 @@ std::string render_diff_html(const Diff& d, const ChartSource& charts) {
   // Findings.
   o << "<section id=\"findings\"><h2>Findings</h2><ul class=\"findings\">\n";
   if (d.findings.empty()) o << "<li>None: no difference reaches 1% of the peak.</li>\n";
-  for (const Finding& f : d.findings) o << "<li>" << esc(f.message) << "</li>\n";
+  for (const Finding& f : d.findings) o << "<li>" << esc(finding_text(f)) << "</li>\n";
   o << "</ul></section>\n";
   // Charts.
   ChartOptions co;

@@ -184,7 +184,7 @@ std::string render_json(const Report& r) {
     for (const SiteRow& s : d.unknown_sites) unk.push_back(site_json(s));
     dj["unknown_at_peak"] = std::move(unk);
     J fnd = J::array();
-    for (const Finding& f : d.findings) fnd.push_back({{"kind", f.kind}, {"message", f.message}, {"bytes", f.bytes}});
+    for (const Finding& f : d.findings) fnd.push_back({{"kind", std::string(code_name(f.code))}, {"message", finding_text(f)}, {"bytes", f.bytes}});
     dj["findings"] = std::move(fnd);
     const Fragmentation& f = d.frag;
     J classes = J::array();
@@ -275,7 +275,7 @@ std::string render_json(const Report& r) {
     j["explain"] = ex;
   }
   j["warnings"] = J::array();
-  for (const Warning& w : r.warnings) j["warnings"].push_back({{"code", w.code}, {"message", w.message}});
+  for (const Warning& w : r.warnings) j["warnings"].push_back({{"code", std::string(code_name(w.code))}, {"message", warning_text(w)}});
   return j.dump(2) + "\n";
 }
 

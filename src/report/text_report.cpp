@@ -146,7 +146,7 @@ std::string render_text(const Report& r) {
 
     if (!d.findings.empty()) {
       o << "\nEXPLANATION  cuda:" << d.device << "\n";
-      for (const Finding& fd : d.findings) o << wrap("  * ", fd.message, 100);
+      for (const Finding& fd : d.findings) o << wrap("  * ", finding_text(fd), 100);
     }
 
     o << "\nAT THE PEAK BY CATEGORY  cuda:" << d.device << "\n";
@@ -303,7 +303,7 @@ std::string render_text(const Report& r) {
   }
   if (!r.warnings.empty()) {
     o << "\nWARNINGS\n";
-    for (const Warning& w : r.warnings) o << "  [" << w.code << "] " << w.message << "\n";
+    for (const Warning& w : r.warnings) o << "  [" << code_name(w.code) << "] " << warning_text(w) << "\n";
   }
   return o.str();
 }

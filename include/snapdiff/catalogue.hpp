@@ -1,0 +1,53 @@
+// snapdiff/catalogue.hpp — every finding and warning code, once, with its
+// severity and a one-line description (analysis layer).
+//
+// The analysis emits a code and its numbers (snapdiff/report_view.hpp:
+// Finding, Warning); the report layer writes the words (finding_text(),
+// warning_text()). schemas/report.schema.json, schemas/diff.schema.json and
+// docs/cli.md list the codes; a test checks they agree with this table.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace snapdiff {
+
+enum class Code : uint8_t {
+  // Findings of `snapdiff report` (the EXPLANATION section).
+  Peak,
+  OptimizerTransient,
+  Unknown,
+  // Findings of `snapdiff diff`.
+  DiffPeak,
+  DiffCategory,
+  DiffOptimizerTransient,
+  // Warnings of `snapdiff report`.
+  ProfilerWindow,
+  HistoryTruncated,
+  NoHistory,
+  EndStateMismatch,
+  ReplayInconsistent,
+  Oom,
+  NoTimestamps,
+};
+
+enum class Severity : uint8_t { Info, Warning, Error };
+const char* severity_name(Severity s);
+
+enum class CodeKind : uint8_t { ReportFinding, DiffFinding, Warning };
+
+struct CatalogueEntry {
+  Code code;
+  std::string_view name;  // as JSON writes it ("kind" of a finding, "code" of a warning)
+  CodeKind kind;
+  Severity severity;
+  std::string_view description;
+};
+
+// Every code, in the order of the enum.
+const std::vector<CatalogueEntry>& catalogue();
+const CatalogueEntry& catalogue_entry(Code c);
+inline std::string_view code_name(Code c) { return catalogue_entry(c).name; }
+
+}  // namespace snapdiff

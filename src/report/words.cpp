@@ -1,0 +1,217 @@
+// The words of every finding and warning: the analysis gives a code and its
+// numbers (snapdiff/report_view.hpp), this file says them, once, for every
+// renderer.
+#include <cstdio>
+#include <string>
+#include <variant>
+
+#include "snapdiff/report.hpp"
+
+namespace snapdiff {
+
+namespace {
+
+// "+6.3%" of a base; "new" when the base is zero.
+std::string change_percent(int64_t delta, int64_t base) {
+  if (base == 0) return delta == 0 ? "0%" : "new";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", 100.0 * double(delta) / double(base));
+  return buf;
+}
+
+std::string peak_words(const PeakFacts& f) {
+  std::string m = "The peak, " + human_bytes(f.peak) + ", is reached";
+  if (f.phase == Phase::PreTrace) m += " before the recorded history";
+  else if (f.iteration > 0)
+    m += " in iteration " + std::to_string(f.iteration) + (f.truncated ? " of the recorded window" : "") + " during the " +
+         phase_name(f.phase);
+  else m += " during " + std::string(phase_name(f.phase));
+  m += ":";
+  for (size_t k = 0; k < f.parts.size(); ++k) {
+    const PeakFacts::Part& p = f.parts[k];
+    m += (k ? ", " : " ") + p.category + " " + human_bytes(p.bytes);
+    if (p.kept_from_iteration > 0)
+      m += " (kept from iteration " + std::to_string(p.kept_from_iteration) +
+           ": gradients are not freed between iterations)";
+  }
+  return m + ".";
+}
+
+std::string step_words(const OptimizerStepFacts& f) {
+  std::string m = "The optimizer step of iteration " + std::to_string(f.iteration) + " rises " + human_bytes(f.rise) +
+                  " above its start";
+  if (f.new_state > 0) m += " (" + human_bytes(f.new_state) + " of it new optimizer state, created on the first step)";
+  if (f.similar > 0)
+    m += " (" + std::to_string(f.similar + 1) + " of the " + std::to_string(f.steps) + " steps rise as much)";
+  if (f.temporaries > 0) {
+    m += ": " + human_bytes(f.temporaries) + " of optimizer temporaries live at its peak";
+    if (f.gradients > 0 && f.temporaries * 10 >= f.gradients * 9)
+      m += ", about one copy of all gradients (" + human_bytes(f.gradients) +
+           ") — a multi-tensor (foreach) step materializes each stage for every parameter at once";
+    else if (f.gradients > 0)
+      m += " (" + std::to_string(int64_t(100.0 * double(f.temporaries) / double(f.gradients) + 0.5)) +
+           "% of the gradients' size: the update works on a part of the parameters at a time)";
+    if (!f.site.empty()) {
+      m += "; largest site " + f.site;
+      if (!f.site_callee.empty()) m += " in " + f.site_callee;
+    }
+  }
+  return m + ".";
+}
+
+std::string unknown_words(const UnknownFacts& f) {
+  std::string m = human_bytes(f.unknown) + " at the peak fits no rule";
+  if (f.before_profiler > 0) {
+    m += ": " + human_bytes(f.before_profiler) +
+         " of it was allocated before the profiler started and is still alive (typically parameters, optimizer "
+         "state and library workspaces; a trace does not say which: join a snapshot of the run with --trace, or "
+         "compare PyTorch's view with --memory-timeline)";
+    m += f.unknown > f.before_profiler ? "; for the rest see UNKNOWN AT THE PEAK." : ".";
+  } else {
+    m += "; see UNKNOWN AT THE PEAK for each allocation's frames, phase and lifetime.";
+  }
+  return m;
+}
+
+std::string diff_peak_words(const DiffPeakFacts& f) {
+  const int64_t delta = f.b - f.a;
+  return "The peak moves " + human_delta(delta) + " (" + change_percent(delta, f.a) + "): " + human_bytes(f.a) +
+         " in A (iteration " + std::to_string(f.a_iteration) + ", " + phase_name(f.a_phase) + ") against " +
+         human_bytes(f.b) + " in B (iteration " + std::to_string(f.b_iteration) + ", " + phase_name(f.b_phase) + ").";
+}
+
+std::string groups_words(const std::vector<DiffCategoryFacts::Group>& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const DiffCategoryFacts::Group& g = v[i];
+    out += (i ? ", " : "") + human_delta(g.delta) + " at " + g.name;
+    if (g.sites > 1) out += " (" + std::to_string(g.sites) + " call paths)";
+    out += g.all_new ? " [NEW]" : g.all_gone ? " [GONE]" : "";
+  }
+  return out;
+}
+
+std::string diff_category_words(const DiffCategoryFacts& f) {
+  std::string m = f.category + " " + human_delta(f.b - f.a) + " at the peak (" + human_bytes(f.a) + " in A, " +
+                  human_bytes(f.b) + " in B)";
+  if (f.parameters) {
+    const double r = f.parameter_ratio;
+    char buf[200];
+    std::snprintf(buf, sizeof buf, ": B's parameters take %.2fx A's bytes (%llu tensors in A, %llu in B)", r,
+                  (unsigned long long)f.a_tensors, (unsigned long long)f.b_tensors);
+    m += buf;
+    if (r > 0.4 && r < 0.6) m += " — B stores its weights in half the bytes per element (e.g. 1-byte FP8 instead of 2-byte bf16)";
+    else if (r > 1.8 && r < 2.2) m += " — B stores its weights in twice the bytes per element (e.g. fp32 instead of bf16)";
+  }
+  if (!f.mostly.empty()) m += "; mostly " + groups_words(f.mostly);
+  if (!f.offset.empty()) m += "; partly offset by " + groups_words(f.offset);
+  if (f.has_top_site)
+    m += "; largest change " + human_delta(f.top_delta) + " at " + f.top_site +
+         (f.top_new ? " [NEW]" : f.top_gone ? " [GONE]" : "");
+  if (f.gradients_kept) m += " (gradients kept from earlier iterations)";
+  return m + ".";
+}
+
+// What kind of step a run takes, from its temporaries against its gradients.
+std::string step_kind(int64_t temporaries, int64_t gradients) {
+  if (gradients <= 0) return "";
+  const double r = double(temporaries) / double(gradients);
+  char buf[160];
+  if (r >= 0.9)
+    std::snprintf(buf, sizeof buf,
+                  " (%.0f%% of its gradients: a multi-tensor/foreach step materializes each stage for every parameter at once)",
+                  100 * r);
+  else if (r > 0)
+    std::snprintf(buf, sizeof buf, " (%.0f%% of its gradients: the update works on a part of the parameters at a time)",
+                  100 * r);
+  else
+    std::snprintf(buf, sizeof buf, " (none: the update works in place)");
+  return buf;
+}
+
+std::string diff_step_words(const DiffStepFacts& f) {
+  return "Optimizer step transient " + human_delta(f.b_temporaries - f.a_temporaries) + ": A's largest step holds " +
+         human_bytes(f.a_temporaries) + " of optimizer temporaries at its peak" +
+         step_kind(f.a_temporaries, f.a_gradients) + "; B's " + human_bytes(f.b_temporaries) +
+         step_kind(f.b_temporaries, f.b_gradients) + ".";
+}
+
+std::string history_truncated_words(const HistoryTruncatedFacts& f) {
+  return "the recorded history starts mid-run (the ring buffer wrapped): " + human_bytes(f.requested) + " in " +
+         std::to_string(f.allocations) + " allocations and " + human_bytes(f.reserved) +
+         " of segments were live before the first event. They are rebuilt from later frees and the "
+         "dump, so the requested peak is exact for the recorded window; a higher peak before the window "
+         "cannot be seen" +
+         (f.allocated_estimated ? ", and block sizes of some early allocations are estimated, so the "
+                                  "allocated peak may be off by their rounding"
+                                : "");
+}
+
+std::string end_state_words(const EndStateFacts& f) {
+  if (f.truncated)
+    return "replayed end state differs from the dump by " + human_delta(f.replay.allocated - f.dump.allocated) +
+           " allocated (expected with a truncated history)";
+  return "replayed end state (requested " + std::to_string(f.replay.requested) + ", allocated " +
+         std::to_string(f.replay.allocated) + ", reserved " + std::to_string(f.replay.reserved) +
+         ") differs from the dumped segments (requested " + std::to_string(f.dump.requested) + ", allocated " +
+         std::to_string(f.dump.allocated) + ", reserved " + std::to_string(f.dump.reserved) + ")";
+}
+
+std::string oom_words(const OomFacts& f) {
+  std::string m = "the run hit " + std::to_string(f.errors) + " out-of-memory error" + (f.errors > 1 ? "s" : "");
+  if (f.has_first)
+    m += "; the first asked for " + human_bytes(int64_t(f.first_size)) + " while CUDA reported " +
+         human_bytes(int64_t(f.first_free)) + " free on the device";
+  return m;
+}
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
+
+}  // namespace
+
+std::string finding_text(const Finding& f) {
+  return std::visit(Overloaded{[](const PeakFacts& x) { return peak_words(x); },
+                               [](const OptimizerStepFacts& x) { return step_words(x); },
+                               [](const UnknownFacts& x) { return unknown_words(x); },
+                               [](const DiffPeakFacts& x) { return diff_peak_words(x); },
+                               [](const DiffCategoryFacts& x) { return diff_category_words(x); },
+                               [](const DiffStepFacts& x) { return diff_step_words(x); }},
+                    f.facts);
+}
+
+std::string warning_text(const Warning& w) {
+  std::string m = "device " + std::to_string(w.device) + ": ";
+  switch (w.code) {
+    case Code::ProfilerWindow:
+      return m + "the profiler started with " +
+             human_bytes(std::get<ProfilerWindowFacts>(w.facts).allocated_before) +
+             " already allocated (the model, optimizer state, workspaces, ...): " +
+             "allocations freed inside the trace are known by their frees; the rest is one row, "
+             "'<allocated before the profiler started>', whose sites the trace cannot tell. The peak is exact "
+             "for the profiled window (= the largest Total Allocated the trace reports); a higher peak before "
+             "it cannot be seen";
+    case Code::HistoryTruncated: return m + history_truncated_words(std::get<HistoryTruncatedFacts>(w.facts));
+    case Code::NoHistory:
+      return m +
+             "the snapshot has no allocation history (recorded without _record_memory_history, or a bare segment "
+             "list): the figures are the dump-time state only, not a peak";
+    case Code::EndStateMismatch: return m + end_state_words(std::get<EndStateFacts>(w.facts));
+    case Code::ReplayInconsistent: {
+      const InconsistentFacts& f = std::get<InconsistentFacts>(w.facts);
+      return m + std::to_string(f.events) +
+             (f.reported_totals ? " events disagree with the totals the trace reports (first: "
+                                : " events did not fit the replayed allocator layout (first: ") +
+             (f.first.empty() ? std::string("?") : f.first) + ")";
+    }
+    case Code::Oom: return m + oom_words(std::get<OomFacts>(w.facts));
+    case Code::NoTimestamps: return m + "events carry no time_us (PyTorch < 2.2): times are event indices";
+    default: return m + std::string(code_name(w.code));
+  }
+}
+
+}  // namespace snapdiff
