@@ -523,11 +523,11 @@ TEST_CASE("many batches parsed on several threads give the same trace as one thr
   }
   std::string text = trace(ev);
   REQUIRE(text.size() > (size_t(8) << 20));  // several 4 MiB batches
-  detail::set_trace_reader_workers(0);
-  Trace one = load(text);
-  detail::set_trace_reader_workers(3);
-  Trace many = load(text);
-  detail::set_trace_reader_workers(-1);
+  LoadOptions opts;
+  opts.trace_reader_workers = 0;
+  Trace one = load_trace_from_memory(text, "tiny.json", opts);
+  opts.trace_reader_workers = 3;
+  Trace many = load_trace_from_memory(text, "tiny.json", opts);
   Report r1 = analyze_report(one, ReportOptions{});
   Report r2 = analyze_report(many, ReportOptions{});
   CHECK(render_json(r1, one) == render_json(r2, many));

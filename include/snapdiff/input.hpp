@@ -27,6 +27,10 @@ struct LoadOptions {
   // --max-memory says otherwise.
   uint64_t max_memory_bytes = 0;
   ProgressFn progress;
+  // Parser threads besides the reading one for a Chrome trace: -1 chooses
+  // from the machine and the input's size; 0 parses on the reading thread
+  // only (tests and benchmarks set it).
+  int trace_reader_workers = -1;
 };
 
 // Upper estimate of the peak memory of reading and analysing `decoded_bytes`

@@ -19,12 +19,8 @@ enum class ProfilerJson { None, ChromeTrace, MemoryTimeline, MemoryTimelineRaw }
 // array of event objects), a memory timeline export, or neither (.snap).
 ProfilerJson sniff_profiler_json(std::string_view head);
 
-// Streams a Chrome trace into `out`.
-void read_chrome_trace(ByteStream& in, Trace& out, const ProgressFn& progress);
-// Worker threads for read_chrome_trace: -1 (the default) chooses from the
-// machine and the input's size; 0 parses on the calling thread only. For
-// tests and benchmarks.
-void set_trace_reader_workers(int n);
+// Streams a Chrome trace into `out` (opts: progress, trace_reader_workers).
+void read_chrome_trace(ByteStream& in, Trace& out, const LoadOptions& opts);
 
 // Opens `path`; when it is a Chrome trace (plain or gzip), reads it into
 // `out` and returns true; a memory-timeline export is refused with an

@@ -79,7 +79,7 @@ bool load_profiler_file(const std::string& path, const LoadOptions& opts, Trace&
     out.source.file_bytes = size;
     out.source.gzip = gz;
     auto stream = file_byte_stream(f.fd, size, gz, opts.max_decoded_bytes);
-    read_chrome_trace(*stream, out, opts.progress);
+    read_chrome_trace(*stream, out, opts);
   } catch (InputError& e) {
     e.set_file(path);
     throw;
@@ -95,7 +95,7 @@ bool load_profiler_memory(const uint8_t* p, size_t n, const LoadOptions& opts, T
   if (out.source.file_bytes == 0) out.source.file_bytes = n;
   if (gz) out.source.gzip = true;
   auto stream = memory_byte_stream(p, n, gz, opts.max_decoded_bytes);
-  read_chrome_trace(*stream, out, opts.progress);
+  read_chrome_trace(*stream, out, opts);
   return true;
 }
 
