@@ -1,8 +1,8 @@
 // snapdiff/input.hpp — reading inputs into the event model.
 //
 // load_trace() detects the format from the first bytes (never the file
-// name): gzip is unwrapped, then a pickle (0x80 PROTO, or protocol 0/1 text)
-// or a .snap document is read. Every failure is an InputError naming the
+// name): gzip is unwrapped, then a pickle (0x80 PROTO, or protocol 0/1 text),
+// a .snap document or a torch.profiler Chrome trace is read. Every failure is an InputError naming the
 // file and the offset (or JSON path) of the problem.
 #pragma once
 

@@ -1,8 +1,7 @@
-// Telling torch.profiler JSON (Chrome traces, memory timelines) from .snap
-// by the first decoded bytes.
-#include <cstdint>
+// Format detection: what an input is, from its first decoded bytes.
+#include "input/detect.hpp"
 
-#include "input/profiler_input.hpp"
+#include <string_view>
 
 namespace snapdiff::detail {
 
@@ -53,13 +52,9 @@ bool is_chrome_key(std::string_view k) {
          k == "displayTimeUnit" || k == "traceName" || k == "distributedInfo" || k == "trace_id";
 }
 
-}  // namespace
-
-ProfilerJson sniff_profiler_json(std::string_view s) {
-  size_t i = 0;
-  if (s.size() >= 3 && uint8_t(s[0]) == 0xEF && uint8_t(s[1]) == 0xBB && uint8_t(s[2]) == 0xBF) i = 3;
-  i = skip_ws(s, i);
-  if (i >= s.size()) return ProfilerJson::None;
+// A JSON document whose head `s` has its top-level object or array at s[i]:
+// a torch.profiler export, else .snap.
+InputFormat json_format(std::string_view s, size_t i) {
   if (s[i] == '{') {
     // The top-level keys visible in the head decide.
     i = skip_ws(s, i + 1);
@@ -67,8 +62,8 @@ ProfilerJson sniff_profiler_json(std::string_view s) {
       size_t e = string_end(s, i);
       if (e == std::string_view::npos) break;
       std::string_view key = s.substr(i + 1, e - i - 2);
-      if (key == "format") return ProfilerJson::None;  // .snap
-      if (is_chrome_key(key)) return ProfilerJson::ChromeTrace;
+      if (key == "format") return InputFormat::Snap;  // .snap
+      if (is_chrome_key(key)) return InputFormat::ChromeTrace;
       i = skip_ws(s, e);
       if (i >= s.size() || s[i] != ':') break;
       i = skip_ws(s, i + 1);
@@ -78,39 +73,53 @@ ProfilerJson sniff_profiler_json(std::string_view s) {
       if (i < s.size() && s[i] == ',') i = skip_ws(s, i + 1);
       else break;
     }
-    return ProfilerJson::None;
+    return InputFormat::Snap;
   }
-  if (s[i] != '[') return ProfilerJson::None;
+  if (s[i] != '[') return InputFormat::Snap;
   i = skip_ws(s, i + 1);
-  if (i >= s.size()) return ProfilerJson::None;
-  if (s[i] == '{') return ProfilerJson::ChromeTrace;  // the JSON Array Format of Chrome traces
-  if (s[i] == ']') return ProfilerJson::MemoryTimelineRaw;  // an empty raw export
-  if (s[i] != '[') return ProfilerJson::None;
+  if (i >= s.size()) return InputFormat::Snap;
+  if (s[i] == '{') return InputFormat::ChromeTrace;  // the JSON Array Format of Chrome traces
+  if (s[i] == ']') return InputFormat::MemoryTimelineRaw;  // an empty raw export
+  if (s[i] != '[') return InputFormat::Snap;
   // A memory timeline: [times, sizes] or raw rows [[t, action, bytes, cat], ...].
   size_t first = i;
   size_t numbers = 0;
   size_t j = skip_ws(s, first + 1);
   while (j < s.size() && s[j] != ']') {
-    if (s[j] == '[' || s[j] == '{' || s[j] == '"') return ProfilerJson::None;
+    if (s[j] == '[' || s[j] == '{' || s[j] == '"') return InputFormat::Snap;
     size_t v = value_end(s, j);
     if (v == std::string_view::npos) break;
-    if (v == j) return ProfilerJson::None;  // not a number (a stray '}'): not a timeline
+    if (v == j) return InputFormat::Snap;  // not a number (a stray '}'): not a timeline
     ++numbers;
     j = skip_ws(s, v);
     if (j < s.size() && s[j] == ',') j = skip_ws(s, j + 1);
   }
-  if (numbers > 4 || (j < s.size() && s[j] == ']' && numbers == 0)) return ProfilerJson::MemoryTimeline;
-  if (j >= s.size()) return numbers > 4 ? ProfilerJson::MemoryTimeline : ProfilerJson::None;
+  if (numbers > 4 || (j < s.size() && s[j] == ']' && numbers == 0)) return InputFormat::MemoryTimeline;
+  if (j >= s.size()) return numbers > 4 ? InputFormat::MemoryTimeline : InputFormat::Snap;
   // The first element is closed with at most 4 numbers: the second element
   // tells (an array of arrays: the sizes of [times, sizes]).
   size_t k = skip_ws(s, j + 1);
   if (k < s.size() && s[k] == ',') k = skip_ws(s, k + 1);
-  if (k >= s.size()) return numbers == 4 ? ProfilerJson::MemoryTimelineRaw : ProfilerJson::None;
-  if (s[k] == ']') return numbers == 4 ? ProfilerJson::MemoryTimelineRaw : ProfilerJson::None;
-  if (s[k] != '[') return ProfilerJson::None;
+  if (k >= s.size()) return numbers == 4 ? InputFormat::MemoryTimelineRaw : InputFormat::Snap;
+  if (s[k] == ']') return numbers == 4 ? InputFormat::MemoryTimelineRaw : InputFormat::Snap;
+  if (s[k] != '[') return InputFormat::Snap;
   size_t m = skip_ws(s, k + 1);
-  if (m < s.size() && (s[m] == '[' || s[m] == ']')) return ProfilerJson::MemoryTimeline;
-  return numbers == 4 ? ProfilerJson::MemoryTimelineRaw : ProfilerJson::None;
+  if (m < s.size() && (s[m] == '[' || s[m] == ']')) return InputFormat::MemoryTimeline;
+  return numbers == 4 ? InputFormat::MemoryTimelineRaw : InputFormat::Snap;
+}
+
+}  // namespace
+
+InputFormat detect(std::string_view head) {
+  if (head.empty()) return InputFormat::Empty;
+  // PROTO (protocol 2+), or what protocol 0/1 pickles of a dict/list start with.
+  const uint8_t c = uint8_t(head[0]);
+  if (c == 0x80 || c == '(' || c == '}' || c == ']') return InputFormat::TorchPickle;
+  size_t i = 0;
+  if (head.size() >= 3 && c == 0xEF && uint8_t(head[1]) == 0xBB && uint8_t(head[2]) == 0xBF) i = 3;
+  i = skip_ws(head, i);
+  if (i >= head.size() || (head[i] != '{' && head[i] != '[')) return InputFormat::Unknown;
+  return json_format(head, i);
 }
 
 }  // namespace snapdiff::detail
