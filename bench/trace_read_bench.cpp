@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <vector>
 
-#include "input/profiler_input.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"
 
@@ -29,13 +28,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int runs = argc > 2 ? std::atoi(argv[2]) : 5;
-  if (argc > 3) snapdiff::detail::set_trace_reader_workers(std::atoi(argv[3]));
+  snapdiff::LoadOptions opts;
+  if (argc > 3) opts.trace_reader_workers = std::atoi(argv[3]);
   std::vector<double> walls;
   try {
     for (int r = 0; r < runs; ++r) {
       const auto t0 = std::chrono::steady_clock::now();
       const double c0 = cpu_seconds();
-      snapdiff::Trace t = snapdiff::load_trace(argv[1]);
+      snapdiff::Trace t = snapdiff::load_trace(argv[1], opts);
       const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const double cpu = cpu_seconds() - c0;
       const double mb = double(t.source.decoded_bytes) / 1e6;

@@ -8,7 +8,9 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace snapdiff;
   fuzz::expect_result_or_input_error([&] {
-    (void)read_memory_timeline(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.json");
+    LoadOptions opts;
+    opts.max_decoded_bytes = uint64_t(64) << 20;
+    (void)read_memory_timeline(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.json", opts);
   });
   return 0;
 }

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "input/file_source.hpp"
-#include "input/profiler_input.hpp"
+#include "input/detect.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"
 #include "snapdiff/profiler.hpp"
@@ -490,22 +490,22 @@ TEST_CASE("tiny trace: truncated and malformed JSON name the JSON path and byte 
 }
 
 TEST_CASE("profiler JSON sniffing") {
-  using detail::ProfilerJson;
-  using detail::sniff_profiler_json;
-  CHECK(sniff_profiler_json("{\"schemaVersion\": 1, \"traceEvents\": [") == ProfilerJson::ChromeTrace);
-  CHECK(sniff_profiler_json("  {\"deviceProperties\": [{\"id\": 0}], ") == ProfilerJson::ChromeTrace);
-  CHECK(sniff_profiler_json("[{\"ph\": \"X\"}]") == ProfilerJson::ChromeTrace);
-  CHECK(sniff_profiler_json("{\"format\": \"snapdiff.snap\", \"version\": 1}") == ProfilerJson::None);
-  CHECK(sniff_profiler_json("[[1, 2, 3, 4, 5], [[0, 1, 2, 3, 4, 5, 6, 7, 8]]]") == ProfilerJson::MemoryTimeline);
-  CHECK(sniff_profiler_json("[[1, 2], [[0, 1, 2, 3, 4, 5, 6, 7, 8], [0, 1, 2, 3, 4, 5, 6, 7, 8]]]") == ProfilerJson::MemoryTimeline);
-  CHECK(sniff_profiler_json("[[-1, 1, 2097152, 7], [-1, 1, 2048, 0]]") == ProfilerJson::MemoryTimelineRaw);
-  CHECK(sniff_profiler_json("[[], []]") == ProfilerJson::MemoryTimeline);
-  CHECK(sniff_profiler_json("[]") == ProfilerJson::MemoryTimelineRaw);
+  using detail::detect;
+  using detail::InputFormat;
+  CHECK(detect("{\"schemaVersion\": 1, \"traceEvents\": [") == InputFormat::ChromeTrace);
+  CHECK(detect("  {\"deviceProperties\": [{\"id\": 0}], ") == InputFormat::ChromeTrace);
+  CHECK(detect("[{\"ph\": \"X\"}]") == InputFormat::ChromeTrace);
+  CHECK(detect("{\"format\": \"snapdiff.snap\", \"version\": 1}") == InputFormat::Snap);
+  CHECK(detect("[[1, 2, 3, 4, 5], [[0, 1, 2, 3, 4, 5, 6, 7, 8]]]") == InputFormat::MemoryTimeline);
+  CHECK(detect("[[1, 2], [[0, 1, 2, 3, 4, 5, 6, 7, 8], [0, 1, 2, 3, 4, 5, 6, 7, 8]]]") == InputFormat::MemoryTimeline);
+  CHECK(detect("[[-1, 1, 2097152, 7], [-1, 1, 2048, 0]]") == InputFormat::MemoryTimelineRaw);
+  CHECK(detect("[[], []]") == InputFormat::MemoryTimeline);
+  CHECK(detect("[]") == InputFormat::MemoryTimelineRaw);
   // Found by mutating a timeline: a stray '}' among the times once made the
   // sniffer loop forever.
-  CHECK(sniff_profiler_json("[[1796036634544799, 179603663454485}, 1796036634544899]") == ProfilerJson::None);
-  CHECK(sniff_profiler_json("[[1, 2, }") == ProfilerJson::None);
-  CHECK(sniff_profiler_json("{\"a\": }, \"b\": 1}") == ProfilerJson::None);
+  CHECK(detect("[[1796036634544799, 179603663454485}, 1796036634544899]") == InputFormat::Snap);
+  CHECK(detect("[[1, 2, }") == InputFormat::Snap);
+  CHECK(detect("{\"a\": }, \"b\": 1}") == InputFormat::Snap);
 }
 
 TEST_CASE("many batches parsed on several threads give the same trace as one thread") {
@@ -523,14 +523,12 @@ TEST_CASE("many batches parsed on several threads give the same trace as one thr
   }
   std::string text = trace(ev);
   REQUIRE(text.size() > (size_t(8) << 20));  // several 4 MiB batches
-  detail::set_trace_reader_workers(0);
-  Trace one = load(text);
-  detail::set_trace_reader_workers(3);
-  Trace many = load(text);
-  detail::set_trace_reader_workers(-1);
-  Analysis r1 = analyze(one, ReportOptions{});
-  Analysis r2 = analyze(many, ReportOptions{});
-  CHECK(render_json(report_view(r1)) == render_json(report_view(r2)));
+  LoadOptions opts;
+  opts.trace_reader_workers = 0;
+  Trace one = load_trace_from_memory(text, "tiny.json", opts);
+  opts.trace_reader_workers = 3;
+  Trace many = load_trace_from_memory(text, "tiny.json", opts);
+  CHECK(render_json(analyze_report(one, ReportOptions{})) == render_json(analyze_report(many, ReportOptions{})));
   REQUIRE(one.devices[0].events.size() == many.devices[0].events.size());
   for (size_t i = 0; i < one.devices[0].events.size(); ++i) {
     CHECK(one.devices[0].events[i].stack == many.devices[0].events[i].stack);
@@ -572,6 +570,51 @@ TEST_CASE("memory timeline exports: both formats read; refused as a main input")
   } catch (const InputError& e) {
     CHECK(e.describe().find("$[0][1]") != std::string::npos);
   }
+}
+
+TEST_CASE("memory timelines are held to the load options") {
+  const std::string json = real_data("small_profile.memtl.json");
+  const std::string raw = real_data("small_profile.memtl.raw.json.gz");
+  LoadOptions little_memory;
+  little_memory.max_memory_bytes = uint64_t(32) << 20;  // below what reading any input takes
+  for (const std::string& path : {json, raw}) {
+    INFO(path);
+    try {
+      load_memory_timeline(path, little_memory);
+      FAIL("read beyond the memory bound");
+    } catch (const InputError& e) {
+      CHECK(e.file() == path);
+      CHECK(std::string(e.what()).find("(raise it with --max-memory)") != std::string::npos);
+    }
+  }
+  try {
+    read_memory_timeline(read_file(json), "in-memory.json", little_memory);
+    FAIL("read beyond the memory bound");
+  } catch (const InputError& e) {
+    CHECK(e.describe().find("in-memory.json: reading and analysing this input needs about") == 0);
+  }
+  LoadOptions little_output;
+  little_output.max_decoded_bytes = 1000;
+  try {
+    load_memory_timeline(raw, little_output);
+    FAIL("inflated beyond --max-input-bytes");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()) ==
+          "gzip data decompresses to more than 1000 bytes (the limit; raise it with --max-input-bytes)");
+  }
+  // Within the bounds: read as without them, with progress.
+  LoadOptions roomy;
+  roomy.max_memory_bytes = uint64_t(8) << 30;
+  roomy.max_decoded_bytes = uint64_t(64) << 20;
+  uint64_t last_done = 0, calls = 0;
+  roomy.progress = [&](uint64_t done, uint64_t) {
+    last_done = done;
+    ++calls;
+  };
+  MemoryTimeline r = load_memory_timeline(raw, roomy);
+  CHECK(r.rows.size() == 1370);
+  CHECK(calls >= 2);
+  CHECK(last_done > 0);
 }
 
 TEST_CASE("PyTorch's unknown at the peak, placed by snapdiff (raw and per-timestamp exports)") {

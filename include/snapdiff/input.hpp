@@ -1,8 +1,8 @@
 // snapdiff/input.hpp — reading inputs into the event model.
 //
 // load_trace() detects the format from the first bytes (never the file
-// name): gzip is unwrapped, then a pickle (0x80 PROTO, or protocol 0/1 text)
-// or a .snap document is read. Every failure is an InputError naming the
+// name): gzip is unwrapped, then a pickle (0x80 PROTO, or protocol 0/1 text),
+// a .snap document or a torch.profiler Chrome trace is read. Every failure is an InputError naming the
 // file and the offset (or JSON path) of the problem.
 #pragma once
 
@@ -27,6 +27,10 @@ struct LoadOptions {
   // --max-memory says otherwise.
   uint64_t max_memory_bytes = 0;
   ProgressFn progress;
+  // Parser threads besides the reading one for a Chrome trace: -1 chooses
+  // from the machine and the input's size; 0 parses on the reading thread
+  // only (tests and benchmarks set it).
+  int trace_reader_workers = -1;
 };
 
 // Upper estimate of the peak memory of reading and analysing `decoded_bytes`

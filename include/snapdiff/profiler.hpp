@@ -50,8 +50,10 @@ struct MemoryTimeline {
 
 // Reads either export; gzip is recognised from the bytes. Throws InputError
 // (JSON path, e.g. "$[1][17]: expected 9 columns") on anything else.
+// opts as for load_trace(): the bound on gzip output, and under a memory bound
+// the prediction of .snap JSON (a DOM parse).
 MemoryTimeline load_memory_timeline(const std::string& path, const LoadOptions& opts = {});
-MemoryTimeline read_memory_timeline(std::string_view bytes, const std::string& name);
+MemoryTimeline read_memory_timeline(std::string_view bytes, const std::string& name, const LoadOptions& opts = {});
 
 // True for a Trace read from a profiler trace (its devices replay [memory]
 // events, not a snapshot's allocator history).

@@ -1,81 +1,10 @@
 #include "input/file_source.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
-
-#include <cerrno>
-#include <cstring>
 
 #include "snapdiff/error.hpp"
 
 namespace snapdiff::detail {
-
-FileBytes::FileBytes(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) throw InputError(std::string("cannot open: ") + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int e = errno;
-    ::close(fd);
-    throw InputError(std::string("cannot stat: ") + std::strerror(e));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    throw InputError("is a directory, not a snapshot file");
-  }
-  if (S_ISREG(st.st_mode)) {
-    size_ = size_t(st.st_size);
-    if (size_ > 0) {
-      map_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (map_ == MAP_FAILED) {
-        map_ = nullptr;
-      } else {
-        ::madvise(map_, size_, MADV_SEQUENTIAL);
-        data_ = static_cast<const uint8_t*>(map_);
-      }
-    }
-    if (map_ != nullptr || size_ == 0) {
-      ::close(fd);
-      return;
-    }
-  }
-  // Pipes, character devices, or mmap failure: read to EOF. Clear O_NONBLOCK
-  // so a FIFO without a writer waits like any reader would.
-  int flags = ::fcntl(fd, F_GETFL);
-  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-  buffer_.clear();
-  uint8_t tmp[1 << 16];
-  for (;;) {
-    ssize_t r = ::read(fd, tmp, sizeof tmp);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      throw InputError(buffer_.size(), std::string("read failed: ") + std::strerror(e));
-    }
-    if (r == 0) break;
-    buffer_.insert(buffer_.end(), tmp, tmp + r);
-  }
-  ::close(fd);
-  data_ = buffer_.data();
-  size_ = buffer_.size();
-}
-
-FileBytes::~FileBytes() {
-  if (map_) ::munmap(map_, size_);
-}
-
-void FileBytes::release_before(size_t offset) {
-  if (!map_) return;
-  const size_t page = size_t(::sysconf(_SC_PAGESIZE));
-  size_t end = offset / page * page;
-  if (end <= released_ + (size_t(16) << 20)) return;
-  ::madvise(static_cast<uint8_t*>(map_) + released_, end - released_, MADV_DONTNEED);
-  released_ = end;
-}
 
 bool is_gzip(const uint8_t* p, size_t n) { return n >= 2 && p[0] == 0x1f && p[1] == 0x8b; }
 

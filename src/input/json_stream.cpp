@@ -199,13 +199,12 @@ std::unique_ptr<ByteStream> memory_byte_stream(const uint8_t* p, size_t n, bool 
   return std::make_unique<GzipStream>(std::move(plain), max_decoded);
 }
 
-namespace {
-std::string peek_from(std::unique_ptr<ByteStream> s, size_t n) {
+std::string peek(ByteStream& in, size_t n) {
   std::string out(n, '\0');
   size_t got = 0;
   try {
     while (got < n) {
-      size_t r = s->read(out.data() + got, n - got);
+      size_t r = in.read(out.data() + got, n - got);
       if (r == 0) break;
       got += r;
     }
@@ -215,17 +214,6 @@ std::string peek_from(std::unique_ptr<ByteStream> s, size_t n) {
   }
   out.resize(got);
   return out;
-}
-}  // namespace
-
-std::string peek_decoded(int fd, uint64_t file_size, size_t n) {
-  uint8_t head[2] = {0, 0};
-  size_t h = pread_full(fd, reinterpret_cast<char*>(head), 2, 0);
-  return peek_from(file_byte_stream(fd, file_size, gzip_magic(head, h), UINT64_MAX), n);
-}
-
-std::string peek_decoded_memory(const uint8_t* p, size_t n_in, size_t n) {
-  return peek_from(memory_byte_stream(p, n_in, gzip_magic(p, n_in), UINT64_MAX), n);
 }
 
 // ---- JsonArrayStreamer ------------------------------------------------------

@@ -56,9 +56,10 @@ std::unique_ptr<ByteStream> file_byte_stream(int fd, uint64_t file_size, bool gz
 // Bytes in memory (not copied; they must outlive the stream), inflated when gzip.
 std::unique_ptr<ByteStream> memory_byte_stream(const uint8_t* p, size_t n, bool gzip, uint64_t max_decoded);
 
-// The first decompressed bytes of a file (at most n), for format detection.
-std::string peek_decoded(int fd, uint64_t file_size, size_t n);
-std::string peek_decoded_memory(const uint8_t* p, size_t n_in, size_t n);
+// The first n bytes of a stream (fewer at its end, or where reading fails:
+// format detection works on what could be read, and the reader that follows
+// reports the error).
+std::string peek(ByteStream& in, size_t n);
 
 class JsonArrayStreamer {
  public:

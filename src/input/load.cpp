@@ -1,53 +1,18 @@
-// Format detection and the top-level readers. Formats are told apart by
-// their first bytes, never by the file name.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
+// The top-level readers. An input is opened once (Source), its format told
+// from its first decoded bytes, never from its name (detect), and read by the
+// reader of that format (kReaders).
+#include <cstdio>
+#include <iterator>
 
-#include <cerrno>
-#include <cstring>
-
-#include "input/file_source.hpp"
+#include "input/detect.hpp"
+#include "input/json_stream.hpp"
 #include "input/pickle_doc.hpp"
 #include "input/profiler_input.hpp"
+#include "input/source.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"
 
 namespace snapdiff {
-namespace {
-
-bool looks_like_json(const uint8_t* p, size_t n) {
-  size_t i = 0;
-  if (n >= 3 && p[0] == 0xEF && p[1] == 0xBB && p[2] == 0xBF) i = 3;
-  while (i < n && (p[i] == ' ' || p[i] == '\n' || p[i] == '\r' || p[i] == '\t')) ++i;
-  return i < n && (p[i] == '{' || p[i] == '[');
-}
-
-bool looks_like_pickle(const uint8_t* p, size_t n) {
-  if (n == 0) return false;
-  // PROTO (protocol 2+), or what protocol 0/1 pickles of a dict/list start with.
-  return p[0] == 0x80 || p[0] == '(' || p[0] == '}' || p[0] == ']';
-}
-
-void read_any(const uint8_t* p, size_t n, Trace& t, const LoadOptions& opts) {
-  if (n == 0) throw InputError(uint64_t(0), "empty file");
-  if (looks_like_pickle(p, n)) {
-    read_torch_pickle(p, n, t, opts.progress);
-    return;
-  }
-  if (looks_like_json(p, n)) {
-    // A torch.profiler Chrome trace (or memory timeline), else .snap.
-    if (detail::load_profiler_memory(p, n, opts, t)) return;
-    read_snap(std::string_view(reinterpret_cast<const char*>(p), n), t);
-    return;
-  }
-  char hex[8];
-  std::snprintf(hex, sizeof hex, "0x%02x", p[0]);
-  throw InputError(uint64_t(0), std::string("unrecognised input (first byte ") + hex +
-                                    "): expected a PyTorch memory snapshot pickle, a .snap file, a torch.profiler Chrome trace, or any of them gzip-compressed");
-}
-
-}  // namespace
 
 uint64_t predicted_memory_bytes(uint64_t decoded_bytes, bool json) {
   // Peak RSS of `snapdiff report` over input size, measured on the
@@ -61,125 +26,153 @@ uint64_t predicted_memory_bytes(uint64_t decoded_bytes, bool json) {
 
 namespace {
 
-std::string gib_text(uint64_t b) {
-  char buf[32];
-  if (b >= (uint64_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", double(b) / double(uint64_t(1) << 30));
-  else std::snprintf(buf, sizeof buf, "%.0f MiB", double(b) / double(uint64_t(1) << 20));
-  return buf;
+using detail::InputFormat;
+using detail::Source;
+
+const uint8_t* bytes_of(std::string_view s) { return reinterpret_cast<const uint8_t*>(s.data()); }
+
+// ---- the readers ------------------------------------------------------------
+//
+// Each reads either the whole decoded input held in memory (`text`), or a
+// regular file as it is stored, through its descriptor.
+
+void read_pickle_text(std::string_view text, const LoadOptions& opts, Trace& out) {
+  read_torch_pickle(bytes_of(text), text.size(), out, opts.progress);
 }
 
-// Refuses an input predicted to need more memory than the bound.
-void check_memory(uint64_t predicted, const LoadOptions& opts) {
-  if (opts.max_memory_bytes == 0 || predicted <= opts.max_memory_bytes) return;
-  throw InputError("reading and analysing this input needs about " + gib_text(predicted) +
-                                    " of memory, more than the limit of " + gib_text(opts.max_memory_bytes) +
-                                    " (raise it with --max-memory)");
+// A plain pickle in a regular file is parsed as it is read, in chunks through
+// a small buffer: no mapping of the whole file, whose page faults and TLB
+// misses cost more than the copy.
+void read_pickle_file(Source& src, const LoadOptions& opts, Trace& out) {
+  out.source.file_bytes = src.size();
+  out.source.decoded_bytes = src.size();
+  detail::check_memory(predicted_memory_bytes(src.size(), false), opts);
+  detail::read_torch_pickle_fd(src.fd(), src.size(), out, opts.progress);
+}
+
+void read_snap_text(std::string_view text, const LoadOptions&, Trace& out) { read_snap(text, out); }
+
+void read_chrome_trace_text(std::string_view text, const LoadOptions& opts, Trace& out) {
+  auto in = detail::memory_byte_stream(bytes_of(text), text.size(), false, opts.max_decoded_bytes);
+  detail::read_chrome_trace(*in, out, opts);
+}
+
+// A Chrome trace in a regular file (plain or gzip) is streamed, never held
+// whole. Memory grows with the events kept, not the text: about 0.4 bytes per
+// byte of JSON on the ResNet-50 trace (docs/performance.md), with headroom;
+// a gzip'd trace is taken as 16 times its size.
+void read_chrome_trace_file(Source& src, const LoadOptions& opts, Trace& out) {
+  if (opts.max_memory_bytes) {
+    const uint64_t text = src.gzip() ? src.size() * 16 : src.size();
+    const uint64_t predicted = text / 2 + (uint64_t(64) << 20);
+    if (predicted > opts.max_memory_bytes)
+      throw InputError("reading this trace needs about " + std::to_string(predicted >> 20) +
+                       " MiB of memory, more than the limit of " + std::to_string(opts.max_memory_bytes >> 20) +
+                       " MiB (raise it with --max-memory)");
+  }
+  out.source.file_bytes = src.size();
+  out.source.gzip = src.gzip();
+  auto in = detail::file_byte_stream(src.fd(), src.size(), src.gzip(), opts.max_decoded_bytes);
+  detail::read_chrome_trace(*in, out, opts);
+}
+
+[[noreturn]] void refuse_timeline() {
+  throw InputError(uint64_t(0),
+                   "this is a torch.profiler memory timeline (export_memory_timeline): PyTorch's categories over "
+                   "time, without the allocations themselves; give it with --memory-timeline beside the Chrome "
+                   "trace of the same run (snapdiff report TRACE --memory-timeline FILE)");
+}
+[[noreturn]] void refuse_timeline_text(std::string_view, const LoadOptions&, Trace&) { refuse_timeline(); }
+[[noreturn]] void refuse_timeline_file(Source&, const LoadOptions&, Trace&) { refuse_timeline(); }
+
+// Empty and Unknown.
+[[noreturn]] void refuse_text(std::string_view text, const LoadOptions&, Trace&) {
+  if (text.empty()) throw InputError(uint64_t(0), "empty file");
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02x", unsigned(uint8_t(text[0])));
+  throw InputError(uint64_t(0), std::string("unrecognised input (first byte ") + hex +
+                                    "): expected a PyTorch memory snapshot pickle, a .snap file, a torch.profiler "
+                                    "Chrome trace, or any of them gzip-compressed");
+}
+
+struct FormatReader {
+  InputFormat format;
+  // Held whole: reading and analysing is predicted to need
+  // predicted_memory_bytes(decoded bytes, json), plus the decoded buffer when
+  // the input is gzip; refused beyond --max-memory before it is read.
+  bool json;
+  void (*read_text)(std::string_view text, const LoadOptions& opts, Trace& out);
+  // A regular file stored plain (from_plain_file) or gzip (from_gzip_file) is
+  // read straight from its descriptor instead; read_file checks its own
+  // prediction first.
+  bool from_plain_file;
+  bool from_gzip_file;
+  void (*read_file)(Source& src, const LoadOptions& opts, Trace& out);
+};
+
+constexpr FormatReader kReaders[] = {
+    // format                       json   held whole              plain  gzip   from the file
+    {InputFormat::Empty,             false, refuse_text,            false, false, nullptr},
+    {InputFormat::TorchPickle,       false, read_pickle_text,       true,  false, read_pickle_file},
+    {InputFormat::Snap,              true,  read_snap_text,         false, false, nullptr},
+    {InputFormat::ChromeTrace,       true,  read_chrome_trace_text, true,  true,  read_chrome_trace_file},
+    {InputFormat::MemoryTimeline,    true,  refuse_timeline_text,   true,  true,  refuse_timeline_file},
+    {InputFormat::MemoryTimelineRaw, true,  refuse_timeline_text,   true,  true,  refuse_timeline_file},
+    {InputFormat::Unknown,           false, refuse_text,            false, false, nullptr},
+};
+
+constexpr bool readers_in_format_order() {
+  for (size_t i = 0; i < std::size(kReaders); ++i)
+    if (size_t(kReaders[i].format) != i) return false;
+  return std::size(kReaders) == size_t(InputFormat::Unknown) + 1;
+}
+static_assert(readers_in_format_order(), "kReaders has one entry per InputFormat, in its order");
+
+Trace read_source(Source& src, const LoadOptions& opts) {
+  const FormatReader& reader = kReaders[size_t(src.format())];
+  Trace t;
+  if (src.regular_file() && (src.gzip() ? reader.from_gzip_file : reader.from_plain_file)) {
+    reader.read_file(src, opts, t);
+    return t;
+  }
+  t.source.file_bytes = src.bytes().size();
+  const std::string_view text = src.decoded(opts);
+  t.source.gzip = src.gzip();
+  t.source.decoded_bytes = text.size();
+  detail::check_memory((src.gzip() ? text.size() : 0) + predicted_memory_bytes(text.size(), reader.json), opts);
+  if (!src.mapped() || src.gzip()) {
+    reader.read_text(text, opts, t);
+    return t;
+  }
+  // Plain file, memory-mapped: parsed in place, dropping pages behind the
+  // reader so resident memory does not grow with the file.
+  LoadOptions o = opts;
+  o.progress = [&src, &opts](uint64_t done, uint64_t total) {
+    src.release_before(size_t(done) > (size_t(1) << 20) ? size_t(done) - (size_t(1) << 20) : 0);
+    if (opts.progress) opts.progress(done, total);
+  };
+  reader.read_text(text, o, t);
+  return t;
 }
 
 }  // namespace
 
 Trace load_trace_from_memory(std::string_view bytes, const std::string& name, const LoadOptions& opts) {
-  Trace t;
   try {
-    const uint8_t* p = reinterpret_cast<const uint8_t*>(bytes.data());
-    t.source.file_bytes = bytes.size();
-    if (detail::is_gzip(p, bytes.size())) {
-      // The decoded buffer is held while it is parsed: stop inflating where
-      // buffer plus analysis would pass the memory bound.
-      uint64_t cap = opts.max_decoded_bytes;
-      const char* cap_option = "--max-input-bytes";
-      if (opts.max_memory_bytes) {
-        uint64_t fixed = predicted_memory_bytes(0, false);
-        check_memory(fixed, opts);
-        uint64_t by_memory = opts.max_memory_bytes > fixed ? (opts.max_memory_bytes - fixed) / 2 : 0;
-        if (by_memory < cap) {
-          cap = by_memory;
-          cap_option = "--max-memory";
-        }
-      }
-      std::vector<uint8_t> raw = detail::gunzip(p, bytes.size(), cap, cap_option);
-      t.source.gzip = true;
-      t.source.decoded_bytes = raw.size();
-      check_memory(raw.size() + predicted_memory_bytes(raw.size(), looks_like_json(raw.data(), raw.size())), opts);
-      read_any(raw.data(), raw.size(), t, opts);
-    } else {
-      t.source.decoded_bytes = bytes.size();
-      check_memory(predicted_memory_bytes(bytes.size(), looks_like_json(p, bytes.size())), opts);
-      read_any(p, bytes.size(), t, opts);
-    }
+    Source src = Source::of_bytes(bytes);
+    return read_source(src, opts);
   } catch (InputError& e) {
     e.set_file(name);
     throw;
   }
-  return t;
 }
-
-namespace {
-
-// A plain (not gzip) pickle in a regular file is parsed as it is read, in
-// chunks through a small buffer: no mapping of the whole file, whose page
-// faults and TLB misses cost more than the copy. Returns false, having read
-// nothing that matters, when the file is anything else.
-bool load_plain_pickle(const std::string& path, const LoadOptions& opts, Trace& t) {
-  struct stat st {};
-  // Only regular files are opened here (opening a FIFO has side effects).
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;  // the general path reports the error
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) return false;
-  uint8_t head[2];
-  ssize_t r;
-  do {
-    r = ::pread(fd, head, sizeof head, 0);
-  } while (r < 0 && errno == EINTR);
-  if (r <= 0) return false;
-  if (detail::is_gzip(head, size_t(r)) || !looks_like_pickle(head, size_t(r))) return false;
-  uint64_t size = uint64_t(st.st_size);
-  t.source.file_bytes = size;
-  t.source.decoded_bytes = size;
-  try {
-    check_memory(predicted_memory_bytes(size, false), opts);
-    detail::read_torch_pickle_fd(fd, size, t, opts.progress);
-  } catch (InputError& e) {
-    e.set_file(path);
-    throw;
-  }
-  return true;
-}
-
-}  // namespace
 
 Trace load_trace(const std::string& path, const LoadOptions& opts) {
   try {
-    {
-      // Chrome traces (plain or gzip) are streamed, never held whole.
-      Trace t;
-      if (detail::load_profiler_file(path, opts, t)) return t;
-    }
-    {
-      Trace t;
-      if (load_plain_pickle(path, opts, t)) return t;
-    }
-    detail::FileBytes fb(path);
-    if (!fb.mapped() || detail::is_gzip(fb.data(), fb.size())) {
-      return load_trace_from_memory(
-          std::string_view(reinterpret_cast<const char*>(fb.data()), fb.size()), path, opts);
-    }
-    // Plain file, memory-mapped: parse in place and drop pages behind the
-    // reader so resident memory does not grow with the file.
-    LoadOptions o = opts;
-    detail::FileBytes* fbp = &fb;
-    o.progress = [fbp, &opts](uint64_t done, uint64_t total) {
-      fbp->release_before(size_t(done) > (size_t(1) << 20) ? size_t(done) - (size_t(1) << 20) : 0);
-      if (opts.progress) opts.progress(done, total);
-    };
-    return load_trace_from_memory(std::string_view(reinterpret_cast<const char*>(fb.data()), fb.size()), path, o);
+    Source src = Source::open(path);
+    return read_source(src, opts);
   } catch (InputError& e) {
-    if (e.file().empty()) e.set_file(path);
+    e.set_file(path);
     throw;
   }
 }

@@ -1,5 +1,5 @@
-// Internal: the torch.profiler readers (Chrome traces, memory timelines) and
-// the format sniffing load.cpp uses to route inputs to them.
+// Internal: the torch.profiler Chrome trace reader, for load.cpp (which
+// chooses it from the format detect() names).
 #pragma once
 
 #include <cstdint>
@@ -12,26 +12,7 @@
 
 namespace snapdiff::detail {
 
-enum class ProfilerJson { None, ChromeTrace, MemoryTimeline, MemoryTimelineRaw };
-
-// Decides from the first decoded bytes of a JSON input (a few KiB) whether it
-// is a Chrome trace (an object with traceEvents/schemaVersion/... keys, or an
-// array of event objects), a memory timeline export, or neither (.snap).
-ProfilerJson sniff_profiler_json(std::string_view head);
-
-// Streams a Chrome trace into `out`.
-void read_chrome_trace(ByteStream& in, Trace& out, const ProgressFn& progress);
-// Worker threads for read_chrome_trace: -1 (the default) chooses from the
-// machine and the input's size; 0 parses on the calling thread only. For
-// tests and benchmarks.
-void set_trace_reader_workers(int n);
-
-// Opens `path`; when it is a Chrome trace (plain or gzip), reads it into
-// `out` and returns true; a memory-timeline export is refused with an
-// InputError that says how to use it; anything else returns false having
-// read only its first bytes.
-bool load_profiler_file(const std::string& path, const LoadOptions& opts, Trace& out);
-// The same for bytes in memory (already decompressed or not).
-bool load_profiler_memory(const uint8_t* p, size_t n, const LoadOptions& opts, Trace& out);
+// Streams a Chrome trace into `out` (opts: progress, trace_reader_workers).
+void read_chrome_trace(ByteStream& in, Trace& out, const LoadOptions& opts);
 
 }  // namespace snapdiff::detail

@@ -1,25 +1,9 @@
-// torch.profiler Chrome traces (prof.export_chrome_trace, written by Kineto)
-// into the event model.
-//
-// Reading: json_stream.hpp hands out each element of traceEvents; each is
-// parsed with simdjson's On-Demand API and reduced to a small record (a
-// range, a memory event, a launch, a GPU activity, a flow start). Nothing
-// else of the text is kept. Then:
-//   1. per thread, ranges (cpu_op, user_annotation, python_function) are
-//      sorted and nested by time: each gets its enclosing range;
-//   2. each memory event and each launch is placed in the innermost range of
-//      its thread that contains its time;
-//   3. a range's stack is its own frame, then its enclosing ranges' frames
-//      (ops, record_function ranges, Python calls) outward;
-//   4. GPU activities (kernels, memcpy, memset) find their launch through the
-//      CUPTI correlation id (cuda_runtime/cuda_driver), else the External id
-//      of their op, else an ac2g flow start;
-//   5. per device, [memory] events sorted by time become alloc / free
-//      events with the totals the trace reported after each.
+// torch.profiler Chrome traces, reading: the stream split into batches of
+// traceEvents elements, each element parsed into a record, the threads'
+// records merged (chrome_trace.hpp).
 #include <simdjson.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <condition_variable>
 #include <cstring>
@@ -28,130 +12,19 @@
 #include <memory>
 #include <mutex>
 #include <thread>
-#include <map>
 #include <unordered_map>
 
+#include "input/chrome_trace.hpp"
 #include "input/profiler_input.hpp"
 #include "snapdiff/error.hpp"
-#include "util/huge_alloc.hpp"
-#include "util/hugepages.hpp"
 
 namespace snapdiff::detail {
+namespace chrome_trace {
+namespace {
 
 namespace sj = simdjson::ondemand;
 
-namespace {
-
-// ---- sniffing ---------------------------------------------------------------
-
-size_t skip_ws(std::string_view s, size_t i) {
-  while (i < s.size() && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t')) ++i;
-  return i;
-}
-
-// End of the JSON string starting at s[i] == '"' (one past its quote), or npos.
-size_t string_end(std::string_view s, size_t i) {
-  for (size_t j = i + 1; j < s.size(); ++j) {
-    if (s[j] == '\\') ++j;
-    else if (s[j] == '"') return j + 1;
-  }
-  return std::string_view::npos;
-}
-
-// End of the value starting at s[i] (containers by depth), or npos when the
-// head ends first.
-size_t value_end(std::string_view s, size_t i) {
-  if (i >= s.size()) return std::string_view::npos;
-  if (s[i] == '"') return string_end(s, i);
-  if (s[i] == '{' || s[i] == '[') {
-    int depth = 0;
-    for (size_t j = i; j < s.size(); ++j) {
-      char c = s[j];
-      if (c == '"') {
-        size_t e = string_end(s, j);
-        if (e == std::string_view::npos) return e;
-        j = e - 1;
-      } else if (c == '{' || c == '[') {
-        ++depth;
-      } else if ((c == '}' || c == ']') && --depth == 0) {
-        return j + 1;
-      }
-    }
-    return std::string_view::npos;
-  }
-  size_t j = i;
-  while (j < s.size() && s[j] != ',' && s[j] != '}' && s[j] != ']' && s[j] != ' ' && s[j] != '\n') ++j;
-  return j < s.size() ? j : std::string_view::npos;
-}
-
-bool is_chrome_key(std::string_view k) {
-  return k == "traceEvents" || k == "schemaVersion" || k == "deviceProperties" || k == "baseTimeNanoseconds" ||
-         k == "displayTimeUnit" || k == "traceName" || k == "distributedInfo" || k == "trace_id";
-}
-
-}  // namespace
-
-ProfilerJson sniff_profiler_json(std::string_view s) {
-  size_t i = 0;
-  if (s.size() >= 3 && uint8_t(s[0]) == 0xEF && uint8_t(s[1]) == 0xBB && uint8_t(s[2]) == 0xBF) i = 3;
-  i = skip_ws(s, i);
-  if (i >= s.size()) return ProfilerJson::None;
-  if (s[i] == '{') {
-    // The top-level keys visible in the head decide.
-    i = skip_ws(s, i + 1);
-    while (i < s.size() && s[i] == '"') {
-      size_t e = string_end(s, i);
-      if (e == std::string_view::npos) break;
-      std::string_view key = s.substr(i + 1, e - i - 2);
-      if (key == "format") return ProfilerJson::None;  // .snap
-      if (is_chrome_key(key)) return ProfilerJson::ChromeTrace;
-      i = skip_ws(s, e);
-      if (i >= s.size() || s[i] != ':') break;
-      i = skip_ws(s, i + 1);
-      size_t v = value_end(s, i);
-      if (v == std::string_view::npos) break;
-      i = skip_ws(s, v);
-      if (i < s.size() && s[i] == ',') i = skip_ws(s, i + 1);
-      else break;
-    }
-    return ProfilerJson::None;
-  }
-  if (s[i] != '[') return ProfilerJson::None;
-  i = skip_ws(s, i + 1);
-  if (i >= s.size()) return ProfilerJson::None;
-  if (s[i] == '{') return ProfilerJson::ChromeTrace;  // the JSON Array Format of Chrome traces
-  if (s[i] == ']') return ProfilerJson::MemoryTimelineRaw;  // an empty raw export
-  if (s[i] != '[') return ProfilerJson::None;
-  // A memory timeline: [times, sizes] or raw rows [[t, action, bytes, cat], ...].
-  size_t first = i;
-  size_t numbers = 0;
-  size_t j = skip_ws(s, first + 1);
-  while (j < s.size() && s[j] != ']') {
-    if (s[j] == '[' || s[j] == '{' || s[j] == '"') return ProfilerJson::None;
-    size_t v = value_end(s, j);
-    if (v == std::string_view::npos) break;
-    if (v == j) return ProfilerJson::None;  // not a number (a stray '}'): not a timeline
-    ++numbers;
-    j = skip_ws(s, v);
-    if (j < s.size() && s[j] == ',') j = skip_ws(s, j + 1);
-  }
-  if (numbers > 4 || (j < s.size() && s[j] == ']' && numbers == 0)) return ProfilerJson::MemoryTimeline;
-  if (j >= s.size()) return numbers > 4 ? ProfilerJson::MemoryTimeline : ProfilerJson::None;
-  // The first element is closed with at most 4 numbers: the second element
-  // tells (an array of arrays: the sizes of [times, sizes]).
-  size_t k = skip_ws(s, j + 1);
-  if (k < s.size() && s[k] == ',') k = skip_ws(s, k + 1);
-  if (k >= s.size()) return numbers == 4 ? ProfilerJson::MemoryTimelineRaw : ProfilerJson::None;
-  if (s[k] == ']') return numbers == 4 ? ProfilerJson::MemoryTimelineRaw : ProfilerJson::None;
-  if (s[k] != '[') return ProfilerJson::None;
-  size_t m = skip_ws(s, k + 1);
-  if (m < s.size() && (s[m] == '[' || s[m] == ']')) return ProfilerJson::MemoryTimeline;
-  return numbers == 4 ? ProfilerJson::MemoryTimelineRaw : ProfilerJson::None;
-}
-
-namespace {
-
-// ---- records ----------------------------------------------------------------
+// ---- one event --------------------------------------------------------------
 
 enum class Cat : uint8_t {
   Other,
@@ -197,50 +70,6 @@ Cat cat_of(std::string_view c) {
   }
   return Cat::Other;
 }
-
-enum RangeKind : uint8_t { kAnnotation = 0, kPython = 1, kOp = 2 };  // also the nesting order on ties
-
-struct RangeRec {
-  int64_t start, end;  // relative ns
-  int64_t ext;         // External id (-1: none)
-  uint32_t thread;
-  uint32_t label;      // StrId of the name (annotation, op) or the Python frame's index
-  uint8_t kind;
-};
-
-enum MemKind : uint8_t { kMemAlloc, kMemFree, kMemOom };
-
-struct MemRec {
-  int64_t ts;
-  uint64_t addr;
-  int64_t bytes;
-  int64_t total_alloc, total_res;
-  uint32_t thread;
-  int32_t device;  // -1: the CPU allocator
-  uint8_t kind;
-  uint8_t has_alloc, has_res;
-  uint64_t order;  // position in the file, to keep ties stable
-};
-
-struct LaunchRec {
-  int64_t ts;
-  int64_t corr;
-  int64_t ext;
-  uint32_t thread;
-};
-
-struct GpuRec {
-  int64_t ts, dur;
-  int64_t corr, ext, stream;
-  uint64_t order;  // element index
-  uint32_t name;
-  int32_t device;
-};
-
-struct FlowRec {
-  int64_t id, ts;
-  uint32_t thread;
-};
 
 // One parsed event: what the reader may need, nothing else.
 struct Parsed {
@@ -502,33 +331,7 @@ Frame python_frame(StringTable& st, std::string_view s) {
   return f;
 }
 
-int64_t floor_div_1000(int64_t ns) { return ns / 1000 - (ns % 1000 < 0 ? 1 : 0); }
-
-// Sums of values from the input saturate instead of overflowing, and never
-// reach kNoTime (which means "no time").
-int64_t sat_add(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) r = a > 0 ? INT64_MAX : INT64_MIN + 1;
-  return r == INT64_MIN ? INT64_MIN + 1 : r;
-}
-int64_t wrap_sub(int64_t a, int64_t b) { return int64_t(uint64_t(a) - uint64_t(b)); }
-int64_t wrap_add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
-
-// Unix-epoch microseconds of a trace time.
-int64_t abs_us(int64_t base_ns, int64_t ts_ns) { return floor_div_1000(sat_add(base_ns, ts_ns)); }
-
-// Room for n elements up front, with huge pages asked for before the memory
-// is touched: growing record arrays by doubling costs more in page faults
-// and copies than the parsing itself (untouched reserved pages cost nothing).
-template <class V>
-void reserve_huge(V& v, uint64_t n) {
-  using T = typename V::value_type;
-  const uint64_t cap = (uint64_t(1) << 30) / sizeof(T);
-  if (n > cap) n = cap;
-  if (n <= v.capacity()) return;
-  v.reserve(size_t(n));
-  advise_hugepages(v.data(), size_t(n) * sizeof(T));
-}
+// ---- the parsing threads ----------------------------------------------------
 
 // Threads: (pid, tid, which of them are strings).
 struct TKey {
@@ -619,7 +422,8 @@ struct Shard {
   void parse(const Batch& b, const std::string& array_path);
 };
 
-void Shard::on_event(const Parsed& ev, uint64_t index, const std::string& array_path) {
+// inline: compiled into Shard::parse's loop, which calls it for every event.
+inline void Shard::on_event(const Parsed& ev, uint64_t index, const std::string& array_path) {
   ++events;
   auto need_ts = [&](const char* kind) {
     if (!ev.has_ts)
@@ -744,20 +548,23 @@ void Shard::parse(const Batch& b, const std::string& array_path) {
   }
 }
 
-std::atomic<int> g_workers{-1};
+// ---- the reader -------------------------------------------------------------
 
-class ChromeTraceReader {
+// Reads traceEvents into records: the stream split into batches on the
+// calling thread, the batches parsed there and on worker threads (one Shard
+// each), then the shards merged.
+class EventReader {
  public:
-  ChromeTraceReader(Trace& t) : t_(t) {}
+  explicit EventReader(Trace& t) : t_(t) {}
 
-  void read(ByteStream& in, const ProgressFn& progress);
+  // forced_workers: parser threads besides the reading one (-1: chosen from
+  // the machine and the input's size).
+  void read(ByteStream& in, const ProgressFn& progress, int forced_workers);
+  Records take();
 
  private:
   void on_member(const std::string& key, const std::string& value);
   void merge(std::vector<std::unique_ptr<Shard>>& shards);
-  void build();
-  StackId stack_of(uint32_t r);
-  FrameId range_frame(const RangeRec& r);
 
   Trace& t_;
   int64_t base_ns_ = 0;
@@ -768,18 +575,13 @@ class ChromeTraceReader {
   HugeVec<GpuRec> gpu_;
   HugeVec<FlowRec> flows_;
   size_t threads_ = 0;
-  std::vector<FrameId> name_frame_;  // by StrId: op / annotation frames
-  std::vector<FrameId> py_frames_;   // python ranges' labels are indices into this
+  std::vector<FrameId> py_frames_;  // python ranges' labels are indices into this
   uint64_t events_ = 0;
-  // built
-  HugeVec<uint32_t> parent_;   // per sorted range
-  HugeVec<StackId> stack_;     // per sorted range (UINT32_MAX: not yet)
-  HugeVec<uint32_t> near_op_;  // per sorted range: the innermost op at or above it
   std::vector<std::pair<std::string, std::string>> meta_;
   std::string schema_version_;
 };
 
-void ChromeTraceReader::on_member(const std::string& key, const std::string& value) {
+void EventReader::on_member(const std::string& key, const std::string& value) {
   auto text = [&]() {
     std::string v = value;
     if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
@@ -825,7 +627,7 @@ void ChromeTraceReader::on_member(const std::string& key, const std::string& val
   }
 }
 
-void ChromeTraceReader::read(ByteStream& in, const ProgressFn& progress) {
+void EventReader::read(ByteStream& in, const ProgressFn& progress, int forced_workers) {
   // Threads: the main thread splits the stream into batches of complete
   // events and parses some of them itself; the others go to workers. Small
   // inputs are parsed on the main thread alone.
@@ -835,9 +637,8 @@ void ChromeTraceReader::read(ByteStream& in, const ProgressFn& progress) {
   // Parsing a plain file on one thread already runs at several hundred
   // MB/s; on a 2-core machine a worker only pays when the reading thread
   // inflates gzip (measured: docs/performance.md). Small inputs: no threads.
-  const int forced = g_workers.load();
   const bool worth = hint >= (uint64_t(16) << 20) && (hw >= 4 || (hw >= 2 && in.compressed()));
-  const unsigned workers = forced >= 0 ? unsigned(forced) : worth ? std::min(hw - 1, 3u) : 0;
+  const unsigned workers = forced_workers >= 0 ? unsigned(forced_workers) : worth ? std::min(hw - 1, 3u) : 0;
   std::vector<std::unique_ptr<Shard>> shards;
   for (unsigned i = 0; i <= workers; ++i) {
     shards.push_back(std::make_unique<Shard>());
@@ -979,13 +780,11 @@ void ChromeTraceReader::read(ByteStream& in, const ProgressFn& progress) {
   if (first) std::rethrow_exception(first->error);
   if (split_error) std::rethrow_exception(split_error);
   merge(shards);
-  shards.clear();
-  build();
 }
 
 // Global ids for the shards' names and threads, in order of first
 // appearance in the file, then all records in global terms.
-void ChromeTraceReader::merge(std::vector<std::unique_ptr<Shard>>& shards) {
+void EventReader::merge(std::vector<std::unique_ptr<Shard>>& shards) {
   struct NameRef {
     uint64_t first;
     uint32_t shard, id;
@@ -1076,336 +875,35 @@ void ChromeTraceReader::merge(std::vector<std::unique_ptr<Shard>>& shards) {
   concat(&Shard::flows, flows_);
 }
 
-FrameId ChromeTraceReader::range_frame(const RangeRec& r) {
-  if (r.kind == kPython) return py_frames_[r.label];
-  if (name_frame_.size() <= r.label) name_frame_.resize(size_t(r.label) + 1, UINT32_MAX);
-  FrameId& f = name_frame_[r.label];
-  if (f == UINT32_MAX) {
-    Frame fr;
-    fr.name = r.label;
-    f = t_.intern_frame(fr);
-  }
-  return f;
-}
-
-StackId ChromeTraceReader::stack_of(uint32_t r) {
-  if (stack_[r] != UINT32_MAX) return stack_[r];
-  // Walk up to the first range with a stack, then come back down.
-  std::vector<uint32_t> chain;
-  uint32_t x = r;
-  while (x != UINT32_MAX && stack_[x] == UINT32_MAX) {
-    chain.push_back(x);
-    x = parent_[x];
-  }
-  StackId s = x == UINT32_MAX ? 0 : stack_[x];
-  for (size_t i = chain.size(); i-- > 0;) {
-    s = t_.stacks.child(s, range_frame(ranges_[chain[i]]));
-    stack_[chain[i]] = s;
-  }
-  return s;
-}
-
-void ChromeTraceReader::build() {
-  // GPU activities in file order, launches in a fixed one (shards hand
-  // them over in any order).
-  std::sort(gpu_.begin(), gpu_.end(), [](const GpuRec& a, const GpuRec& b) { return a.order < b.order; });
-  std::sort(launches_.begin(), launches_.end(), [](const LaunchRec& a, const LaunchRec& b) {
-    if (a.corr != b.corr) return a.corr < b.corr;
-    if (a.ts != b.ts) return a.ts < b.ts;
-    return a.thread < b.thread;
-  });
-  // Flow starts in a fixed order (the first of equal ids wins below).
-  std::sort(flows_.begin(), flows_.end(), [](const FlowRec& a, const FlowRec& b) {
-    return a.id != b.id ? a.id < b.id : a.ts < b.ts;
-  });
-  // 1. Nesting per thread.
-  std::sort(ranges_.begin(), ranges_.end(), [](const RangeRec& a, const RangeRec& b) {
-    if (a.thread != b.thread) return a.thread < b.thread;
-    if (a.start != b.start) return a.start < b.start;
-    if (a.end != b.end) return a.end > b.end;
-    if (a.kind != b.kind) return a.kind < b.kind;
-    if (a.label != b.label) return a.label < b.label;
-    return a.ext < b.ext;
-  });
-  const size_t nr = ranges_.size();
-  parent_.assign(nr, UINT32_MAX);
-  stack_.assign(nr, StackId(UINT32_MAX));
-  near_op_.assign(nr, kNoOp);
-  {
-    std::vector<uint32_t> open;
-    for (uint32_t i = 0; i < nr; ++i) {
-      const RangeRec& r = ranges_[i];
-      if (i == 0 || ranges_[i - 1].thread != r.thread) open.clear();
-      while (!open.empty() && ranges_[open.back()].end < r.end) open.pop_back();
-      parent_[i] = open.empty() ? UINT32_MAX : open.back();
-      open.push_back(i);
-    }
-  }
-  // 2. Ops in pre-order (the sorted order), with their op parents.
-  HugeVec<uint32_t> op_of_range(nr, kNoOp);
-  t_.ops.clear();
-  {
-    size_t nops = 0;
-    for (const RangeRec& r : ranges_) nops += r.kind == kOp;
-    reserve_huge(t_.ops, nops);
-  }
-  for (uint32_t i = 0; i < nr; ++i) {
-    const RangeRec& r = ranges_[i];
-    const uint32_t up = parent_[i] == UINT32_MAX ? kNoOp : near_op_[parent_[i]];
-    if (r.kind == kOp) {
-      TraceOp op;
-      op.name = r.label;
-      op.time_us = abs_us(base_ns_, r.start);
-      op.duration_ns = wrap_sub(r.end, r.start);
-      op.thread = r.thread;
-      op.parent = up;
-      op_of_range[i] = uint32_t(t_.ops.size());
-      near_op_[i] = op_of_range[i];
-      t_.ops.push_back(op);
-    } else {
-      near_op_[i] = up;
-    }
-  }
-  {
-    const size_t n = t_.ops.size();
-    for (size_t i = 0; i < n; ++i) t_.ops[i].subtree_end = uint32_t(i + 1);
-    for (size_t i = n; i-- > 0;) {
-      uint32_t p = t_.ops[i].parent;
-      if (p != kNoOp) t_.ops[p].subtree_end = std::max(t_.ops[p].subtree_end, t_.ops[i].subtree_end);
-    }
-  }
-  // 3. Points (memory events, launches, flow starts) into their innermost
-  // range. Memory events are put in time order first (ties: file order).
-  std::sort(mem_.begin(), mem_.end(), [](const MemRec& a, const MemRec& b) {
-    if (a.ts != b.ts) return a.ts < b.ts;
-    return a.order < b.order;
-  });
-  struct Point {
-    uint32_t thread;
-    int64_t ts;
-    uint32_t which;  // 0 mem, 1 launch, 2 flow
-    uint32_t idx;
-  };
-  HugeVec<Point> pts;
-  reserve_huge(pts, mem_.size() + launches_.size() + flows_.size());
-  for (uint32_t i = 0; i < mem_.size(); ++i) pts.push_back({mem_[i].thread, mem_[i].ts, 0, i});
-  for (uint32_t i = 0; i < launches_.size(); ++i) pts.push_back({launches_[i].thread, launches_[i].ts, 1, i});
-  for (uint32_t i = 0; i < flows_.size(); ++i) pts.push_back({flows_[i].thread, flows_[i].ts, 2, i});
-  std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) {
-    if (a.thread != b.thread) return a.thread < b.thread;
-    if (a.ts != b.ts) return a.ts < b.ts;
-    if (a.which != b.which) return a.which < b.which;
-    return a.idx < b.idx;
-  });
-  HugeVec<uint32_t> mem_range(mem_.size(), UINT32_MAX), launch_range(launches_.size(), UINT32_MAX),
-      flow_range(flows_.size(), UINT32_MAX);
-  {
-    size_t ri = 0;
-    std::vector<uint32_t> open;
-    uint32_t cur_thread = UINT32_MAX;
-    for (const Point& p : pts) {
-      if (p.thread != cur_thread) {
-        cur_thread = p.thread;
-        open.clear();
-        while (ri < nr && ranges_[ri].thread < cur_thread) ++ri;
-      }
-      while (ri < nr && ranges_[ri].thread == cur_thread && ranges_[ri].start <= p.ts) {
-        while (!open.empty() && ranges_[open.back()].end < ranges_[ri].start) open.pop_back();
-        open.push_back(uint32_t(ri));
-        ++ri;
-      }
-      while (!open.empty() && ranges_[open.back()].end < p.ts) open.pop_back();
-      uint32_t r = open.empty() ? UINT32_MAX : open.back();
-      (p.which == 0 ? mem_range : p.which == 1 ? launch_range : flow_range)[p.idx] = r;
-    }
-  }
-
-  // 4. GPU activities and their launches.
-  // Launches by correlation id: a sorted index (ids are unique per launch).
-  HugeVec<std::pair<int64_t, uint32_t>> by_corr;
-  reserve_huge(by_corr, launches_.size());
-  for (uint32_t i = 0; i < launches_.size(); ++i) by_corr.push_back({launches_[i].corr, i});
-  std::sort(by_corr.begin(), by_corr.end());
-  auto find_launch = [&](int64_t corr) -> uint32_t {
-    auto it = std::lower_bound(by_corr.begin(), by_corr.end(), std::make_pair(corr, uint32_t(0)));
-    return it != by_corr.end() && it->first == corr ? it->second : UINT32_MAX;
-  };
-  // The fallbacks, built only when a GPU activity has no launch record.
-  std::unordered_map<int64_t, uint32_t> op_by_ext, flow_by_id;
-  bool fallbacks = false;
-  struct K {
-    KernelLaunch k;
-    uint64_t order;
-  };
-  HugeVec<K> ks;
-  ks.reserve(gpu_.size());
-  for (uint32_t i = 0; i < gpu_.size(); ++i) {
-    const GpuRec& g = gpu_[i];
-    KernelLaunch k;
-    k.device = g.device;
-    k.name = g.name;
-    k.stream = uint64_t(g.stream);
-    int64_t when = g.ts;
-    uint32_t range = UINT32_MAX;
-    const uint32_t li = g.corr >= 0 ? find_launch(g.corr) : UINT32_MAX;
-    if (li == UINT32_MAX && !fallbacks) {
-      fallbacks = true;
-      for (uint32_t r = 0; r < nr; ++r)
-        if (ranges_[r].kind == kOp && ranges_[r].ext >= 0) op_by_ext.emplace(ranges_[r].ext, r);
-      for (uint32_t f = 0; f < flows_.size(); ++f) flow_by_id.emplace(flows_[f].id, f);
-    }
-    if (li != UINT32_MAX) {
-      when = launches_[li].ts;
-      range = launch_range[li];
-    } else if (auto oit = g.ext >= 0 ? op_by_ext.find(g.ext) : op_by_ext.end(); oit != op_by_ext.end()) {
-      range = oit->second;
-    } else if (auto fit = g.corr >= 0 ? flow_by_id.find(g.corr) : flow_by_id.end(); fit != flow_by_id.end()) {
-      when = flows_[fit->second].ts;
-      range = flow_range[fit->second];
-    }
-    k.time_us = abs_us(base_ns_, when);
-    if (range != UINT32_MAX) {
-      k.stack = stack_of(range);
-      k.op = near_op_[range];
-    }
-    ks.push_back({k, g.order});
-  }
-  std::sort(ks.begin(), ks.end(), [](const K& a, const K& b) {
-    return a.k.time_us != b.k.time_us ? a.k.time_us < b.k.time_us : a.order < b.order;
-  });
-  t_.kernels.clear();
-  t_.kernels.reserve(ks.size());
-  for (const K& k : ks) t_.kernels.push_back(k.k);
-  // Each op's own launches, grouped in op order, chronological within an op.
-  {
-    std::vector<uint32_t> count(t_.ops.size() + 1, 0);
-    for (const KernelLaunch& k : t_.kernels)
-      if (k.op != kNoOp) ++count[k.op];
-    uint32_t off = 0;
-    for (size_t i = 0; i < t_.ops.size(); ++i) {
-      t_.ops[i].first_kernel = off;
-      t_.ops[i].kernel_count = count[i];
-      off += count[i];
-    }
-    t_.op_kernels.assign(off, 0);
-    std::vector<uint32_t> fill(t_.ops.size(), 0);
-    for (uint32_t i = 0; i < t_.kernels.size(); ++i) {
-      uint32_t op = t_.kernels[i].op;
-      if (op == kNoOp) continue;
-      t_.op_kernels[t_.ops[op].first_kernel + fill[op]++] = i;
-    }
-  }
-
-  // 5. Memory events per device (sorted by time before step 3).
-  StackId before_stack = 0;
-  {
-    Frame f;
-    f.name = t_.strings.intern("<allocated before the profiler started>");
-    before_stack = t_.stacks.child(0, t_.intern_frame(f));
-  }
-  {
-    std::map<int32_t, size_t> per_device;
-    for (const MemRec& m : mem_)
-      if (m.device >= 0) ++per_device[m.device];
-    for (auto& kv : per_device) {
-      Device& d = t_.device(kv.first);
-      reserve_huge(d.events, kv.second);
-      reserve_huge(d.reported_allocated, kv.second);
-      reserve_huge(d.reported_reserved, kv.second);
-      reserve_huge(d.event_op, kv.second);
-    }
-  }
-  for (size_t i = 0; i < mem_.size(); ++i) {
-    const MemRec& m = mem_[i];
-    const int64_t t_us = abs_us(base_ns_, m.ts);
-    const uint32_t r = mem_range[i];
-    if (m.device < 0) {
-      HostMemoryEvent h;
-      h.time_us = t_us;
-      h.addr = m.addr;
-      h.bytes = m.bytes;
-      h.total_allocated = m.total_alloc;
-      t_.host_memory.push_back(h);
-      continue;
-    }
-    Device& d = t_.device(m.device);
-    if (!d.has_trace) {
-      d.has_trace = true;
-      d.before_stack = before_stack;
-      d.allocated_before = m.has_alloc ? wrap_sub(m.total_alloc, m.kind == kMemOom ? 0 : m.bytes) : 0;
-    }
-    Event e;
-    e.kind = m.kind == kMemOom ? EventKind::Oom : m.kind == kMemAlloc ? EventKind::Alloc : EventKind::FreeRequested;
-    e.addr = m.kind == kMemOom ? 0 : m.addr;
-    e.size = m.bytes < 0 ? uint64_t(0) - uint64_t(m.bytes) : uint64_t(m.bytes);
-    e.time_us = t_us;
-    if (r != UINT32_MAX) e.stack = stack_of(r);
-    d.events.push_back(e);
-    const int64_t prev_alloc = d.reported_allocated.empty() ? d.allocated_before : d.reported_allocated.back();
-    const int64_t delta = m.kind == kMemOom ? 0 : m.bytes;
-    d.reported_allocated.push_back(m.has_alloc ? m.total_alloc : wrap_add(prev_alloc, delta));
-    const int64_t prev_res = d.reported_reserved.empty() ? 0 : d.reported_reserved.back();
-    d.reported_reserved.push_back(m.has_res ? m.total_res : prev_res);
-    d.event_op.push_back(r == UINT32_MAX ? kNoOp : near_op_[r]);
-  }
-
-  // Stacks of the ops that launched a kernel or enclose an event, and of
-  // their enclosing ops (the rest are never looked at).
-  {
-    std::vector<uint32_t> range_of_op(t_.ops.size(), UINT32_MAX);
-    for (uint32_t i = 0; i < nr; ++i)
-      if (op_of_range[i] != kNoOp) range_of_op[op_of_range[i]] = i;
-    std::vector<char> need(t_.ops.size(), 0);
-    auto mark = [&](uint32_t op) {
-      for (; op != kNoOp && !need[op]; op = t_.ops[op].parent) need[op] = 1;
-    };
-    for (const KernelLaunch& k : t_.kernels) mark(k.op);
-    for (const Device& d : t_.devices)
-      for (uint32_t op : d.event_op) mark(op);
-    for (uint32_t i = 0; i < t_.ops.size(); ++i)
-      if (need[i]) t_.ops[i].stack = stack_of(range_of_op[i]);
-  }
-
-  // 6. record_function ranges as annotations (the attribution reads
-  // Optimizer.step#... spans from them).
-  {
-    std::vector<Annotation> an;
-    for (const RangeRec& r : ranges_) {
-      if (r.kind != kAnnotation) continue;
-      an.push_back({-1, abs_us(base_ns_, r.start), r.label, true});
-      an.push_back({-1, abs_us(base_ns_, r.end), r.label, false});
-    }
-    std::stable_sort(an.begin(), an.end(), [](const Annotation& a, const Annotation& b) {
-      if (a.time_us != b.time_us) return a.time_us < b.time_us;
-      return !a.start && b.start;  // an end before a start at the same time
-    });
-    t_.annotations = std::move(an);
-  }
-
-  // 7. What the report shows about the input.
-  t_.source.format = "chrome-trace";
-  t_.source.format_detail = "torch.profiler / Kineto" + (schema_version_.empty() ? std::string() : ", schemaVersion " + schema_version_);
-  t_.source.shape = have_base_ ? "traceEvents, baseTimeNanoseconds" : "traceEvents, absolute timestamps";
-  for (auto& kv : meta_) t_.metadata.push_back(kv);
-  t_.metadata.push_back({"profiler.trace_events", std::to_string(events_)});
-  t_.metadata.push_back({"profiler.threads", std::to_string(threads_)});
-  std::sort(t_.devices.begin(), t_.devices.end(), [](const Device& a, const Device& b) { return a.index < b.index; });
-
-  // The records are no longer needed.
-  HugeVec<RangeRec>().swap(ranges_);
-  HugeVec<MemRec>().swap(mem_);
-  HugeVec<LaunchRec>().swap(launches_);
-  HugeVec<GpuRec>().swap(gpu_);
-  HugeVec<FlowRec>().swap(flows_);
+Records EventReader::take() {
+  Records r;
+  r.base_ns = base_ns_;
+  r.have_base = have_base_;
+  r.ranges = std::move(ranges_);
+  r.mem = std::move(mem_);
+  r.launches = std::move(launches_);
+  r.gpu = std::move(gpu_);
+  r.flows = std::move(flows_);
+  r.threads = threads_;
+  r.py_frames = std::move(py_frames_);
+  r.events = events_;
+  r.meta = std::move(meta_);
+  r.schema_version = std::move(schema_version_);
+  return r;
 }
 
 }  // namespace
 
-void set_trace_reader_workers(int n) { g_workers.store(n); }
+Records read_events(ByteStream& in, Trace& t, const ProgressFn& progress, int workers) {
+  EventReader r(t);
+  r.read(in, progress, workers);
+  return r.take();
+}
 
-void read_chrome_trace(ByteStream& in, Trace& out, const ProgressFn& progress) {
-  ChromeTraceReader r(out);
-  r.read(in, progress);
+}  // namespace chrome_trace
+
+void read_chrome_trace(ByteStream& in, Trace& out, const LoadOptions& opts) {
+  chrome_trace::build_trace(chrome_trace::read_events(in, out, opts.progress, opts.trace_reader_workers), out);
 }
 
 }  // namespace snapdiff::detail
