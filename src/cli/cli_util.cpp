@@ -7,11 +7,11 @@
 #include <chrono>
 #include <cstring>
 #include <cstdio>
-#include <fstream>
 
 #include "snapdiff/check.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"
+#include "util/output_file.hpp"
 
 namespace snapdiff::cli {
 
@@ -102,14 +102,7 @@ void write_output(const std::string& text, const std::string& path) {
     std::fflush(stdout);
     return;
   }
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw UsageError("cannot write " + path);
-    f << text;
-    if (!f) throw UsageError("cannot write " + path);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw UsageError("cannot write " + path);
+  write_output_file(path, text);
 }
 
 boost::program_options::variables_map parse_command(const std::vector<std::string>& args,

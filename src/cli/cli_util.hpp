@@ -27,8 +27,8 @@ void install_input_fault_handler();
 // The built-in rules plus each file, later files first.
 RuleSet load_rules(const std::vector<std::string>& files);
 
-// Writes the whole text at once: to stdout ("" or "-"), or atomically to a
-// file (a temporary renamed into place), so nothing half-written is left.
+// Writes the whole text at once: to stdout ("" or "-"), or to a file with
+// write_output_file() (all or nothing; OutputError when it cannot).
 void write_output(const std::string& text, const std::string& path);
 
 // Parses a subcommand's arguments: the visible options plus any number of

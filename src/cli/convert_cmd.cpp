@@ -2,7 +2,6 @@
 // pickle, the format chosen by OUT's name.
 #include <boost/program_options.hpp>
 #include <iostream>
-#include <stdexcept>
 #include <string>
 
 #include "cli/cli_util.hpp"
@@ -68,13 +67,7 @@ int cmd_convert(const std::vector<std::string>& args) {
     throw UsageError("convert: " + in[0] + " is a torch.profiler trace: it has no segments or blocks, which both output "
                      "formats need (report, diff and check read the trace directly)");
   switch (fmt) {
-    case OutFormat::Snap:
-      try {
-        write_snap_file(t, out, !no_gzip);
-      } catch (const std::runtime_error& e) {  // cannot write: a usage error, as for every output
-        throw UsageError(e.what());
-      }
-      break;
+    case OutFormat::Snap: write_snap_file(t, out, !no_gzip); break;
     case OutFormat::Pickle: write_torch_pickle_file(t, out, false); break;
     case OutFormat::PickleGz: write_torch_pickle_file(t, out, true); break;
   }

@@ -1,7 +1,6 @@
 // snapdiff — the command-line front end. Parses options, calls the core
-// library, prints what it returns, and maps errors to exit codes:
-//   0 success, 1 a `snapdiff check` threshold failed, 2 usage error,
-//   3 input error, 4 internal error.
+// library, prints what it returns, and maps errors to exit codes
+// (src/cli/commands.hpp, docs/cli.md "Exit codes").
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
@@ -28,10 +27,9 @@ using snapdiff::cli::load_rules;
 using snapdiff::cli::write_output;
 using snapdiff::cli::parse_command;
 using snapdiff::cli::rules_files;
+using namespace snapdiff::cli;  // the exit codes
 
 namespace {
-
-constexpr int kExitOk = 0, kExitUsage = 2, kExitInput = 3, kExitInternal = 4;
 
 const char* kTopHelp =
     "snapdiff " SNAPDIFF_VERSION " - offline analyzer for PyTorch GPU memory snapshots\n"
@@ -59,10 +57,12 @@ const char* kTopHelp =
     "Exit codes:\n"
     "  0  success\n"
     "  1  `snapdiff check`: a threshold failed\n"
-    "  2  usage error (bad option or argument)\n"
+    "  2  usage error (bad option or argument), or an output file cannot be written\n"
+    "     (nothing is left behind: the file is as it was)\n"
     "  3  input error: unreadable, truncated, corrupt, hostile or not a snapshot;\n"
     "     one line on stderr: snapdiff: error: FILE: offset N: what is wrong\n"
-    "  4  internal error (a bug in snapdiff; please report it)\n";
+    "  4  internal error (a bug in snapdiff; please report it)\n"
+    "  5  Graphviz could not draw a chart (chart, or an HTML report's charts)\n";
 
 po::options_description common_input_options() {
   po::options_description d("Input options");
@@ -177,6 +177,12 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     std::fprintf(stderr, "snapdiff: error: %s\n", e.describe().c_str());
     return kExitInput;
+  } catch (const OutputError& e) {
+    std::fprintf(stderr, "snapdiff: error: %s\n", e.what());
+    return kExitOutput;
+  } catch (const RenderError& e) {
+    std::fprintf(stderr, "snapdiff: error: cannot draw the chart: %s\n", e.what());
+    return kExitRender;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "snapdiff: error: %s (see snapdiff --help)\n", e.what());
     return kExitUsage;
