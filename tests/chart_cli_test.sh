@@ -33,6 +33,10 @@ check "bad --x" 2 "$BIN" chart "$A" --kind timeline --x minutes -o "$T/x.svg"
 check "no such device" 2 "$BIN" chart "$A" --kind flame --device 7 -o "$T/x.svg"
 check "hostile input" 3 "$BIN" chart "$SRC/tests/data/evil_os_system.pickle" --kind flame -o "$T/x.svg"
 [[ $(wc -l <"$T/err") -eq 1 ]] || { echo "FAIL hostile input: not one stderr line"; fails=$((fails+1)); }
+# The input options every command takes.
+check "chart --max-memory too small" 3 "$BIN" chart --max-memory 1KiB "$A" --kind flame -o "$T/x.svg"
+expect "chart --max-memory too small" "$T/err" "raise it with --max-memory"
+check "chart --max-memory bad" 2 "$BIN" chart --max-memory lots "$A" --kind flame -o "$T/x.svg"
 [[ -e $T/x.svg || -e $T/x.jpg ]] && { echo "FAIL: a failed chart left a file"; fails=$((fails+1)); }
 
 # Graphviz without its plugins (GVBINDIR naming an empty directory) cannot lay

@@ -48,9 +48,9 @@ CategoryLimit limit_arg(const std::string& v) {
   return l;
 }
 
-PeakFigures analyze(const std::string& path, uint64_t max_bytes, uint64_t max_memory, const RuleSet& rules) {
+PeakFigures analyze(const std::string& path, const LoadOptions& lo, const RuleSet& rules) {
   // One input at a time: its trace is gone before the next is read.
-  Trace t = load_input(path, max_bytes, max_memory);
+  Trace t = load_input(path, lo);
   ReportOptions ro;
   ro.top_sites = 1;
   ro.input_name = path;
@@ -92,10 +92,8 @@ int cmd_check(const std::vector<std::string>& args) {
       "format,f", po::value<std::string>()->default_value("text"), "verdict format: text | json")(
       "output,o", po::value<std::string>(), "write the verdict to this file instead of stdout")(
       "junit", po::value<std::string>(), "also write JUnit XML (one testcase per threshold) to this file")(
-      "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable; tried before the built-in rules)")(
-      "max-input-bytes", po::value<uint64_t>()->default_value(uint64_t(16) << 30),
-      "refuse inputs that decompress to more than this many bytes")("max-memory", po::value<std::string>()->default_value("auto"),
-                  "refuse inputs predicted to need more memory than this (a size, 'auto' = 75% of RAM, or 'none')");
+      "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable; tried before the built-in rules)");
+  add_input_options(d);
   po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
     std::cout << d << kCheckHelpTail;
@@ -138,11 +136,10 @@ int cmd_check(const std::vector<std::string>& args) {
   // Rules first: they define the category names --limit may use.
   RuleSet rules = load_rules(rules_files(vm));
   check_limit_categories(req.limits, rules.categories);
-  uint64_t max_bytes = vm["max-input-bytes"].as<uint64_t>();
-  uint64_t max_memory = parse_max_memory(vm["max-memory"].as<std::string>());
+  const LoadOptions lo = load_options(vm);
 
   if (budget_out) {
-    PeakFigures run = analyze(inputs[0], max_bytes, max_memory, rules);
+    PeakFigures run = analyze(inputs[0], lo, rules);
     if (run.history != "complete" && !req.allow_truncated) {
       std::fprintf(stderr, "snapdiff: check: cannot write a budget from %s: its history is %s, so its peak cannot be "
                    "established (record with a larger max_entries, or pass --allow-truncated)\n",
@@ -174,10 +171,10 @@ int cmd_check(const std::vector<std::string>& args) {
   }
 
   if (inputs.size() == 2) {
-    baseline = analyze(inputs[0], max_bytes, max_memory, rules);
+    baseline = analyze(inputs[0], lo, rules);
     baseline_kind = "snapshot";
   }
-  PeakFigures candidate = analyze(inputs.back(), max_bytes, max_memory, rules);
+  PeakFigures candidate = analyze(inputs.back(), lo, rules);
   CheckResult r = evaluate_check(candidate, baseline, baseline_kind, opts);
 
   std::string out = vm.count("output") ? vm["output"].as<std::string>() : "";

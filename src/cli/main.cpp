@@ -64,14 +64,6 @@ const char* kTopHelp =
     "  4  internal error (a bug in snapdiff; please report it)\n"
     "  5  Graphviz could not draw a chart (chart, or an HTML report's charts)\n";
 
-po::options_description common_input_options() {
-  po::options_description d("Input options");
-  d.add_options()("max-input-bytes", po::value<uint64_t>()->default_value(uint64_t(16) << 30),
-                  "refuse inputs that decompress to more than this many bytes")("max-memory", po::value<std::string>()->default_value("auto"),
-                  "refuse inputs predicted to need more memory than this (a size, 'auto' = 75% of RAM, or 'none')");
-  return d;
-}
-
 int cmd_report(const std::vector<std::string>& args) {
   po::options_description d("snapdiff report FILE [options]\n\nOptions");
   d.add_options()("help,h", "show this help")(
@@ -85,7 +77,9 @@ int cmd_report(const std::vector<std::string>& args) {
                                          "allocations gain the ops and kernels that made them")(
       "memory-timeline", po::value<std::string>(), "PyTorch's export_memory_timeline output (.json, .json.gz or "
                                                    "raw.json.gz) of the trace FILE: compare its categories with snapdiff's");
-  d.add(common_input_options());
+  po::options_description input("Input options");
+  add_input_options(input);
+  d.add(input);
   po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
     std::cout << d << "\nThe JSON output is described by schemas/report.schema.json.\n";
@@ -98,7 +92,8 @@ int cmd_report(const std::vector<std::string>& args) {
   std::string path = vm["input"].as<std::vector<std::string>>()[0];
   // Rules are read first: a bad rules file fails before a long load.
   RuleSet rules = load_rules(rules_files(vm));
-  Trace t = load_input(path, vm["max-input-bytes"].as<uint64_t>(), cli::parse_max_memory(vm["max-memory"].as<std::string>()));
+  const LoadOptions lo = load_options(vm);
+  Trace t = load_input(path, lo);
   ReportOptions ro;
   ro.top_sites = vm["top"].as<size_t>();
   ro.input_name = path;
@@ -109,7 +104,7 @@ int cmd_report(const std::vector<std::string>& args) {
     if (is_profiler_trace(t))
       throw UsageError("--trace joins a snapshot with a profiler trace; " + path + " is itself a profiler trace");
     const std::string tp = vm["trace"].as<std::string>();
-    Trace prof = load_input(tp, vm["max-input-bytes"].as<uint64_t>(), cli::parse_max_memory(vm["max-memory"].as<std::string>()));
+    Trace prof = load_input(tp, lo);
     if (!is_profiler_trace(prof)) throw UsageError("--trace " + tp + ": not a torch.profiler Chrome trace");
     join = join_profiler_trace(t, prof, tp);
     ro.join = &join;
