@@ -12,6 +12,9 @@ namespace snapdiff::cli {
 constexpr int kExitOk = 0, kExitCheckFailed = 1, kExitUsage = 2, kExitInput = 3, kExitInternal = 4, kExitRender = 5;
 constexpr int kExitOutput = kExitUsage;
 
+// `snapdiff report FILE` / `snapdiff FILE` (src/cli/report_cmd.cpp).
+int cmd_report(const std::vector<std::string>& args);
+
 // `snapdiff check ...` (src/cli/check_cmd.cpp). Returns the exit code;
 // throws snapdiff::InputError / UsageError like the other commands.
 int cmd_check(const std::vector<std::string>& args);
