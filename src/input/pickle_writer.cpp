@@ -8,7 +8,6 @@
 // The output loads with Python's stdlib pickle (no torch needed), with
 // torch.cuda._memory_viz and MemoryViz.js, and with snapdiff's own reader.
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>

@@ -1,8 +1,6 @@
 // The native .snap format: one JSON document (gzip-compressed by default)
 // with interned strings, frames and stacks, and column arrays per device.
 // schemas/snap.schema.json documents it; docs/formats.md explains it.
-#include <cstdio>
-#include <fstream>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 

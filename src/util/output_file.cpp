@@ -101,10 +101,12 @@ class TempFile {
   bool renamed_ = false;
 };
 
-// /dev/null, /dev/stdout, a named pipe: written in place.
+// A target that exists and is neither a regular file nor a directory (a
+// character device such as /dev/null, a named pipe, a socket): written in
+// place, since a rename would replace the device itself.
 bool is_stream(const std::string& path) {
   struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode));
+  return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
 }
 
 }  // namespace

@@ -12,9 +12,9 @@ namespace snapdiff {
 // exclusively), are flushed to disk, and the file is renamed over `path`.
 // On any failure (cannot create, short write, fsync or close error, rename)
 // the temporary file is removed, `path` is left as it was, and OutputError
-// ("cannot write PATH: reason") is thrown. A character device or FIFO
-// (/dev/null, /dev/stdout, a pipe) is written directly: it cannot be
-// replaced by a rename.
+// ("cannot write PATH: reason") is thrown. A target that is neither a
+// regular file nor a directory (/dev/null, a named pipe) is written
+// directly: a rename would replace the device itself.
 void write_output_file(const std::string& path, std::string_view bytes);
 
 }  // namespace snapdiff
