@@ -3,6 +3,7 @@
 #include <string>
 
 #include "fuzz_common.hpp"
+#include "snapdiff/budget_io.hpp"
 #include "snapdiff/check.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -33,7 +33,31 @@ check "bad --x" 2 "$BIN" chart "$A" --kind timeline --x minutes -o "$T/x.svg"
 check "no such device" 2 "$BIN" chart "$A" --kind flame --device 7 -o "$T/x.svg"
 check "hostile input" 3 "$BIN" chart "$SRC/tests/data/evil_os_system.pickle" --kind flame -o "$T/x.svg"
 [[ $(wc -l <"$T/err") -eq 1 ]] || { echo "FAIL hostile input: not one stderr line"; fails=$((fails+1)); }
+# The input options every command takes.
+check "chart --max-memory too small" 3 "$BIN" chart --max-memory 1KiB "$A" --kind flame -o "$T/x.svg"
+expect "chart --max-memory too small" "$T/err" "raise it with --max-memory"
+check "chart --max-memory bad" 2 "$BIN" chart --max-memory lots "$A" --kind flame -o "$T/x.svg"
 [[ -e $T/x.svg || -e $T/x.jpg ]] && { echo "FAIL: a failed chart left a file"; fails=$((fails+1)); }
+
+# Graphviz without its plugins (GVBINDIR naming an empty directory) cannot lay
+# the chart out: exit 5, one line saying so, nothing written; the same in an
+# HTML report. A .dot needs no plugin.
+mkdir "$T/no-plugins"
+nogv() { env GVBINDIR="$T/no-plugins" "$@"; }
+nogv "$BIN" chart "$A" --kind flame -o "$T/gv.svg" >"$T/out" 2>"$T/err"; rc=$?
+if [[ $rc -eq 0 ]]; then
+  echo "skip Graphviz failure: this Graphviz draws without its plugin directory"
+else
+  [[ $rc -eq 5 ]] && echo "ok   Graphviz failure: exit 5" || fail "Graphviz failure: exit $rc, expected 5: $(cat "$T/err")"
+  if [[ $(wc -l <"$T/err") -ne 1 ]] || ! grep -q '^snapdiff: error: cannot draw the chart: Graphviz: layout failed: ' "$T/err"; then
+    fail "Graphviz failure: stderr is not one 'cannot draw the chart' line: $(cat "$T/err")"
+  fi
+  [[ -e $T/gv.svg ]] && fail "Graphviz failure: wrote $T/gv.svg"
+  check "Graphviz failure in an HTML report" 5 nogv "$BIN" report --format html "$A" -o "$T/gv.html"
+  expect "Graphviz failure in an HTML report" "$T/err" "^snapdiff: error: cannot draw the chart: Graphviz: "
+  [[ -e $T/gv.html ]] && fail "Graphviz failure: wrote $T/gv.html"
+fi
+check "a .dot chart needs no Graphviz plugin" 0 nogv "$BIN" chart "$A" --kind flame -o "$T/gv.dot"
 
 # Every kind in every format, one run and two.
 for kind in flame lifetime timeline; do

@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "snapdiff/budget_io.hpp"
 #include "snapdiff/check.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"
@@ -286,16 +287,9 @@ TEST_CASE("budget file round trip", "[check]") {
   CHECK(back.limits[0].bytes == 1LL << 30);
   CHECK(write_budget_json(back).find("\"allocated_bytes\": 334807552") != std::string::npos);
 
-  auto opts_of = [](const Budget& bb) {
-    CheckOptions o;
-    o.metric = bb.metric;
-    o.max_increase = bb.max_increase;
-    o.warn_increase = bb.warn_increase;
-    o.max_peak = bb.max_peak;
-    o.max_peak_text = bb.max_peak_text;
-    o.limits = bb.limits;
-    return o;
-  };
+  std::vector<std::string> categories;
+  for (const auto& c : fp8.categories) categories.push_back(c.first);
+  auto opts_of = [&](const Budget& bb) { return check_options(CheckRequest{}, bb, "b.json", categories); };
   // The run checked against its own budget passes; a smaller run too.
   CheckResult self = evaluate_check(fp8, back.peak, "budget", opts_of(back));
   CHECK(self.status == CheckStatus::Pass);
@@ -311,6 +305,101 @@ TEST_CASE("budget file round trip", "[check]") {
   CHECK(item(r, "increase.allocated").measured_bytes == 8395776);
   // No baseline_history gate against a budget.
   for (const CheckItem& i : r.items) CHECK(i.name != "baseline_history");
+}
+
+TEST_CASE("the request's thresholds override a budget's; limits merge by category", "[check]") {
+  const PeakFigures& fp8 = figures("small_fp8");
+  const std::vector<std::string> categories = {"activation", "optimizer_temporary", "workspace"};
+  Budget b;
+  b.metric = Metric::Reserved;
+  b.peak = fp8;
+  b.max_increase = parse_amount("2%");
+  b.warn_increase = parse_amount("1%");
+  b.max_peak = 60LL << 30;
+  b.max_peak_text = "60GiB";
+  b.limits = {{"optimizer_temporary", 1LL << 30, "1GiB"}, {"activation", 2LL << 30, "2GiB"}};
+
+  const CheckOptions same = check_options(CheckRequest{}, b, "b.json", categories);
+  CHECK(same.metric == Metric::Reserved);
+  CHECK(same.max_increase->text == "2%");
+  CHECK(same.warn_increase->text == "1%");
+  CHECK(same.max_peak_text == "60GiB");
+  CHECK(same.limits.size() == 2);
+  CHECK_FALSE(same.allow_truncated);
+
+  CheckRequest req;
+  req.metric = Metric::Allocated;
+  req.max_increase = parse_amount("5%");
+  req.max_peak = 1LL << 40;
+  req.max_peak_text = "1TiB";
+  add_limit(req.limits, {"activation", 1LL << 30, "1GiB"});
+  add_limit(req.limits, {"workspace", 1LL << 20, "1MiB"});
+  req.allow_truncated = true;
+  const CheckOptions o = check_options(req, b, "b.json", categories);
+  CHECK(o.metric == Metric::Allocated);
+  CHECK(o.max_increase->text == "5%");
+  CHECK(o.warn_increase->text == "1%");
+  CHECK(o.max_peak == (1LL << 40));
+  CHECK(o.max_peak_text == "1TiB");
+  REQUIRE(o.limits.size() == 3);
+  CHECK((o.limits[0].category == "optimizer_temporary" && o.limits[0].text == "1GiB"));
+  CHECK((o.limits[1].category == "activation" && o.limits[1].text == "1GiB"));  // replaced in place
+  CHECK((o.limits[2].category == "workspace" && o.limits[2].text == "1MiB"));
+  CHECK(o.allow_truncated);
+
+  // A warning level given alone is held to the budget's failure level.
+  CheckRequest warn;
+  warn.warn_increase = parse_amount("3%");
+  CHECK_THROWS_WITH(check_options(warn, b, "b.json", categories),
+                    "--warn-increase 3% is above the budget's max_increase 2%");
+  // A budget limit on a category the rules do not define: the budget file is at fault.
+  Budget odd = b;
+  odd.limits.push_back({"no_such", 1, "1"});
+  try {
+    check_options(CheckRequest{}, odd, "b.json", categories);
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    CHECK(e.describe() == "b.json: $.limits.categories: unknown category 'no_such'");
+  }
+  // Without a budget: the request as given, allocated by default.
+  const CheckOptions plain = check_options(req);
+  CHECK(plain.metric == Metric::Allocated);
+  CHECK(plain.limits.size() == 2);
+  CHECK(check_options(CheckRequest{}).metric == Metric::Allocated);
+}
+
+TEST_CASE("a budget written from a run", "[check]") {
+  const PeakFigures& fp8 = figures("small_fp8");
+  CheckRequest req;
+  const Budget b = budget_from_run(fp8, req);
+  CHECK(b.metric == Metric::Allocated);
+  CHECK(b.peak.allocated == fp8.allocated);
+  REQUIRE(b.max_increase);
+  CHECK(b.max_increase->text == "2%");  // the default tolerance
+  CHECK_FALSE(b.warn_increase);
+  CHECK_FALSE(b.max_peak);
+  CHECK(b.limits.empty());
+  req.warn_increase = parse_amount("3%");
+  CHECK_THROWS_WITH(budget_from_run(fp8, req), "--warn-increase 3% is above --max-increase 2%");
+  req.max_increase = parse_amount("4%");
+  req.metric = Metric::Reserved;
+  add_limit(req.limits, {"activation", 1, "1"});
+  const Budget w = budget_from_run(fp8, req);
+  CHECK(w.metric == Metric::Reserved);
+  CHECK(w.warn_increase->text == "3%");
+  CHECK(w.limits.size() == 1);
+}
+
+TEST_CASE("limits: one per category, named by the rules", "[check]") {
+  std::vector<CategoryLimit> l;
+  add_limit(l, {"a", 1, "1"});
+  add_limit(l, {"b", 2, "2"});
+  add_limit(l, {"a", 3, "3"});
+  REQUIRE(l.size() == 2);
+  CHECK((l[0].category == "a" && l[0].bytes == 3));
+  CHECK(l[1].category == "b");
+  CHECK_NOTHROW(check_limit_categories(l, {"a", "b", "c"}));
+  CHECK_THROWS_WITH(check_limit_categories(l, {"a", "c"}), "--limit: unknown category 'b' (a, c)");
 }
 
 TEST_CASE("a bad budget file names the file and the JSON path", "[check]") {

@@ -108,5 +108,47 @@ grep -q "^| peak | A | B" "$T/out" || { echo "FAIL diff markdown: no table"; fai
 check "diff needs two inputs" 2 "$BIN" diff "$DATA/small_bf16.pickle"
 check "diff of a bad input" 3 "$BIN" diff "$DATA/small_bf16.pickle" "$T/random.bin"
 
+# --- outputs that cannot be written -----------------------------------------
+# Every file snapdiff writes goes through one writer: exit 2, one line
+# "snapdiff: error: cannot write PATH: reason", no temporary file left, and
+# what was there before is unchanged. W holds directories named like
+# outputs, each with a file inside, and an old report.
+W=$T/w
+mkdir -p "$W"
+for d in out.txt out.snap out.pickle out.pickle.gz out.svg; do mkdir "$W/$d"; echo old >"$W/$d/keep"; done
+echo old >"$W/old.json"
+(cd "$W" && find . | sort) >"$T/w.before"
+S=$DATA/small_bf16.pickle
+unwritable() {  # unwritable NAME TARGET CMD... : the failure above, W as it was
+  local name=$1 target=$2; shift 2
+  check "$name" 2 "$@" || return
+  if [[ $(wc -l <"$T/err") -ne 1 ]] || ! grep -q "^snapdiff: error: cannot write $target: " "$T/err"; then
+    fail "$name: stderr is not one 'cannot write $target: ...' line: $(cat "$T/err")"
+  fi
+  (cd "$W" && find . | sort) | cmp -s - "$T/w.before" || fail "$name: left $(cd "$W" && find . -name '.snapdiff-*')"
+  for f in "$W"/*/keep "$W/old.json"; do [[ $(cat "$f") == old ]] || fail "$name: $f changed"; done
+}
+for where in dir missing; do
+  out=$W/out; [[ $where == missing ]] && out=$W/no/such/dir/out
+  unwritable "report -o ($where)" "$out.txt" "$BIN" report "$S" -o "$out.txt"
+  unwritable "report --format html -o ($where)" "$out.txt" "$BIN" report --format html "$S" -o "$out.txt"
+  unwritable "diff -o ($where)" "$out.txt" "$BIN" diff "$S" "$S" -o "$out.txt"
+  unwritable "check -o ($where)" "$out.txt" "$BIN" check --max-peak 100GiB "$S" -o "$out.txt"
+  unwritable "check --junit ($where)" "$out.txt" "$BIN" check --max-peak 100GiB "$S" --junit "$out.txt"
+  unwritable "check --write-budget ($where)" "$out.txt" "$BIN" check --write-budget "$out.txt" "$S"
+  unwritable "convert .snap ($where)" "$out.snap" "$BIN" convert "$S" -o "$out.snap"
+  unwritable "convert .pickle ($where)" "$out.pickle" "$BIN" convert "$S" -o "$out.pickle"
+  unwritable "convert .pickle.gz ($where)" "$out.pickle.gz" "$BIN" convert "$S" -o "$out.pickle.gz"
+  unwritable "chart -o ($where)" "$out.svg" "$BIN" chart "$S" --kind flame -o "$out.svg"
+done
+# A write cut short (the file size limit, 1 KiB) keeps the old file.
+unwritable "short write" "$W/old.json" bash -c 'trap "" XFSZ; ulimit -f 1; exec "$0" "$@"' \
+  "$BIN" report --format json "$S" -o "$W/old.json"
+grep -q "File too large" "$T/err" || fail "short write: no reason: $(cat "$T/err")"
+# Character devices are written in place, not replaced.
+check "report -o /dev/null" 0 "$BIN" report "$S" -o /dev/null
+quiet "report -o /dev/null"
+[[ -c /dev/null ]] || fail "report -o /dev/null replaced /dev/null"
+
 if ((fails)); then echo "$fails CLI check(s) failed"; exit 1; fi
 echo "all CLI checks passed"

@@ -9,6 +9,7 @@
 
 #include "input/file_source.hpp"
 #include "snapdiff/attribution.hpp"
+#include "snapdiff/budget_io.hpp"
 #include "snapdiff/check.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"

@@ -65,7 +65,14 @@ struct CategoryLimit {
   std::string text;  // as written
 };
 
-// A committed budget file (schemas/budget.schema.json).
+// Adds `l` to `limits`, replacing a limit on the same category in place.
+void add_limit(std::vector<CategoryLimit>& limits, const CategoryLimit& l);
+// Throws UsageError ("--limit: unknown category 'X' (a, b, ...)") when a
+// limit names a category not among `categories` (a RuleSet's).
+void check_limit_categories(const std::vector<CategoryLimit>& limits, const std::vector<std::string>& categories);
+
+// A committed budget file (schemas/budget.schema.json; read and written by
+// snapdiff/budget_io.hpp).
 struct Budget {
   Metric metric = Metric::Allocated;
   PeakFigures peak;  // peaks, categories and source facts of the run it was written from
@@ -75,11 +82,22 @@ struct Budget {
   std::vector<CategoryLimit> limits;
   std::string snapdiff_version;  // of the writer
 };
-constexpr const char* kBudgetSchema = "snapdiff/budget/1";
-// Throws InputError (file set, JSON path such as "$.tolerance.max_increase").
-Budget read_budget_file(const std::string& path);
-Budget parse_budget(const std::string& json_text, const std::string& name);
-std::string write_budget_json(const Budget& b);
+
+// What a check is asked for (the command line): each threshold optional.
+struct CheckRequest {
+  std::optional<Metric> metric;
+  std::optional<Amount> max_increase, warn_increase;
+  std::optional<int64_t> max_peak;
+  std::string max_peak_text;
+  std::vector<CategoryLimit> limits;  // one per category (add_limit)
+  bool allow_truncated = false;
+};
+
+// The budget `--write-budget` writes from `run`: its figures, the metric
+// (default allocated), the tolerances (max_increase default 2%), the
+// absolute peak and the limits requested. Throws UsageError when the
+// warning level is above the failure level at the run's peak.
+Budget budget_from_run(const PeakFigures& run, const CheckRequest& req);
 
 struct CheckOptions {
   Metric metric = Metric::Allocated;
@@ -89,6 +107,17 @@ struct CheckOptions {
   std::vector<CategoryLimit> limits;
   bool allow_truncated = false;
 };
+
+// The options of a check without a budget: the request's (metric default
+// allocated).
+CheckOptions check_options(const CheckRequest& req);
+// The options of a check against `budget` (read from `budget_file`): the
+// budget's thresholds, each overridden by the request's; limits merge by
+// category. Throws InputError ($.limits.categories of `budget_file`) when
+// a budget limit names a category not among `categories`, UsageError when
+// a warning level requested alone is above the budget's max_increase.
+CheckOptions check_options(const CheckRequest& req, const Budget& budget, const std::string& budget_file,
+                           const std::vector<std::string>& categories);
 
 enum class CheckStatus : uint8_t { Pass, Warn, Fail };
 const char* status_name(CheckStatus s);  // "pass", "warn", "fail"

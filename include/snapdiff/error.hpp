@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace snapdiff {
 
@@ -41,6 +42,25 @@ class InputError : public std::runtime_error {
 
 // The caller asked for something inconsistent (exit code 2).
 class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// An output file cannot be written: a missing or read-only directory, a
+// directory in the way, a full disk. Whoever throws it leaves the file as it
+// was (src/util/output_file.hpp). what(): "cannot write PATH: reason".
+class OutputError : public std::runtime_error {
+ public:
+  OutputError(std::string path, const std::string& what) : std::runtime_error(what), path_(std::move(path)) {}
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Graphviz could not draw a chart (a plugin missing, a layout or render
+// failure). what() says which step failed and what Graphviz reported.
+class RenderError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };

@@ -54,7 +54,8 @@ void read_torch_pickle(const uint8_t* data, size_t size, Trace& out,
 constexpr int kSnapVersion = 1;
 void read_snap(std::string_view json_text, Trace& out);
 std::string write_snap_json(const Trace& trace);
-// Writes .snap to `path` (gzip-compressed unless gzip == false).
+// Writes .snap to `path` (gzip-compressed unless gzip == false), all or
+// nothing: OutputError when it cannot.
 void write_snap_file(const Trace& trace, const std::string& path, bool gzip = true);
 
 // The pickle torch.cuda.memory._dump_snapshot() writes (PyTorch 2.11 field
@@ -67,7 +68,7 @@ void write_snap_file(const Trace& trace, const std::string& path, bool gzip = tr
 // lies below the highest traced device index gets an empty trace list.
 std::string write_torch_pickle(const Trace& trace);
 // Writes it to `path` (gzip-compressed when gzip is true) through a
-// temporary file renamed into place. Throws UsageError when the file cannot
+// temporary file renamed into place. Throws OutputError when the file cannot
 // be written.
 void write_torch_pickle_file(const Trace& trace, const std::string& path, bool gzip);
 

@@ -2,7 +2,6 @@
 // charts, drawn by Graphviz; the format comes from OUT's extension.
 #include <boost/program_options.hpp>
 #include <iostream>
-#include <stdexcept>
 #include <string>
 
 #include "cli/cli_util.hpp"
@@ -30,9 +29,8 @@ int cmd_chart(const std::vector<std::string>& args) {
       "device", po::value<int>(), "CUDA device index (default: the device with the highest peak)")(
       "width", po::value<double>()->default_value(1200), "width in points (PNG: pixels x 3/4)")(
       "title", po::value<std::string>(), "title (default: the input's file name and what the chart shows)")(
-      "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable)")(
-      "max-input-bytes", po::value<uint64_t>()->default_value(uint64_t(16) << 30),
-      "refuse inputs that decompress to more than this many bytes");
+      "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable)");
+  add_input_options(d);
   po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
     std::cout << d
@@ -68,13 +66,14 @@ int cmd_chart(const std::vector<std::string>& args) {
   if (vm.count("device")) opt.device = vm["device"].as<int>();
 
   RuleSet rules = load_rules(rules_files(vm));
-  const uint64_t max_bytes = vm["max-input-bytes"].as<uint64_t>();
+  // Two runs are held at once, like a diff's: each gets half of the memory bound.
+  const LoadOptions lo = load_options(vm, unsigned(in.size()));
   std::vector<Trace> traces;
   std::vector<Analysis> reports;
   traces.reserve(in.size());
   reports.reserve(in.size());
   for (const std::string& path : in) {
-    traces.push_back(load_input(path, max_bytes));
+    traces.push_back(load_input(path, lo));
     ReportOptions ro;
     ro.rules = &rules;
     ro.input_name = path;

@@ -2,13 +2,9 @@
 // / `snapdiff check --max-peak SIZE CANDIDATE`: the CI gate on peak memory
 // (docs/cli.md, docs/ci.md). Exit 0 within budget, 1 a threshold failed;
 // usage and input errors are thrown to main() (exit 2, 3).
-#include <unistd.h>
-
 #include <boost/program_options.hpp>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -17,6 +13,7 @@
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
 #include "snapdiff/attribution.hpp"
+#include "snapdiff/budget_io.hpp"
 #include "snapdiff/check.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"
@@ -51,9 +48,9 @@ CategoryLimit limit_arg(const std::string& v) {
   return l;
 }
 
-PeakFigures analyze(const std::string& path, uint64_t max_bytes, uint64_t max_memory, const RuleSet& rules) {
+PeakFigures analyze(const std::string& path, const LoadOptions& lo, const RuleSet& rules) {
   // One input at a time: its trace is gone before the next is read.
-  Trace t = load_input(path, max_bytes, max_memory);
+  Trace t = load_input(path, lo);
   ReportOptions ro;
   ro.top_sites = 1;
   ro.input_name = path;
@@ -95,10 +92,8 @@ int cmd_check(const std::vector<std::string>& args) {
       "format,f", po::value<std::string>()->default_value("text"), "verdict format: text | json")(
       "output,o", po::value<std::string>(), "write the verdict to this file instead of stdout")(
       "junit", po::value<std::string>(), "also write JUnit XML (one testcase per threshold) to this file")(
-      "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable; tried before the built-in rules)")(
-      "max-input-bytes", po::value<uint64_t>()->default_value(uint64_t(16) << 30),
-      "refuse inputs that decompress to more than this many bytes")("max-memory", po::value<std::string>()->default_value("auto"),
-                  "refuse inputs predicted to need more memory than this (a size, 'auto' = 75% of RAM, or 'none')");
+      "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable; tried before the built-in rules)");
+  add_input_options(d);
   po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
     std::cout << d << kCheckHelpTail;
@@ -116,70 +111,42 @@ int cmd_check(const std::vector<std::string>& args) {
   if (budget_in && inputs.size() != 1) throw UsageError("with --budget, give only the CANDIDATE");
   if (inputs.empty() || inputs.size() > 2) throw UsageError("check needs [BASELINE] CANDIDATE");
 
-  CheckOptions opts;
-  std::optional<Metric> metric;
-  if (vm.count("metric")) metric = parse_metric(vm["metric"].as<std::string>());
-  std::optional<Amount> max_inc, warn_inc;
-  if (vm.count("max-increase")) max_inc = amount_arg("--max-increase", vm["max-increase"].as<std::string>());
-  if (vm.count("warn-increase")) warn_inc = amount_arg("--warn-increase", vm["warn-increase"].as<std::string>());
-  std::optional<int64_t> max_peak;
-  std::string max_peak_text;
+  CheckRequest req;
+  if (vm.count("metric")) req.metric = parse_metric(vm["metric"].as<std::string>());
+  if (vm.count("max-increase")) req.max_increase = amount_arg("--max-increase", vm["max-increase"].as<std::string>());
+  if (vm.count("warn-increase")) req.warn_increase = amount_arg("--warn-increase", vm["warn-increase"].as<std::string>());
   if (vm.count("max-peak")) {
-    max_peak_text = vm["max-peak"].as<std::string>();
-    if (!max_peak_text.empty() && max_peak_text.back() == '%')
+    req.max_peak_text = vm["max-peak"].as<std::string>();
+    if (!req.max_peak_text.empty() && req.max_peak_text.back() == '%')
       throw UsageError("--max-peak takes a size (e.g. 60GiB), not a share");
-    max_peak = size_arg("--max-peak", max_peak_text);
+    req.max_peak = size_arg("--max-peak", req.max_peak_text);
   }
-  std::vector<CategoryLimit> limits;
   if (vm.count("limit"))
-    for (const std::string& v : vm["limit"].as<std::vector<std::string>>()) {
-      CategoryLimit l = limit_arg(v);
-      bool replaced = false;
-      for (CategoryLimit& o : limits)
-        if (o.category == l.category) o = l, replaced = true;
-      if (!replaced) limits.push_back(l);
-    }
-  opts.allow_truncated = vm.count("allow-truncated") > 0;
-  bool increase_given = max_inc || warn_inc;
+    for (const std::string& v : vm["limit"].as<std::vector<std::string>>()) add_limit(req.limits, limit_arg(v));
+  req.allow_truncated = vm.count("allow-truncated") > 0;
+  const bool increase_given = req.max_increase || req.warn_increase;
+  const bool ceiling_given = req.max_peak || !req.limits.empty();
   if (!budget_in && !budget_out && inputs.size() == 1 && increase_given)
     throw UsageError("--max-increase and --warn-increase compare with a baseline: give BASELINE CANDIDATE or --budget FILE");
-  if (!budget_in && !budget_out && inputs.size() == 2 && !increase_given && !max_peak && limits.empty())
+  if (!budget_in && !budget_out && inputs.size() == 2 && !increase_given && !ceiling_given)
     throw UsageError("no thresholds to check: give --max-increase (e.g. 2%), --warn-increase, --max-peak or --limit");
-  if (!budget_in && !budget_out && inputs.size() == 1 && !max_peak && limits.empty())
+  if (!budget_in && !budget_out && inputs.size() == 1 && !ceiling_given)
     throw UsageError("nothing to compare CANDIDATE with: give BASELINE CANDIDATE, --budget FILE, --max-peak or --limit");
 
   // Rules first: they define the category names --limit may use.
   RuleSet rules = load_rules(rules_files(vm));
-  for (const CategoryLimit& l : limits) {
-    bool known = false;
-    std::string names;
-    for (const std::string& c : rules.categories) {
-      known |= c == l.category;
-      names += (names.empty() ? "" : ", ") + c;
-    }
-    if (!known) throw UsageError("--limit: unknown category '" + l.category + "' (" + names + ")");
-  }
-  uint64_t max_bytes = vm["max-input-bytes"].as<uint64_t>();
-  uint64_t max_memory = parse_max_memory(vm["max-memory"].as<std::string>());
+  check_limit_categories(req.limits, rules.categories);
+  const LoadOptions lo = load_options(vm);
 
   if (budget_out) {
-    PeakFigures run = analyze(inputs[0], max_bytes, max_memory, rules);
-    if (run.history != "complete" && !opts.allow_truncated) {
+    PeakFigures run = analyze(inputs[0], lo, rules);
+    if (run.history != "complete" && !req.allow_truncated) {
       std::fprintf(stderr, "snapdiff: check: cannot write a budget from %s: its history is %s, so its peak cannot be "
                    "established (record with a larger max_entries, or pass --allow-truncated)\n",
                    inputs[0].c_str(), run.history.c_str());
       return kExitCheckFailed;
     }
-    Budget b;
-    b.metric = metric.value_or(Metric::Allocated);
-    b.peak = run;
-    b.max_increase = max_inc ? max_inc : parse_amount("2%");
-    b.warn_increase = warn_inc;
-    if (b.warn_increase && b.max_increase && b.warn_increase->bytes_of(run.peak(b.metric)) > b.max_increase->bytes_of(run.peak(b.metric)))
-      throw UsageError("--warn-increase " + b.warn_increase->text + " is above --max-increase " + b.max_increase->text);
-    b.max_peak = max_peak;
-    b.max_peak_text = max_peak_text;
-    b.limits = limits;
+    const Budget b = budget_from_run(run, req);
     std::string out = vm["write-budget"].as<std::string>();
     write_output(write_budget_json(b), out);
     if (out != "-")
@@ -191,51 +158,23 @@ int cmd_check(const std::vector<std::string>& args) {
 
   std::optional<PeakFigures> baseline;
   std::string baseline_kind;
+  CheckOptions opts;
   if (budget_in) {
     // Read before the (long) snapshot load: a bad budget fails fast.
-    Budget b = read_budget_file(vm["budget"].as<std::string>());
+    const std::string file = vm["budget"].as<std::string>();
+    Budget b = read_budget_file(file);
+    opts = check_options(req, b, file, rules.categories);
     baseline = b.peak;
     baseline_kind = "budget";
-    opts.metric = metric.value_or(b.metric);
-    opts.max_increase = b.max_increase;
-    opts.warn_increase = b.warn_increase;
-    opts.max_peak = b.max_peak;
-    opts.max_peak_text = b.max_peak_text;
-    opts.limits = b.limits;
-    for (const CategoryLimit& l : opts.limits) {
-      bool known = false;
-      for (const std::string& c : rules.categories) known |= c == l.category;
-      if (!known) {
-        InputError e("$.limits.categories", "unknown category '" + l.category + "'");
-        e.set_file(vm["budget"].as<std::string>());
-        throw e;
-      }
-    }
   } else {
-    opts.metric = metric.value_or(Metric::Allocated);
-  }
-  // The command line overrides the budget.
-  if (max_inc) opts.max_increase = max_inc;
-  if (warn_inc) opts.warn_increase = warn_inc;
-  if (warn_inc && !max_inc && opts.max_increase &&
-      baseline && warn_inc->bytes_of(baseline->peak(opts.metric)) > opts.max_increase->bytes_of(baseline->peak(opts.metric)))
-    throw UsageError("--warn-increase " + warn_inc->text + " is above the budget's max_increase " + opts.max_increase->text);
-  if (max_peak) {
-    opts.max_peak = max_peak;
-    opts.max_peak_text = max_peak_text;
-  }
-  for (const CategoryLimit& l : limits) {
-    bool replaced = false;
-    for (CategoryLimit& o : opts.limits)
-      if (o.category == l.category) o = l, replaced = true;
-    if (!replaced) opts.limits.push_back(l);
+    opts = check_options(req);
   }
 
   if (inputs.size() == 2) {
-    baseline = analyze(inputs[0], max_bytes, max_memory, rules);
+    baseline = analyze(inputs[0], lo, rules);
     baseline_kind = "snapshot";
   }
-  PeakFigures candidate = analyze(inputs.back(), max_bytes, max_memory, rules);
+  PeakFigures candidate = analyze(inputs.back(), lo, rules);
   CheckResult r = evaluate_check(candidate, baseline, baseline_kind, opts);
 
   std::string out = vm.count("output") ? vm["output"].as<std::string>() : "";

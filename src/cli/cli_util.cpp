@@ -7,11 +7,11 @@
 #include <chrono>
 #include <cstring>
 #include <cstdio>
-#include <fstream>
 
 #include "snapdiff/check.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"
+#include "util/output_file.hpp"
 
 namespace snapdiff::cli {
 
@@ -58,6 +58,8 @@ void install_input_fault_handler() {
   ::sigaction(SIGBUS, &sa, nullptr);
 }
 
+namespace {
+
 uint64_t default_max_memory() {
   long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0) return 0;
@@ -72,16 +74,30 @@ uint64_t parse_max_memory(const std::string& text) {
   return uint64_t(*b);
 }
 
-Trace load_input(const std::string& path, uint64_t max_decoded_bytes, uint64_t max_memory_bytes) {
+}  // namespace
+
+void add_input_options(boost::program_options::options_description& d) {
+  namespace po = boost::program_options;
+  d.add_options()("max-input-bytes", po::value<uint64_t>()->default_value(LoadOptions{}.max_decoded_bytes),
+                  "refuse inputs that decompress to more than this many bytes")(
+      "max-memory", po::value<std::string>()->default_value("auto"),
+      "refuse inputs predicted to need more memory than this (a size, 'auto' = 75% of RAM, or 'none')");
+}
+
+LoadOptions load_options(const boost::program_options::variables_map& vm, unsigned held_at_once) {
+  LoadOptions o;
+  o.max_decoded_bytes = vm["max-input-bytes"].as<uint64_t>();
+  o.max_memory_bytes = parse_max_memory(vm["max-memory"].as<std::string>()) / std::max(held_at_once, 1u);
+  return o;
+}
+
+Trace load_input(const std::string& path, LoadOptions opts) {
   g_reading_len = std::min(path.size(), sizeof g_reading);
   std::memcpy(g_reading, path.data(), g_reading_len);
   Progress prog{path};
-  LoadOptions o;
-  o.max_decoded_bytes = max_decoded_bytes;
-  o.max_memory_bytes = max_memory_bytes;
-  o.progress = [&prog](uint64_t d, uint64_t t) { prog(d, t); };
+  opts.progress = [&prog](uint64_t d, uint64_t t) { prog(d, t); };
   try {
-    Trace t = load_trace(path, o);
+    Trace t = load_trace(path, opts);
     prog.clear();
     return t;
   } catch (...) {
@@ -102,14 +118,7 @@ void write_output(const std::string& text, const std::string& path) {
     std::fflush(stdout);
     return;
   }
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw UsageError("cannot write " + path);
-    f << text;
-    if (!f) throw UsageError("cannot write " + path);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw UsageError("cannot write " + path);
+  write_output_file(path, text);
 }
 
 boost::program_options::variables_map parse_command(const std::vector<std::string>& args,

@@ -6,8 +6,14 @@
 
 namespace snapdiff::cli {
 
-// Exit codes (README "Exit codes").
-constexpr int kExitOk = 0, kExitCheckFailed = 1, kExitUsage = 2, kExitInput = 3, kExitInternal = 4;
+// Exit codes (docs/cli.md "Exit codes"). An output that cannot be written
+// (OutputError) shares the usage error's code: the caller named a place
+// that cannot be written. Graphviz failures (RenderError) have their own.
+constexpr int kExitOk = 0, kExitCheckFailed = 1, kExitUsage = 2, kExitInput = 3, kExitInternal = 4, kExitRender = 5;
+constexpr int kExitOutput = kExitUsage;
+
+// `snapdiff report FILE` / `snapdiff FILE` (src/cli/report_cmd.cpp).
+int cmd_report(const std::vector<std::string>& args);
 
 // `snapdiff check ...` (src/cli/check_cmd.cpp). Returns the exit code;
 // throws snapdiff::InputError / UsageError like the other commands.

@@ -2,7 +2,6 @@
 // pickle, the format chosen by OUT's name.
 #include <boost/program_options.hpp>
 #include <iostream>
-#include <stdexcept>
 #include <string>
 
 #include "cli/cli_util.hpp"
@@ -42,10 +41,8 @@ int cmd_convert(const std::vector<std::string>& args) {
       "output,o", po::value<std::string>(),
       "the file to write; its name picks the format: OUT.snap (snapdiff's format, gzip'd JSON), "
       "OUT.pickle (the pickle torch.cuda.memory._dump_snapshot writes), OUT.pickle.gz (the same, gzip'd)")(
-      "no-gzip", "OUT.snap: write plain JSON instead of gzip-compressed")(
-      "max-input-bytes", po::value<uint64_t>()->default_value(uint64_t(16) << 30),
-      "refuse inputs that decompress to more than this many bytes")("max-memory", po::value<std::string>()->default_value("auto"),
-                  "refuse inputs predicted to need more memory than this (a size, 'auto' = 75% of RAM, or 'none')");
+      "no-gzip", "OUT.snap: write plain JSON instead of gzip-compressed");
+  add_input_options(d);
   po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
     std::cout << d
@@ -63,18 +60,12 @@ int cmd_convert(const std::vector<std::string>& args) {
   const bool no_gzip = vm.count("no-gzip") != 0;
   if (no_gzip && fmt == OutFormat::PickleGz)
     throw UsageError("convert: --no-gzip contradicts '" + out + "' (name it OUT.pickle for a plain pickle)");
-  Trace t = load_input(in[0], vm["max-input-bytes"].as<uint64_t>(), parse_max_memory(vm["max-memory"].as<std::string>()));
+  Trace t = load_input(in[0], load_options(vm));
   if (is_profiler_trace(t))
     throw UsageError("convert: " + in[0] + " is a torch.profiler trace: it has no segments or blocks, which both output "
                      "formats need (report, diff and check read the trace directly)");
   switch (fmt) {
-    case OutFormat::Snap:
-      try {
-        write_snap_file(t, out, !no_gzip);
-      } catch (const std::runtime_error& e) {  // cannot write: a usage error, as for every output
-        throw UsageError(e.what());
-      }
-      break;
+    case OutFormat::Snap: write_snap_file(t, out, !no_gzip); break;
     case OutFormat::Pickle: write_torch_pickle_file(t, out, false); break;
     case OutFormat::PickleGz: write_torch_pickle_file(t, out, true); break;
   }

@@ -1,9 +1,5 @@
 // `snapdiff diff A B` (and `snapdiff A B`).
-#include <unistd.h>
-
 #include <boost/program_options.hpp>
-#include <cstdio>
-#include <fstream>
 #include <iostream>
 
 #include "cli/cli_util.hpp"
@@ -23,10 +19,8 @@ int cmd_diff(const std::vector<std::string>& args) {
       "format,f", po::value<std::string>()->default_value("text"), "output format: text | json | markdown | html")(
       "output,o", po::value<std::string>(), "write the diff to this file instead of stdout")(
       "top,n", po::value<size_t>()->default_value(20), "number of sites to list (the rest are summed)")(
-      "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable)")(
-      "max-input-bytes", po::value<uint64_t>()->default_value(uint64_t(16) << 30),
-      "refuse inputs that decompress to more than this many bytes")("max-memory", po::value<std::string>()->default_value("auto"),
-                  "refuse inputs predicted to need more memory than this (a size, 'auto' = 75% of RAM, or 'none')");
+      "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable)");
+  add_input_options(d);
   po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
     std::cout << d << "\nA and B are any inputs snapdiff reads. The JSON output is described by schemas/diff.schema.json.\n";
@@ -39,11 +33,10 @@ int cmd_diff(const std::vector<std::string>& args) {
     throw UsageError("unknown --format '" + fmt + "' (text, json, markdown, html)");
   const auto& in = vm["input"].as<std::vector<std::string>>();
   RuleSet rules = load_rules(rules_files(vm));
-  const uint64_t max_bytes = vm["max-input-bytes"].as<uint64_t>();
   // Both inputs are held at once: each gets half of the memory bound.
-  const uint64_t max_memory = parse_max_memory(vm["max-memory"].as<std::string>()) / 2;
-  Trace ta = load_input(in[0], max_bytes, max_memory);
-  Trace tb = load_input(in[1], max_bytes, max_memory);
+  const LoadOptions lo = load_options(vm, 2);
+  Trace ta = load_input(in[0], lo);
+  Trace tb = load_input(in[1], lo);
   ReportOptions ro;
   ro.rules = &rules;
   ro.input_name = in[0];

@@ -8,7 +8,6 @@
 // The output loads with Python's stdlib pickle (no torch needed), with
 // torch.cuda._memory_viz and MemoryViz.js, and with snapdiff's own reader.
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -20,6 +19,7 @@
 #include "input/file_source.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"
+#include "util/output_file.hpp"
 
 namespace snapdiff {
 
@@ -689,23 +689,7 @@ void write_torch_pickle_file(const Trace& trace, const std::string& path, bool g
     pickler.reset();  // the uncompressed bytes are not needed any more
     data = std::string_view(reinterpret_cast<const char*>(z.data()), z.size());
   }
-  const std::string tmp = path + ".tmp";
-  auto fail = [&](const char* what, int err) {
-    std::remove(tmp.c_str());
-    throw UsageError(std::string(what) + " " + path + (err ? std::string(": ") + std::strerror(err) : std::string()));
-  };
-  errno = 0;
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) fail("cannot write", errno);
-  errno = 0;
-  bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size();
-  int err = errno;
-  if (std::fclose(f) != 0 && ok) {
-    ok = false;
-    err = errno;
-  }
-  if (!ok) fail("cannot write", err);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot write", errno);
+  write_output_file(path, data);
 }
 
 }  // namespace snapdiff

@@ -1,14 +1,13 @@
 // The native .snap format: one JSON document (gzip-compressed by default)
 // with interned strings, frames and stacks, and column arrays per device.
 // schemas/snap.schema.json documents it; docs/formats.md explains it.
-#include <cstdio>
-#include <fstream>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 
 #include "input/file_source.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"
+#include "util/output_file.hpp"
 
 namespace snapdiff {
 
@@ -150,20 +149,13 @@ std::string write_snap_json(const Trace& t) {
 }
 
 void write_snap_file(const Trace& t, const std::string& path, bool gzip) {
-  std::string text = write_snap_json(t);
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw std::runtime_error("cannot write " + path);
-    if (gzip) {
-      auto z = detail::gzip_compress(text);
-      f.write(reinterpret_cast<const char*>(z.data()), std::streamsize(z.size()));
-    } else {
-      f.write(text.data(), std::streamsize(text.size()));
-    }
-    if (!f) throw std::runtime_error("write failed: " + path);
+  const std::string text = write_snap_json(t);
+  if (!gzip) {
+    write_output_file(path, text);
+    return;
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot rename to " + path);
+  const std::vector<uint8_t> z = detail::gzip_compress(text);
+  write_output_file(path, std::string_view(reinterpret_cast<const char*>(z.data()), z.size()));
 }
 
 namespace {

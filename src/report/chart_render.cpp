@@ -4,22 +4,36 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 
 #include "snapdiff/chart.hpp"
+#include "snapdiff/error.hpp"
 
 namespace snapdiff {
 
 namespace {
 
 // Graphviz reports through agerr(); collect the messages instead of letting
-// it print (the library never prints). Warnings are dropped, errors thrown.
+// it print (the library never prints). Warnings are dropped, errors thrown
+// (RenderError).
 std::string g_messages;
 int collect(char* msg) {
   if (g_messages.size() < 4096) g_messages += msg;
   return 0;
+}
+
+// What Graphviz reported, on one line: its messages end in newlines and
+// some span several lines.
+std::string reported() {
+  std::string out;
+  for (char c : g_messages) {
+    const bool space = c == '\n' || c == '\r' || c == '\t' || c == ' ';
+    if (space && (out.empty() || out.back() == ' ')) continue;
+    out += space ? ' ' : c;
+  }
+  if (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
 }
 
 struct GraphvizContext {
@@ -107,10 +121,10 @@ std::string tidy_svg(const std::string& svg) {
 std::string render_chart(const std::string& dot, ChartFormat f) {
   if (f == ChartFormat::Dot) return dot;
   GraphvizContext& ctx = context();
-  if (!ctx.gvc) throw std::runtime_error("Graphviz: cannot create a context");
+  if (!ctx.gvc) throw RenderError("Graphviz: cannot create a context");
   g_messages.clear();
   Agraph_t* g = agmemread(dot.c_str());
-  if (!g) throw std::runtime_error("Graphviz: cannot parse the chart's DOT: " + g_messages);
+  if (!g) throw RenderError("Graphviz: cannot parse the chart's DOT: " + reported());
   struct Closer {
     Agraph_t* g;
     GVC_t* gvc;
@@ -123,14 +137,14 @@ std::string render_chart(const std::string& dot, ChartFormat f) {
   // Bitmaps at 96 dpi (the drawing is in points, 72 to the inch); SVG and
   // PDF stay in points.
   if (f == ChartFormat::Png) agsafeset(g, const_cast<char*>("dpi"), const_cast<char*>("96"), const_cast<char*>(""));
-  if (gvLayout(ctx.gvc, g, "nop2") != 0) throw std::runtime_error("Graphviz: layout failed: " + g_messages);
+  if (gvLayout(ctx.gvc, g, "nop2") != 0) throw RenderError("Graphviz: layout failed: " + reported());
   closer.laid_out = true;
   const char* fmt = f == ChartFormat::Svg ? "svg" : f == ChartFormat::Png ? "png:cairo" : "pdf:cairo";
   char* data = nullptr;
   unsigned int len = 0;
   if (gvRenderData(ctx.gvc, g, fmt, &data, &len) != 0 || !data)
-    throw std::runtime_error(std::string("Graphviz: cannot render ") + fmt + " (is the cairo plugin installed?) " +
-                             g_messages);
+    throw RenderError(std::string("Graphviz: cannot render ") + fmt + " (is the cairo plugin installed?) " +
+                      reported());
   std::string out(data, len);
   gvFreeRenderData(data);
   if (f == ChartFormat::Svg) out = tidy_svg(out);

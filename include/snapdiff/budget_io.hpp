@@ -1,0 +1,19 @@
+// snapdiff/budget_io.hpp — budget files (schemas/budget.schema.json), the
+// committed baseline of `snapdiff check --budget`: reading and writing them.
+// What a budget means is in snapdiff/check.hpp.
+#pragma once
+
+#include <string>
+
+#include "snapdiff/check.hpp"
+
+namespace snapdiff {
+
+constexpr const char* kBudgetSchema = "snapdiff/budget/1";
+// Throws InputError (file set, JSON path such as "$.tolerance.max_increase").
+Budget read_budget_file(const std::string& path);
+Budget parse_budget(const std::string& json_text, const std::string& name);
+// The file's text (JSON, ending in a newline).
+std::string write_budget_json(const Budget& b);
+
+}  // namespace snapdiff

@@ -1,0 +1,84 @@
+// `snapdiff report FILE` (and `snapdiff FILE`): the report of one run, as
+// text, JSON or one HTML page.
+#include <boost/program_options.hpp>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/cli_util.hpp"
+#include "cli/commands.hpp"
+#include "snapdiff/attribution.hpp"
+#include "snapdiff/chart.hpp"
+#include "snapdiff/error.hpp"
+#include "snapdiff/input.hpp"
+#include "snapdiff/profiler.hpp"
+#include "snapdiff/report.hpp"
+
+namespace po = boost::program_options;
+
+namespace snapdiff::cli {
+
+int cmd_report(const std::vector<std::string>& args) {
+  po::options_description d("snapdiff report FILE [options]\n\nOptions");
+  d.add_options()("help,h", "show this help")(
+      "format,f", po::value<std::string>()->default_value("text"), "output format: text | json | html (one self-contained page with the charts)")(
+      "output,o", po::value<std::string>(), "write the report to this file instead of stdout")(
+      "top,n", po::value<size_t>()->default_value(10), "number of allocation sites to list")(
+      "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable; tried before the built-in rules)")(
+      "explain", po::value<std::string>(), "why allocations got their category: an ADDRESS (0x... or decimal) or a SITE "
+                                           "(function, file:line, or text in \"function (file:line)\")")(
+      "trace", po::value<std::string>(), "a torch.profiler Chrome trace of the same run as the snapshot FILE: its "
+                                         "allocations gain the ops and kernels that made them")(
+      "memory-timeline", po::value<std::string>(), "PyTorch's export_memory_timeline output (.json, .json.gz or "
+                                                   "raw.json.gz) of the trace FILE: compare its categories with snapdiff's");
+  po::options_description input("Input options");
+  add_input_options(input);
+  d.add(input);
+  po::variables_map vm = parse_command(args, d);
+  if (vm.count("help")) {
+    std::cout << d << "\nThe JSON output is described by schemas/report.schema.json.\n";
+    return kExitOk;
+  }
+  if (!vm.count("input") || vm["input"].as<std::vector<std::string>>().size() != 1)
+    throw UsageError("report needs exactly one input file");
+  std::string fmt = vm["format"].as<std::string>();
+  if (fmt != "text" && fmt != "json" && fmt != "html") throw UsageError("unknown --format '" + fmt + "' (text, json, html)");
+  std::string path = vm["input"].as<std::vector<std::string>>()[0];
+  // Rules are read first: a bad rules file fails before a long load.
+  RuleSet rules = load_rules(rules_files(vm));
+  const LoadOptions lo = load_options(vm);
+  Trace t = load_input(path, lo);
+  ReportOptions ro;
+  ro.top_sites = vm["top"].as<size_t>();
+  ro.input_name = path;
+  ro.rules = &rules;
+  if (vm.count("explain")) ro.explain = vm["explain"].as<std::string>();
+  TraceJoin join;
+  if (vm.count("trace")) {
+    if (is_profiler_trace(t))
+      throw UsageError("--trace joins a snapshot with a profiler trace; " + path + " is itself a profiler trace");
+    const std::string tp = vm["trace"].as<std::string>();
+    Trace prof = load_input(tp, lo);
+    if (!is_profiler_trace(prof)) throw UsageError("--trace " + tp + ": not a torch.profiler Chrome trace");
+    join = join_profiler_trace(t, prof, tp);
+    ro.join = &join;
+  }
+  MemoryTimeline timeline;
+  if (vm.count("memory-timeline")) {
+    if (!is_profiler_trace(t))
+      throw UsageError("--memory-timeline compares PyTorch's categories with a profiler trace's allocations: give the "
+                       "Chrome trace of the same run as the input");
+    timeline = load_memory_timeline(vm["memory-timeline"].as<std::string>(), lo);
+    ro.timeline = &timeline;
+  }
+  const Analysis a = analyze(t, ro);
+  const Report r = report_view(a);
+  std::string text;
+  if (fmt == "json") text = render_json(r);
+  else if (fmt == "html") text = render_html(r, [&](const ChartOptions& co) { return chart_dot(a, t, co); });
+  else text = render_text(r);
+  write_output(text, vm.count("output") ? vm["output"].as<std::string>() : "");
+  return kExitOk;
+}
+
+}  // namespace snapdiff::cli
