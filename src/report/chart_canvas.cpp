@@ -294,16 +294,6 @@ std::string site_label(const Trace& t, StackId stack) {
   return s.context.empty() ? s.title : s.title + " " + s.context;
 }
 
-std::string with_commas(uint64_t v) {
-  const std::string digits = std::to_string(v);
-  std::string s;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) s += ',';
-    s += digits[i];
-  }
-  return s;
-}
-
 std::string percent(double share) {
   char b[32];
   std::snprintf(b, sizeof b, share >= 0.0995 || share == 0 ? "%.0f%%" : "%.1f%%", share * 100);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "snapdiff/chart.hpp"
+#include "snapdiff/frame_names.hpp"  // with_commas()
 
 namespace snapdiff::detail {
 
@@ -112,7 +113,6 @@ std::string short_frame(const Trace& t, FrameId f);
 // Axis labels.
 std::string axis_bytes(int64_t bytes);  // "0", "512 MiB", "1.5 GiB"
 std::string axis_seconds(double s, double step);  // "0 s", "1.5 s", "250 ms"
-std::string with_commas(uint64_t v);
 std::string percent(double share);  // "12.5%"
 
 // Evenly spaced "nice" tick values from 0 to at least `max` (about `target`
