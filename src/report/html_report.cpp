@@ -283,7 +283,7 @@ void device_sections(std::ostringstream& o, const Analysis& r, const Trace& t, c
   co.kind = ChartKind::Timeline;
   co.graph_id = id + "-timeline-svg";
   o << "<section id=\"" << id << "-timeline\"><h2>Memory over time " << dev << "</h2>\n"
-    << figure(inline_svg(chart_dot(r, t, co)),
+    << figure(inline_svg(chart_dot(chart_series(r, t, co), co)),
               "Requested bytes by category, stacked; allocated (solid) and reserved (dashed) bytes as lines; the phases "
               "shaded; the red line marks the peak. Hover for values.")
     << "</section>\n";
@@ -319,7 +319,7 @@ void device_sections(std::ostringstream& o, const Analysis& r, const Trace& t, c
   co.kind = ChartKind::Flame;
   co.graph_id = id + "-flame-svg";
   o << "<section id=\"" << id << "-flame\"><h2>What is live at the peak, by call stack " << dev << "</h2>\n"
-    << figure(inline_svg(chart_dot(r, t, co)),
+    << figure(inline_svg(chart_dot(chart_series(r, t, co), co)),
               "Callers above callees; width = bytes; color = category (gray: several, their shares along the bottom). "
               "Hover a box for its frame, bytes and categories.")
     << "</section>\n";
@@ -347,7 +347,7 @@ void device_sections(std::ostringstream& o, const Analysis& r, const Trace& t, c
   co.kind = ChartKind::Lifetime;
   co.graph_id = id + "-lifetime-svg";
   o << "<section id=\"" << id << "-lifetime\"><h2>Allocation lifetimes " << dev << "</h2>\n"
-    << figure(inline_svg(chart_dot(r, t, co)),
+    << figure(inline_svg(chart_dot(chart_series(r, t, co), co)),
               "Each bar is one allocation from its allocation to its free, as tall as its size; each band has its own "
               "scale; thin ones are summed, lighter, on top. Hover a bar for its site and when it was allocated and "
               "freed.")
@@ -584,14 +584,14 @@ std::string render_diff_html(const Diff& d) {
   co.kind = ChartKind::Flame;
   co.graph_id = "diff-flame-svg";
   o << "<section id=\"flame\"><h2>What changed at the peak, by call stack</h2>\n"
-    << figure(inline_svg(chart_dot_diff(*d.a, *d.ta, *d.b, *d.tb, co)),
+    << figure(inline_svg(chart_dot_diff(chart_series_diff(*d.a, *d.ta, *d.b, *d.tb, co), co)),
               "Bytes live at each run's peak, callers above callees, frames matched by function and file. Width = A + B "
               "bytes; red grew, blue shrank, gray unchanged. Hover a box for A and B.")
     << "</section>\n";
   co.kind = ChartKind::Timeline;
   co.graph_id = "diff-timeline-svg";
   o << "<section id=\"timeline\"><h2>Memory over time, A above B</h2>\n"
-    << figure(inline_svg(chart_dot_diff(*d.a, *d.ta, *d.b, *d.tb, co)),
+    << figure(inline_svg(chart_dot_diff(chart_series_diff(*d.a, *d.ta, *d.b, *d.tb, co), co)),
               "Both runs on the same byte scale and the same x axis.")
     << "</section>\n";
   // Categories.
@@ -644,7 +644,7 @@ std::string render_diff_html(const Diff& d) {
   co.kind = ChartKind::Lifetime;
   co.graph_id = "diff-lifetime-svg";
   o << "<section id=\"lifetime\"><h2>Allocation lifetimes, A above B</h2>\n"
-    << figure(inline_svg(chart_dot_diff(*d.a, *d.ta, *d.b, *d.tb, co)),
+    << figure(inline_svg(chart_dot_diff(chart_series_diff(*d.a, *d.ta, *d.b, *d.tb, co), co)),
               "Each band has one scale for both runs; thin allocations are summed, lighter, on top.")
     << "</section>\n";
   o << "</main>\n" << page_end();
