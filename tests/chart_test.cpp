@@ -33,7 +33,7 @@ std::unique_ptr<Run> run_of(const std::string& path) {
 
 // The HTML report of a run, its charts drawn from the run's analysis.
 std::string html_of(const Run& run) {
-  return render_html(report_view(run.r), [&](const ChartOptions& co) { return chart_dot(run.r, run.t, co); });
+  return render_html(report_view(run.r), [&](const ChartOptions& co) { return chart_series(run.r, run.t, co); });
 }
 
 std::string sample(const std::string& name) { return std::string(SNAPDIFF_SOURCE_DIR) + "/sample_snapshots/" + name; }
@@ -160,7 +160,7 @@ TEST_CASE("differential flame chart: A and B totals are both peaks", "[chart]") 
   CHECK(g.total_b == top(b->r).replay.peak_requested.bytes);
   CHECK(g.total == g.total_a + g.total_b);
   for (const FlameBox& box : g.boxes) CHECK(box.bytes == box.a + box.b);
-  const std::string dot = chart_dot_diff(a->r, a->t, b->r, b->t, o);
+  const std::string dot = chart_dot_diff(chart_series_diff(a->r, a->t, b->r, b->t, o), o);
   CHECK(dot.find("class=\"new\"") != std::string::npos);   // FP8 weights re-created by the step
   CHECK(dot.find("class=\"shrank\"") != std::string::npos);  // bf16 weights and Adam's state moved
 }
@@ -235,6 +235,36 @@ TEST_CASE("lifetime: every allocation is drawn or summed; bands hold the peak's 
   CHECK(lifetime_data(p->r, p->t, o, 500).drawn <= kMaxLifetimeBars);
 }
 
+TEST_CASE("chart series: the kind's data, the device and peak; two runs on one axis and shared band scales", "[chart]") {
+  auto a = run_of(test::real_data("small_fp8.pickle"));
+  auto b = run_of(test::real_data("small_fp8_pw.pickle"));
+  ChartOptions o;
+  o.kind = ChartKind::Timeline;
+  const ChartSeries s = chart_series(a->r, a->t, o);
+  CHECK(s.input == a->r.input_name);
+  CHECK(s.device == top(a->r).device);
+  CHECK(s.peak_event == top(a->r).peak_index);
+  CHECK(s.timeline.columns.size() == s.geometry.columns);
+  CHECK(s.timeline.peak_requested == top(a->r).replay.peak_requested.bytes);
+  CHECK(s.flame.boxes.empty());
+  CHECK(s.lifetime.bands.empty());
+  o.kind = ChartKind::Lifetime;
+  o.group = LifetimeGroup::Site;
+  const ChartSeriesPair p = chart_series_diff(a->r, a->t, b->r, b->t, o);
+  CHECK((p.a.label == "A" && p.b.label == "B"));
+  CHECK(p.a.lifetime.time_axis == p.b.lifetime.time_axis);
+  CHECK(std::max(p.a.lifetime.buckets, p.b.lifetime.buckets) == p.a.geometry.columns);
+  std::map<std::string, std::pair<double, int64_t>> scales;
+  for (const ChartSeries* run : {&p.a, &p.b})
+    for (const LifetimeBand& band : run->lifetime.bands) {
+      CHECK(band.scale_points >= 30);
+      CHECK(band.scale_bytes >= band.max_live);
+      auto [it, added] = scales.emplace(band.name, std::pair{band.scale_points, band.scale_bytes});
+      if (!added) CHECK(it->second == std::pair{band.scale_points, band.scale_bytes});
+      for (const LifetimeBar& bar : band.bars) CHECK(!bar.site.empty());
+    }
+}
+
 TEST_CASE("DOT round trip: Graphviz parses every chart back with every node", "[chart]") {
   auto p = run_of(test::real_data("small_fp8.pickle"));
   auto b = run_of(test::real_data("small_fp8_pw.pickle"));
@@ -243,7 +273,8 @@ TEST_CASE("DOT round trip: Graphviz parses every chart back with every node", "[
       INFO(chart_kind_name(k) << (two ? " (two runs)" : ""));
       ChartOptions o;
       o.kind = k;
-      const std::string dot = two ? chart_dot_diff(p->r, p->t, b->r, b->t, o) : chart_dot(p->r, p->t, o);
+      const std::string dot =
+          two ? chart_dot_diff(chart_series_diff(p->r, p->t, b->r, b->t, o), o) : chart_dot(chart_series(p->r, p->t, o), o);
       CHECK(render_chart(dot, ChartFormat::Dot) == dot);
       Agraph_t* g = agmemread(dot.c_str());
       REQUIRE(g != nullptr);
@@ -263,7 +294,7 @@ TEST_CASE("SVG is well-formed, with one legend entry per category at the peak, a
   for (int64_t v : d.categories) nonzero += v != 0;
   ChartOptions o;
   o.kind = ChartKind::Flame;
-  const std::string svg = render_chart(chart_dot(p->r, p->t, o), ChartFormat::Svg);
+  const std::string svg = render_chart(chart_dot(chart_series(p->r, p->t, o), o), ChartFormat::Svg);
   std::string why;
   CHECK(well_formed(svg, &why));
   INFO(why);
@@ -277,7 +308,7 @@ TEST_CASE("SVG is well-formed, with one legend entry per category at the peak, a
   // One color per category, the same in every chart.
   for (ChartKind k : {ChartKind::Timeline, ChartKind::Lifetime}) {
     o.kind = k;
-    const std::string s = render_chart(chart_dot(p->r, p->t, o), ChartFormat::Svg);
+    const std::string s = render_chart(chart_dot(chart_series(p->r, p->t, o), o), ChartFormat::Svg);
     CHECK(well_formed(s, &why));
     for (const char* cat : {"parameter", "activation", "optimizer_state"})
       CHECK(s.find("class=\"node legend cat&#45;" + std::string(cat) + "\">\n<polygon fill=\"" + category_color(cat)) !=
@@ -294,7 +325,7 @@ TEST_CASE("PNG has the size of the drawing at 96 dpi; PDF is a PDF", "[chart]") 
     ChartOptions o;
     o.kind = ChartKind::Timeline;
     o.width = width;
-    const std::string dot = chart_dot(p->r, p->t, o);
+    const std::string dot = chart_dot(chart_series(p->r, p->t, o), o);
     const std::string svg = render_chart(dot, ChartFormat::Svg);
     std::smatch m;
     REQUIRE(std::regex_search(svg, m, std::regex(R"(<svg width="(\d+)pt" height="(\d+)pt")")));
@@ -311,7 +342,7 @@ TEST_CASE("PNG has the size of the drawing at 96 dpi; PDF is a PDF", "[chart]") 
     CHECK(be32(20) == uint32_t(std::lround(hpt * 96.0 / 72.0)));
   }
   ChartOptions o;
-  const std::string pdf = render_chart(chart_dot(p->r, p->t, o), ChartFormat::Pdf);
+  const std::string pdf = render_chart(chart_dot(chart_series(p->r, p->t, o), o), ChartFormat::Pdf);
   CHECK(pdf.compare(0, 5, "%PDF-") == 0);
 }
 
@@ -342,7 +373,7 @@ TEST_CASE("HTML report and diff: self-contained, the report's content and three 
   dopt.b_name = "small_fp8_pw.pickle";
   const Diff d = diff_reports(a->t, a->r, b->t, b->r, dopt);
   const std::string dhtml =
-      render_diff_html(d, [&](const ChartOptions& co) { return chart_dot_diff(a->r, a->t, b->r, b->t, co); });
+      render_diff_html(d, [&](const ChartOptions& co) { return chart_series_diff(a->r, a->t, b->r, b->t, co); });
   for (const std::string* page : {&html, &dhtml}) {
     CHECK(page->rfind("<!DOCTYPE html>", 0) == 0);
     // Nothing outside the page: no external src/href, no stylesheets or scripts from elsewhere.
@@ -381,7 +412,7 @@ TEST_CASE("names of megabytes: every chart is drawn in linear time with bounded 
     INFO(chart_kind_name(k));
     ChartOptions o;
     o.kind = k;
-    const std::string dot = chart_dot(r, t, o);
+    const std::string dot = chart_dot(chart_series(r, t, o), o);
     CHECK(dot.size() < 200000);
     if (k != ChartKind::Timeline) CHECK(dot.find("c10d::bbbb") != std::string::npos);  // the timeline names no sites
   }

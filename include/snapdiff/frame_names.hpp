@@ -1,6 +1,8 @@
-// snapdiff/frame_names.hpp — display helpers for frame names (model layer).
+// snapdiff/frame_names.hpp — display helpers for frame names and counts
+// (model layer).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -18,6 +20,9 @@ std::string numbers_as_stars(std::string_view s);
 // A name or file for display: beyond max_bytes (a hostile input's
 // megabytes) cut at a UTF-8 boundary, with the number of bytes left out.
 std::string capped_for_display(std::string s, size_t max_bytes = 400);
+
+// "1,234,567": a count with its thousands grouped (chart labels and the HTML).
+std::string with_commas(uint64_t v);
 
 // Frames whose names are shown as recorded: Python functions, and the scope
 // labels snapcapture records (file "snapcapture": "layer 3", "adam (foreach)").

@@ -85,8 +85,8 @@ int cmd_chart(const std::vector<std::string>& args) {
       if (!found) throw UsageError(path + " has no device " + std::to_string(opt.device));
     }
   }
-  const std::string dot = in.size() == 1 ? chart_dot(reports[0], traces[0], opt)
-                                         : chart_dot_diff(reports[0], traces[0], reports[1], traces[1], opt);
+  const std::string dot = in.size() == 1 ? chart_dot(chart_series(reports[0], traces[0], opt), opt)
+                                         : chart_dot_diff(chart_series_diff(reports[0], traces[0], reports[1], traces[1], opt), opt);
   write_output(render_chart(dot, fmt), out);
   return kExitOk;
 }

@@ -51,7 +51,7 @@ int cmd_diff(const std::vector<std::string>& args) {
   std::string text = fmt == "json"       ? render_diff_json(df)
                      : fmt == "markdown" ? render_diff_markdown(df)
                      : fmt == "html"     ? render_diff_html(df, [&](const ChartOptions& co) {
-                                             return chart_dot_diff(ra, ta, rb, tb, co);
+                                             return chart_series_diff(ra, ta, rb, tb, co);
                                            })
                                          : render_diff_text(df);
   write_output(text, vm.count("output") ? vm["output"].as<std::string>() : "");

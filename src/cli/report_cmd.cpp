@@ -75,7 +75,7 @@ int cmd_report(const std::vector<std::string>& args) {
   const Report r = report_view(a);
   std::string text;
   if (fmt == "json") text = render_json(r);
-  else if (fmt == "html") text = render_html(r, [&](const ChartOptions& co) { return chart_dot(a, t, co); });
+  else if (fmt == "html") text = render_html(r, [&](const ChartOptions& co) { return chart_series(a, t, co); });
   else text = render_text(r);
   write_output(text, vm.count("output") ? vm["output"].as<std::string>() : "");
   return kExitOk;

@@ -1,27 +1,10 @@
-// chart_dot(): one entry point for every chart kind (include/snapdiff/chart.hpp).
+// chart_dot(): one entry point for every chart kind, drawn from its series
+// (include/snapdiff/chart.hpp).
 #include <stdexcept>
 
 #include "report/chart_canvas.hpp"
 
 namespace snapdiff {
-
-const char* chart_kind_name(ChartKind k) {
-  switch (k) {
-    case ChartKind::Flame: return "flame";
-    case ChartKind::Lifetime: return "lifetime";
-    case ChartKind::Timeline: return "timeline";
-  }
-  return "?";
-}
-
-bool parse_chart_kind(std::string_view s, ChartKind* out) {
-  for (ChartKind k : {ChartKind::Flame, ChartKind::Lifetime, ChartKind::Timeline})
-    if (s == chart_kind_name(k)) {
-      *out = k;
-      return true;
-    }
-  return false;
-}
 
 bool chart_format_from_path(std::string_view path, ChartFormat* out) {
   std::string lower(path);
@@ -38,22 +21,20 @@ bool chart_format_from_path(std::string_view path, ChartFormat* out) {
   return true;
 }
 
-std::string chart_dot(const Analysis& r, const Trace& t, const ChartOptions& o) {
-  detail::ChartRun run{&r, &t, ""};
-  switch (o.kind) {
-    case ChartKind::Flame: return detail::flame_dot(run, o);
-    case ChartKind::Lifetime: return detail::lifetime_dot({run}, o);
-    case ChartKind::Timeline: return detail::timeline_dot({run}, o);
+std::string chart_dot(const ChartSeries& s, const ChartOptions& o) {
+  switch (s.kind) {
+    case ChartKind::Flame: return detail::flame_dot(s, o);
+    case ChartKind::Lifetime: return detail::lifetime_dot({&s}, o);
+    case ChartKind::Timeline: return detail::timeline_dot({&s}, o);
   }
   throw std::logic_error("unknown chart kind");
 }
 
-std::string chart_dot_diff(const Analysis& a, const Trace& ta, const Analysis& b, const Trace& tb, const ChartOptions& o) {
-  detail::ChartRun ra{&a, &ta, "A"}, rb{&b, &tb, "B"};
-  switch (o.kind) {
-    case ChartKind::Flame: return detail::flame_diff_dot(ra, rb, o);
-    case ChartKind::Lifetime: return detail::lifetime_dot({ra, rb}, o);
-    case ChartKind::Timeline: return detail::timeline_dot({ra, rb}, o);
+std::string chart_dot_diff(const ChartSeriesPair& runs, const ChartOptions& o) {
+  switch (runs.a.kind) {
+    case ChartKind::Flame: return detail::flame_diff_dot(runs.a, runs.b, o);
+    case ChartKind::Lifetime: return detail::lifetime_dot({&runs.a, &runs.b}, o);
+    case ChartKind::Timeline: return detail::timeline_dot({&runs.a, &runs.b}, o);
   }
   throw std::logic_error("unknown chart kind");
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "snapdiff/chart.hpp"
+#include "snapdiff/frame_names.hpp"  // with_commas()
 
 namespace snapdiff::detail {
 
@@ -87,32 +88,9 @@ std::string fit_text(std::string_view s, double max_width, double size, bool bol
 // `color` mixed with white: 0 unchanged, 1 white.
 std::string tint(std::string_view color, double amount);
 
-// Scope labels (snapcapture's frames, file "snapcapture") carry iteration,
-// layer and parameter numbers, generalized with numbers_as_stars()
-// (analysis/frame_names.hpp).
-bool is_scope_frame(const Trace& t, FrameId f);
-// A site: `title` names the innermost user frame ("run (train.py:194)") or
-// the innermost scope label, generalized ("transpose_weight_fp8");
-// `context` the library function it called ("in _init_group (adam.py:178)")
-// or the enclosing scopes ("in fc1 <- layer *"). `key` groups stacks into
-// sites: the title and context, or for scopes the title alone (every call
-// path of "transpose_weight_fp8" is one site).
-struct SiteName {
-  std::string key, title, context;
-};
-SiteName site_name(const Trace& t, StackId stack);
-// "title context" in one line (tooltips).
-std::string site_label(const Trace& t, StackId stack);
-// A native frame's function without namespaces beyond the last two
-// components, template arguments or parameters ("Class::method<…>").
-std::string short_native(const Trace& t, FrameId f);
-// "function (file.py:88)": the file without its directories.
-std::string short_frame(const Trace& t, FrameId f);
-
 // Axis labels.
 std::string axis_bytes(int64_t bytes);  // "0", "512 MiB", "1.5 GiB"
 std::string axis_seconds(double s, double step);  // "0 s", "1.5 s", "250 ms"
-std::string with_commas(uint64_t v);
 std::string percent(double share);  // "12.5%"
 
 // Evenly spaced "nice" tick values from 0 to at least `max` (about `target`
@@ -129,25 +107,8 @@ struct XScale {
   }
 };
 
-// The axis value of an event: seconds from the first timed event, or the
-// event index. Events before the history are at v0, "never freed" at v1.
-struct EventAxis {
-  bool time = true;
-  const Device* dev = nullptr;
-  int64_t t0 = 0;  // first event's time_us
-  double lo = 0, hi = 0;
-  double at(int64_t event) const;
-};
-// Picks time when every event of the device carries one (and they span > 0).
-EventAxis event_axis(const Device& dev, ChartAxis want);
-
-// Phase spans as bands on the axis.
-std::vector<PhaseBand> phase_bands(const Attribution& a, const EventAxis& ax);
-
-// The device a chart shows: o.device, or the report's peak device. nullptr
-// when the report has no device.
-const DeviceAnalysis* chart_device(const Analysis& r, const ChartOptions& o);
-const Device* trace_device(const Trace& t, int index);
+// "cuda:0", or "no device" when the series has none.
+std::string device_name(const ChartSeries& s);
 
 // The input's file name without directories (titles never show paths).
 std::string base_name(std::string_view path);
@@ -174,20 +135,16 @@ void draw_peak_marker(Canvas& c, double x, double top, double bottom, const std:
                       double max_x);
 
 // The charts (chart_timeline.cpp, chart_lifetime.cpp, chart_flame.cpp): one
-// run, or two (A above B on the same scales; flame: the differential chart).
-struct ChartRun {
-  const Analysis* report = nullptr;
-  const Trace* trace = nullptr;
-  std::string label;  // "" for one run, "A" / "B" for two
-};
-std::string timeline_dot(const std::vector<ChartRun>& runs, const ChartOptions& o);
-std::string lifetime_dot(const std::vector<ChartRun>& runs, const ChartOptions& o);
-std::string flame_dot(const ChartRun& run, const ChartOptions& o);
-std::string flame_diff_dot(const ChartRun& a, const ChartRun& b, const ChartOptions& o);
+// run, or two (A above B on the same scales; flame: the differential chart,
+// whose graph is a.flame).
+std::string timeline_dot(const std::vector<const ChartSeries*>& runs, const ChartOptions& o);
+std::string lifetime_dot(const std::vector<const ChartSeries*>& runs, const ChartOptions& o);
+std::string flame_dot(const ChartSeries& run, const ChartOptions& o);
+std::string flame_diff_dot(const ChartSeries& a, const ChartSeries& b, const ChartOptions& o);
 
-// Layout shared by the time charts.
-constexpr double kMarginX = 24;      // canvas edge to the title, legend
-constexpr double kPlotLeft = 72;     // canvas edge to the plot (room for y labels)
-constexpr double kPlotRight = 24;    // plot to the canvas edge
+// Layout shared by the charts (the series are built for it).
+using chart_layout::kMarginX;
+using chart_layout::kPlotLeft;
+using chart_layout::kPlotRight;
 
 }  // namespace snapdiff::detail

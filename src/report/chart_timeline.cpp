@@ -5,89 +5,7 @@
 
 #include "report/chart_canvas.hpp"
 
-namespace snapdiff {
-
-using namespace detail;
-
-TimelineData timeline_data(const Analysis& r, const Trace& t, const ChartOptions& o, size_t buckets) {
-  TimelineData td;
-  const DeviceAnalysis* d = chart_device(r, o);
-  if (!d) return td;
-  const Device* dev = trace_device(t, d->device);
-  td.categories = d->attr.categories;
-  td.peak_requested = d->replay.peak_requested.bytes;
-  td.peak_allocated = d->replay.peak_allocated.bytes;
-  td.peak_reserved = d->replay.peak_reserved.bytes;
-  td.peak_event = d->peak_index;
-  td.peak_phase = d->peak_phase;
-  td.peak_iteration = d->peak_iteration;
-  td.peak_by_category = d->categories;
-  if (!dev || dev->events.empty() || buckets == 0) return td;
-  const EventAxis ax = event_axis(*dev, o.axis);
-  td.time_axis = ax.time;
-  td.x_min = ax.lo;
-  td.x_max = ax.hi;
-  td.peak_x = ax.at(d->peak_index);
-  td.phases = phase_bands(d->attr, ax);
-
-  const DeviceReplay& rp = d->replay;
-  const size_t n = dev->events.size();
-  const double span = ax.hi > ax.lo ? ax.hi - ax.lo : 1;
-  auto bucket_of = [&](size_t e) {
-    const double f = (ax.at(int64_t(e)) - ax.lo) / span;
-    return std::min(buckets - 1, size_t(std::max(0.0, f * double(buckets))));
-  };
-  struct Acc {
-    int64_t rep = -2, last = -2;  // -2: no event in the bucket
-    int64_t alloc = 0, reserved = 0;
-  };
-  std::vector<Acc> acc(buckets);
-  for (size_t e = 0; e < n; ++e) {
-    Acc& a = acc[bucket_of(e)];
-    if (a.rep == -2 || rp.requested[e] > rp.requested[size_t(a.rep)]) a.rep = int64_t(e);
-    if (a.last == -2) {
-      a.alloc = rp.allocated[e];
-      a.reserved = rp.reserved[e];
-    }
-    a.alloc = std::max(a.alloc, rp.allocated[e]);
-    a.reserved = std::max(a.reserved, rp.reserved[e]);
-    a.last = int64_t(e);
-  }
-  // The peak's column shows the peak itself (time stamps can go backwards a
-  // little across streams, so it is set explicitly).
-  if (d->peak_index >= 0) {
-    Acc& a = acc[bucket_of(size_t(d->peak_index))];
-    a.rep = d->peak_index;
-  }
-  // Empty buckets carry the state after the last event before them.
-  std::vector<int64_t> reps(buckets);
-  int64_t carry = -1;
-  for (size_t b = 0; b < buckets; ++b) {
-    if (acc[b].rep == -2) {
-      reps[b] = carry;
-      acc[b].alloc = carry >= 0 ? rp.allocated[size_t(carry)] : rp.baseline.allocated;
-      acc[b].reserved = carry >= 0 ? rp.reserved[size_t(carry)] : rp.baseline.reserved;
-    } else {
-      reps[b] = acc[b].rep;
-      carry = acc[b].last;
-    }
-  }
-  std::vector<std::vector<int64_t>> cats = d->attr.categories_at(reps);
-  td.columns.resize(buckets);
-  for (size_t b = 0; b < buckets; ++b) {
-    TimelineColumn& c = td.columns[b];
-    c.x0 = ax.lo + span * double(b) / double(buckets);
-    c.x1 = ax.lo + span * double(b + 1) / double(buckets);
-    c.event = reps[b];
-    c.by_category = std::move(cats[b]);
-    c.requested = reps[b] >= 0 ? rp.requested[size_t(reps[b])] : rp.baseline.requested;
-    c.allocated = acc[b].alloc;
-    c.reserved = acc[b].reserved;
-  }
-  return td;
-}
-
-namespace detail {
+namespace snapdiff::detail {
 
 namespace {
 
@@ -198,36 +116,15 @@ double draw_timeline_panel(Canvas& c, const TimelineData& td, const std::string&
 
 }  // namespace
 
-std::string timeline_dot(const std::vector<ChartRun>& runs, const ChartOptions& o) {
-  Canvas c(std::max(o.width, 400.0));
-  const size_t buckets = size_t((c.width - kPlotLeft - kPlotRight) / 2);
-  std::vector<TimelineData> data;
-  ChartOptions oo = o;
-  bool events_axis = o.axis == ChartAxis::Events;
-  for (const ChartRun& run : runs) {
-    data.push_back(timeline_data(*run.report, *run.trace, oo, buckets));
-    if (!data.back().time_axis) events_axis = true;
-  }
-  if (events_axis && o.axis != ChartAxis::Events && runs.size() > 1) {  // one axis for both
-    oo.axis = ChartAxis::Events;
-    data.clear();
-    for (const ChartRun& run : runs) data.push_back(timeline_data(*run.report, *run.trace, oo, buckets));
-  }
-  // Two runs share the x axis: the shorter one gets proportionally fewer
-  // columns, so that it ends where its events end.
-  if (data.size() > 1) {
-    double hi = 0;
-    for (const TimelineData& td : data) hi = std::max(hi, td.x_max - td.x_min);
-    for (size_t i = 0; i < data.size(); ++i) {
-      const size_t nb = size_t(std::max(1.0, std::round(double(buckets) * (data[i].x_max - data[i].x_min) / std::max(hi, 1e-12))));
-      if (nb < buckets) data[i] = timeline_data(*runs[i].report, *runs[i].trace, oo, nb);
-    }
-  }
+std::string timeline_dot(const std::vector<const ChartSeries*>& runs, const ChartOptions& o) {
+  const ChartGeometry& geo = runs.front()->geometry;
+  Canvas c(geo.width);
+  const size_t buckets = geo.columns;
   int64_t ymax = 0;
   double v1 = 0;
-  std::vector<bool> used;
   std::vector<std::string> cats;
-  for (const TimelineData& td : data) {
+  for (const ChartSeries* run : runs) {
+    const TimelineData& td = run->timeline;
     ymax = std::max({ymax, td.peak_reserved, td.peak_allocated, td.peak_requested});
     for (const TimelineColumn& col : td.columns) ymax = std::max({ymax, col.reserved, col.allocated, col.requested});
     v1 = std::max(v1, td.x_max);
@@ -238,14 +135,12 @@ std::string timeline_dot(const std::vector<ChartRun>& runs, const ChartOptions& 
       if (any && std::find(cats.begin(), cats.end(), td.categories[k]) == cats.end()) cats.push_back(td.categories[k]);
     }
   }
-  const ChartRun& first = runs.front();
+  const ChartSeries& first = *runs.front();
   std::string title = o.title;
-  const DeviceAnalysis* d0 = chart_device(*first.report, o);
-  const std::string devname = d0 ? "cuda:" + std::to_string(d0->device) : "no device";
+  const std::string devname = device_name(first);
   if (title.empty()) {
-    title = runs.size() == 1 ? base_name(first.report->input_name) + " \xe2\x80\x94 memory over time (" + devname + ")"
-                             : "Memory over time: A " + base_name(runs[0].report->input_name) + " vs B " +
-                                   base_name(runs[1].report->input_name);
+    title = runs.size() == 1 ? base_name(first.input) + " \xe2\x80\x94 memory over time (" + devname + ")"
+                             : "Memory over time: A " + base_name(runs[0]->input) + " vs B " + base_name(runs[1]->input);
   }
   std::string sub = "Requested bytes by category, stacked (each column shows its highest moment); allocated and "
                     "reserved bytes as lines; phases shaded.";
@@ -256,17 +151,15 @@ std::string timeline_dot(const std::vector<ChartRun>& runs, const ChartOptions& 
   legend.push_back({"", "reserved", "", "#555555", true});
   legend.push_back({"", "the peak (requested)", "", kPeakColor, true});
   y = draw_legend(c, kMarginX, y, c.width - kMarginX, legend) + 6;
-  const double plot_h = runs.size() == 1 ? 330 : 250;
-  for (size_t i = 0; i < data.size(); ++i) {
-    std::string label = runs.size() == 1 ? "" : runs[i].label + ": " + base_name(runs[i].report->input_name);
-    y = draw_timeline_panel(c, data[i], label, y, plot_h, ymax, v1, buckets) + 8;
+  const double plot_h = geo.plot_height;
+  for (const ChartSeries* run : runs) {
+    std::string label = runs.size() == 1 ? "" : run->label + ": " + base_name(run->input);
+    y = draw_timeline_panel(c, run->timeline, label, y, plot_h, ymax, v1, buckets) + 8;
   }
   c.height = std::ceil(y + 6);
   std::string comment = "snapdiff timeline chart";
-  for (const ChartRun& run : runs) comment += "\n" + (run.label.empty() ? "" : run.label + ": ") + base_name(run.report->input_name);
+  for (const ChartSeries* run : runs) comment += "\n" + (run->label.empty() ? "" : run->label + ": ") + base_name(run->input);
   return c.to_dot(o.graph_id.empty() ? "timeline" : o.graph_id, comment);
 }
 
-}  // namespace detail
-
-}  // namespace snapdiff
+}  // namespace snapdiff::detail

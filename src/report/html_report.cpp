@@ -201,7 +201,7 @@ std::string phase_words(Phase p, int iteration) {
   return (iteration > 0 ? "iteration " + std::to_string(iteration) + ", " : std::string()) + phase_name(p);
 }
 
-void device_sections(std::ostringstream& o, const Report& r, const ChartSource& charts, const DeviceView& d, size_t di) {
+void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSource& charts, const DeviceView& d, size_t di) {
   const std::string id = "d" + std::to_string(di);
   const std::string dev = "<span class=\"dev\">cuda:" + std::to_string(d.device) + "</span>";
   const PeakPoint& pk = d.peak_requested;
@@ -254,7 +254,7 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSource& 
   co.kind = ChartKind::Timeline;
   co.graph_id = id + "-timeline-svg";
   o << "<section id=\"" << id << "-timeline\"><h2>Memory over time " << dev << "</h2>\n"
-    << figure(inline_svg(charts(co)),
+    << figure(inline_svg(chart_dot(charts(co), co)),
               "Requested bytes by category, stacked; allocated (solid) and reserved (dashed) bytes as lines; the phases "
               "shaded; the red line marks the peak. Hover for values.")
     << "</section>\n";
@@ -290,7 +290,7 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSource& 
   co.kind = ChartKind::Flame;
   co.graph_id = id + "-flame-svg";
   o << "<section id=\"" << id << "-flame\"><h2>What is live at the peak, by call stack " << dev << "</h2>\n"
-    << figure(inline_svg(charts(co)),
+    << figure(inline_svg(chart_dot(charts(co), co)),
               "Callers above callees; width = bytes; color = category (gray: several, their shares along the bottom). "
               "Hover a box for its frame, bytes and categories.")
     << "</section>\n";
@@ -318,7 +318,7 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSource& 
   co.kind = ChartKind::Lifetime;
   co.graph_id = id + "-lifetime-svg";
   o << "<section id=\"" << id << "-lifetime\"><h2>Allocation lifetimes " << dev << "</h2>\n"
-    << figure(inline_svg(charts(co)),
+    << figure(inline_svg(chart_dot(charts(co), co)),
               "Each bar is one allocation from its allocation to its free, as tall as its size; each band has its own "
               "scale; thin ones are summed, lighter, on top. Hover a bar for its site and when it was allocated and "
               "freed.")
@@ -443,7 +443,7 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSource& 
 
 }  // namespace
 
-std::string render_html(const Report& r, const ChartSource& charts) {
+std::string render_html(const Report& r, const ChartSeriesSource& charts) {
   std::ostringstream o;
   o << page_start("snapdiff report: " + detail::base_name(r.input_name));
   o << "<header><h1>snapdiff report</h1><p class=\"input\">" << esc(r.input_name) << "</p><p class=\"meta\">"
@@ -511,7 +511,7 @@ std::string render_html(const Report& r, const ChartSource& charts) {
   return o.str();
 }
 
-std::string render_diff_html(const Diff& d, const ChartSource& charts) {
+std::string render_diff_html(const Diff& d, const ChartSeriesPairSource& charts) {
   std::ostringstream o;
   o << page_start("snapdiff diff: " + detail::base_name(d.a_name) + " vs " + detail::base_name(d.b_name));
   o << "<header><h1>snapdiff diff</h1><p class=\"input\">A: " << esc(d.a_name) << "</p><p class=\"input\">B: "
@@ -555,14 +555,14 @@ std::string render_diff_html(const Diff& d, const ChartSource& charts) {
   co.kind = ChartKind::Flame;
   co.graph_id = "diff-flame-svg";
   o << "<section id=\"flame\"><h2>What changed at the peak, by call stack</h2>\n"
-    << figure(inline_svg(charts(co)),
+    << figure(inline_svg(chart_dot_diff(charts(co), co)),
               "Bytes live at each run's peak, callers above callees, frames matched by function and file. Width = A + B "
               "bytes; red grew, blue shrank, gray unchanged. Hover a box for A and B.")
     << "</section>\n";
   co.kind = ChartKind::Timeline;
   co.graph_id = "diff-timeline-svg";
   o << "<section id=\"timeline\"><h2>Memory over time, A above B</h2>\n"
-    << figure(inline_svg(charts(co)),
+    << figure(inline_svg(chart_dot_diff(charts(co), co)),
               "Both runs on the same byte scale and the same x axis.")
     << "</section>\n";
   // Categories.
@@ -615,7 +615,7 @@ std::string render_diff_html(const Diff& d, const ChartSource& charts) {
   co.kind = ChartKind::Lifetime;
   co.graph_id = "diff-lifetime-svg";
   o << "<section id=\"lifetime\"><h2>Allocation lifetimes, A above B</h2>\n"
-    << figure(inline_svg(charts(co)),
+    << figure(inline_svg(chart_dot_diff(charts(co), co)),
               "Each band has one scale for both runs; thin allocations are summed, lighter, on top.")
     << "</section>\n";
   o << "</main>\n" << page_end();

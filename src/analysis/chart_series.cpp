@@ -1,0 +1,280 @@
+// The chart series (include/snapdiff/chart_data.hpp): one entry for every
+// kind, one run or two, and what the kinds' builders share.
+#include "analysis/chart_series.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+#include "snapdiff/frame_names.hpp"
+
+namespace snapdiff {
+
+namespace detail {
+
+double EventAxis::at(int64_t e) const {
+  if (e < 0) return lo;
+  const int64_t n = dev ? int64_t(dev->events.size()) : 0;
+  if (e >= n) return hi;
+  if (!time) return double(e);
+  const int64_t t = dev->events[size_t(e)].time_us;
+  if (t == kNoTime) return lo;
+  return std::clamp(double(t - t0) / 1e6, lo, hi);
+}
+
+EventAxis event_axis(const Device& dev, ChartAxis want) {
+  EventAxis ax;
+  ax.dev = &dev;
+  const int64_t n = int64_t(dev.events.size());
+  bool timed = want != ChartAxis::Events && n > 0;
+  int64_t tmin = 0, tmax = 0;
+  if (timed) {
+    tmin = INT64_MAX;
+    tmax = INT64_MIN;
+    for (const Event& e : dev.events) {
+      if (e.time_us == kNoTime) {
+        timed = false;
+        break;
+      }
+      tmin = std::min(tmin, e.time_us);
+      tmax = std::max(tmax, e.time_us);
+    }
+    if (timed && tmax <= tmin) timed = false;
+    // Auto: a time axis squeezes the run into a corner when one pause (CUDA
+    // initialization, a compile, a checkpoint) takes a large part of it; the
+    // event index spreads the allocations evenly instead.
+    if (timed && want == ChartAxis::Auto) {
+      int64_t prev = dev.events.front().time_us, gap = 0;
+      for (const Event& e : dev.events) {
+        gap = std::max(gap, e.time_us - prev);
+        prev = std::max(prev, e.time_us);
+      }
+      if (double(gap) > 0.2 * double(tmax - tmin)) timed = false;
+    }
+  }
+  ax.time = timed;
+  if (timed) {
+    ax.t0 = tmin;
+    ax.lo = 0;
+    ax.hi = double(tmax - tmin) / 1e6;
+  } else {
+    ax.lo = 0;
+    ax.hi = double(std::max<int64_t>(n - 1, 1));
+  }
+  return ax;
+}
+
+std::vector<PhaseBand> phase_bands(const Attribution& a, const EventAxis& ax) {
+  std::vector<PhaseBand> out;
+  for (size_t i = 0; i < a.spans.size(); ++i) {
+    const PhaseSpan& s = a.spans[i];
+    PhaseBand b;
+    b.phase = s.phase;
+    b.iteration = s.iteration;
+    b.x0 = i == 0 ? ax.lo : ax.at(s.start_event);
+    b.x1 = i + 1 < a.spans.size() ? ax.at(a.spans[i + 1].start_event) : ax.hi;
+    if (b.x1 < b.x0) b.x1 = b.x0;
+    out.push_back(b);
+  }
+  return out;
+}
+
+const DeviceAnalysis* chart_device(const Analysis& r, const ChartOptions& o) {
+  if (r.devices.empty()) return nullptr;
+  if (o.device < 0) return &r.devices[r.peak_device];
+  for (const DeviceAnalysis& d : r.devices)
+    if (d.device == o.device) return &d;
+  return nullptr;
+}
+
+double flame_plot_width(const ChartOptions& o) {
+  return std::max(o.width, 400.0) - 2 * chart_layout::kMarginX;
+}
+
+const FrameTable& chart_frames(const Analysis& r, const Trace& t) {
+  if (!r.frames || &r.frames->trace() != &t)
+    throw std::logic_error("chart: the analysis's frame table is not the trace's (use analyze() on that trace)");
+  return *r.frames;
+}
+
+SiteName site_name(const FrameTable& frames, StackId stack) {
+  SiteName s;
+  if (stack == 0) {
+    s.key = s.title = "<no stack recorded>";
+    return s;
+  }
+  const Trace& t = frames.trace();
+  auto name = [&](StackId x) { return t.strings.get(t.frames[t.stacks.node(x).frame].name); };
+  if (frames.scope(t.stacks.node(stack).frame)) {
+    s.title = numbers_as_stars(name(stack));
+    int n = 0;
+    for (StackId x = t.stacks.node(stack).parent; x != 0 && n < 2; x = t.stacks.node(x).parent, ++n)
+      s.context += (n ? " \xe2\x86\x90 " : "in ") + numbers_as_stars(name(x));
+    s.key = "S\x1f" + s.title;
+    return s;
+  }
+  s.title = frames.short_label(frames.user_frame(stack));
+  const FrameId callee = frames.python_callee(stack);
+  if (callee != kNoFrame) s.context = "in " + frames.short_label(callee);
+  s.key = "F\x1f" + s.title + "\x1f" + s.context;
+  return s;
+}
+
+std::string site_label(const FrameTable& frames, StackId stack) {
+  const SiteName s = site_name(frames, stack);
+  return s.context.empty() ? s.title : s.title + " " + s.context;
+}
+
+}  // namespace detail
+
+using namespace detail;
+using namespace chart_layout;
+
+const char* chart_kind_name(ChartKind k) {
+  switch (k) {
+    case ChartKind::Flame: return "flame";
+    case ChartKind::Lifetime: return "lifetime";
+    case ChartKind::Timeline: return "timeline";
+  }
+  return "?";
+}
+
+bool parse_chart_kind(std::string_view s, ChartKind* out) {
+  for (ChartKind k : {ChartKind::Flame, ChartKind::Lifetime, ChartKind::Timeline})
+    if (s == chart_kind_name(k)) {
+      *out = k;
+      return true;
+    }
+  return false;
+}
+
+ChartGeometry chart_geometry(const ChartOptions& o, size_t runs) {
+  ChartGeometry g;
+  switch (o.kind) {
+    case ChartKind::Flame:
+      g.width = std::max(o.width, 400.0);
+      g.plot_x0 = kMarginX;
+      g.plot_width = flame_plot_width(o);
+      break;
+    case ChartKind::Timeline:
+      g.width = std::max(o.width, 400.0);
+      g.plot_x0 = kPlotLeft;
+      g.columns = size_t((g.width - kPlotLeft - kPlotRight) / 2);
+      g.plot_width = double(g.columns) * 2;
+      g.plot_height = runs == 1 ? 330 : 250;
+      break;
+    case ChartKind::Lifetime: {
+      g.width = std::max(o.width, 500.0);
+      const double gutter = o.group == LifetimeGroup::Site ? kLifetimeSiteGutter : kLifetimeGutter;
+      g.plot_x0 = kMarginX + gutter;
+      g.columns = size_t((g.width - kMarginX - gutter - kPlotRight) / 2);
+      g.plot_width = double(g.columns) * 2;
+      g.plot_height = runs == 1 ? 440 : 300;
+      break;
+    }
+  }
+  return g;
+}
+
+namespace {
+
+ChartSeries series_of(const Analysis& r, const ChartOptions& o, std::string label, size_t runs) {
+  ChartSeries s;
+  s.kind = o.kind;
+  s.input = r.input_name;
+  s.label = std::move(label);
+  s.geometry = chart_geometry(o, runs);
+  if (const DeviceAnalysis* d = chart_device(r, o)) {
+    s.device = d->device;
+    s.peak_event = d->peak_index;
+    s.peak_iteration = d->peak_iteration;
+    s.peak_phase = d->peak_phase;
+  }
+  return s;
+}
+
+// One scale per band name, shared by every run of the chart: the bytes at its
+// top (the most any run holds there) and its height (band_heights()).
+void share_band_scales(const std::vector<LifetimeData*>& runs, double plot_height) {
+  std::vector<std::string> names;  // in order of appearance
+  std::map<std::string, int64_t> top;
+  for (const LifetimeData* ld : runs)
+    for (const LifetimeBand& b : ld->bands) {
+      auto [it, added] = top.emplace(b.name, std::max(b.height, b.max_live));
+      if (added) names.push_back(b.name);
+      else it->second = std::max({it->second, b.height, b.max_live});
+    }
+  std::vector<int64_t> maxes;
+  for (const std::string& n : names) maxes.push_back(top[n]);
+  const std::vector<double> h = band_heights(maxes, plot_height);
+  std::map<std::string, double> points;
+  for (size_t i = 0; i < names.size(); ++i) points[names[i]] = h[i];
+  for (LifetimeData* ld : runs)
+    for (LifetimeBand& b : ld->bands) {
+      b.scale_points = points[b.name];
+      b.scale_bytes = top[b.name];
+    }
+}
+
+// Two runs on one x axis: the event index for both when either lacks times
+// (unless asked for), and the shorter run with proportionally fewer columns so
+// that it ends where its events end. `build(run, options, columns)` makes the
+// data of run 0 (A) or 1 (B).
+template <class Data, class Build>
+void on_one_axis(Data& a, Data& b, const ChartOptions& o, size_t columns, const Build& build) {
+  ChartOptions oo = o;
+  a = build(0, oo, columns);
+  b = build(1, oo, columns);
+  if (o.axis != ChartAxis::Events && (!a.time_axis || !b.time_axis)) {
+    oo.axis = ChartAxis::Events;
+    a = build(0, oo, columns);
+    b = build(1, oo, columns);
+  }
+  const double hi = std::max(a.x_max - a.x_min, b.x_max - b.x_min);
+  Data* runs[2] = {&a, &b};
+  for (int i = 0; i < 2; ++i) {
+    const double span = runs[i]->x_max - runs[i]->x_min;
+    const size_t nb = size_t(std::max(1.0, std::round(double(columns) * span / std::max(hi, 1e-12))));
+    if (nb < columns) *runs[i] = build(i, oo, nb);
+  }
+}
+
+}  // namespace
+
+ChartSeries chart_series(const Analysis& r, const Trace& t, const ChartOptions& o) {
+  ChartSeries s = series_of(r, o, "", 1);
+  switch (o.kind) {
+    case ChartKind::Flame: s.flame = flame_graph(r, t, o); break;
+    case ChartKind::Timeline: s.timeline = timeline_data(r, t, o, s.geometry.columns); break;
+    case ChartKind::Lifetime:
+      s.lifetime = lifetime_data(r, t, o, s.geometry.columns, s.geometry.plot_height);
+      share_band_scales({&s.lifetime}, s.geometry.plot_height);
+      break;
+  }
+  return s;
+}
+
+ChartSeriesPair chart_series_diff(const Analysis& ra, const Trace& ta, const Analysis& rb, const Trace& tb,
+                                  const ChartOptions& o) {
+  ChartSeriesPair p{series_of(ra, o, "A", 2), series_of(rb, o, "B", 2)};
+  const size_t columns = p.a.geometry.columns;
+  const double plot_h = p.a.geometry.plot_height;
+  switch (o.kind) {
+    case ChartKind::Flame: p.a.flame = flame_graph_diff(ra, ta, rb, tb, o); break;
+    case ChartKind::Timeline:
+      on_one_axis(p.a.timeline, p.b.timeline, o, columns, [&](int run, const ChartOptions& oo, size_t nb) {
+        return run == 0 ? timeline_data(ra, ta, oo, nb) : timeline_data(rb, tb, oo, nb);
+      });
+      break;
+    case ChartKind::Lifetime:
+      on_one_axis(p.a.lifetime, p.b.lifetime, o, columns, [&](int run, const ChartOptions& oo, size_t nb) {
+        return run == 0 ? lifetime_data(ra, ta, oo, nb, plot_h) : lifetime_data(rb, tb, oo, nb, plot_h);
+      });
+      share_band_scales({&p.a.lifetime, &p.b.lifetime}, plot_h);
+      break;
+  }
+  return p;
+}
+
+}  // namespace snapdiff
