@@ -97,13 +97,5 @@ Report report_view(const Analysis& a);
 // analyze() then report_view().
 Report analyze_report(const Trace& trace, const ReportOptions& opts);
 
-// Innermost frame that belongs to user code rather than PyTorch, Python's
-// standard library or native internals (falls back to the innermost Python
-// frame, then the innermost frame). Returns UINT32_MAX for an empty stack.
-FrameId user_frame(const Trace& trace, StackId stack);
-// Unwinder, interpreter, dispatcher and allocator frames: noise in a site.
-bool is_internal_frame(const Trace& trace, FrameId f);
-bool is_python_frame(const Trace& trace, FrameId f);
-std::string format_frame(const Trace& trace, FrameId f);
 
 }  // namespace snapdiff

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "snapdiff/frames.hpp"
 #include "snapdiff/model.hpp"
 #include "snapdiff/pattern.hpp"
 #include "snapdiff/replay.hpp"
@@ -120,6 +121,7 @@ struct Attribution {
   int unknown_index() const;
 };
 
-Attribution attribute(const Trace& trace, const Device& dev, const DeviceReplay& replay, const RuleSet& rules);
+Attribution attribute(const Trace& trace, const FrameTable& frames, const Device& dev, const DeviceReplay& replay,
+                      const RuleSet& rules);
 
 }  // namespace snapdiff

@@ -24,10 +24,5 @@ std::string capped_for_display(std::string s, size_t max_bytes = 400);
 // "1,234,567": a count with its thousands grouped (chart labels and the HTML).
 std::string with_commas(uint64_t v);
 
-// Frames whose names are shown as recorded: Python functions, and the scope
-// labels snapcapture records (file "snapcapture": "layer 3", "adam (foreach)").
-inline bool keep_name_verbatim(std::string_view file) {
-  return (file.size() > 3 && file.substr(file.size() - 3) == ".py") || file == "snapcapture";
-}
 
 }  // namespace snapdiff::detail

@@ -60,6 +60,8 @@ class FrameTable {
   // The innermost Python frame inside the user's call (e.g. the optimizer
   // function a training-loop line calls); kNoFrame when none.
   FrameId python_callee(StackId stack) const;
+  // The innermost Python frame of a stack; kNoFrame when none.
+  FrameId innermost_python(StackId stack) const;
 
   // A site in one line: the user frame, then its callers ("f (a.py:3) <-
   // g (b.py:9)"), at most `max_frames`; callers of a Python frame are Python

@@ -20,8 +20,8 @@ constexpr int8_t kUnset = -2;
 
 class Attributor {
  public:
-  Attributor(const Trace& t, const Device& d, const DeviceReplay& rp, const RuleSet& rs)
-      : t_(t), d_(d), rp_(rp), rs_(rs) {}
+  Attributor(const Trace& t, const FrameTable& ft, const Device& d, const DeviceReplay& rp, const RuleSet& rs)
+      : t_(t), ft_(ft), d_(d), rp_(rp), rs_(rs) {}
 
   Attribution run() {
     a_.categories = rs_.categories;
@@ -57,8 +57,7 @@ class Attributor {
     std::string& n = names_[f];
     if (n.empty()) {
       std::string raw(t_.strings.get(t_.frames[f].name));
-      std::string_view file = t_.strings.get(t_.frames[f].file);
-      n = detail::keep_name_verbatim(file) ? raw : detail::short_native_name(raw);
+      n = ft_.python(f) || ft_.scope(f) ? raw : detail::short_native_name(raw);
       if (n.empty()) n = raw;
       if (n.empty()) n = " ";
     }
@@ -551,6 +550,7 @@ class Attributor {
   }
 
   const Trace& t_;
+  const FrameTable& ft_;
   const Device& d_;
   const DeviceReplay& rp_;
   const RuleSet& rs_;
@@ -622,8 +622,9 @@ std::vector<uint32_t> Attribution::live_at(int64_t e) const {
   return out;
 }
 
-Attribution attribute(const Trace& trace, const Device& dev, const DeviceReplay& replay, const RuleSet& rules) {
-  return Attributor(trace, dev, replay, rules).run();
+Attribution attribute(const Trace& trace, const FrameTable& frames, const Device& dev, const DeviceReplay& replay,
+                      const RuleSet& rules) {
+  return Attributor(trace, frames, dev, replay, rules).run();
 }
 
 }  // namespace snapdiff

@@ -22,17 +22,17 @@ int64_t cat_of(const DeviceAnalysis& d, const std::vector<int64_t>& v, const std
 // no addresses, no line numbers (they shift between code versions).
 // Scope labels (snapcapture's frames) carry iteration and layer numbers;
 // sites that differ only there are one site ("layer *").
-bool is_label_frame(const Trace& t, const Frame& f) { return t.strings.get(f.file) == "snapcapture"; }
-
-std::string stack_key(const Trace& t, StackId s) {
+std::string stack_key(const FrameTable& ft, StackId s) {
+  const Trace& t = ft.trace();
   if (s == 0) return "<no stack>";
   std::string k;
   for (StackId x = s; x != 0; x = t.stacks.node(x).parent) {
-    const Frame& f = t.frames[t.stacks.node(x).frame];
+    const FrameId fid = t.stacks.node(x).frame;
+    const Frame& f = t.frames[fid];
     std::string_view file = t.strings.get(f.file);
     size_t cut = file.rfind('/');
     if (cut != std::string_view::npos) file = file.substr(cut + 1);
-    if (is_label_frame(t, f)) k += detail::numbers_as_stars(t.strings.get(f.name));
+    if (ft.scope(fid)) k += detail::numbers_as_stars(t.strings.get(f.name));
     else k += t.strings.get(f.name);
     k += '@';
     k += file;
@@ -41,9 +41,10 @@ std::string stack_key(const Trace& t, StackId s) {
   return k;
 }
 
-std::string site_display(const Trace& t, StackId s) {
+std::string site_display(const FrameTable& ft, StackId s) {
+  const Trace& t = ft.trace();
   if (s == 0) return "<no stack recorded>";
-  if (is_label_frame(t, t.frames[t.stacks.node(s).frame])) {
+  if (ft.scope(t.stacks.node(s).frame)) {
     // Scope labels: the innermost three, numbers generalized (the row sums
     // every layer and iteration that shares the scope).
     std::string out;
@@ -52,17 +53,10 @@ std::string site_display(const Trace& t, StackId s) {
       out += (n ? " <- " : "") + detail::numbers_as_stars(t.strings.get(t.frames[t.stacks.node(x).frame].name));
     return out + "  (snapcapture)";
   }
-  FrameId uf = user_frame(t, s);
-  std::string out = format_frame(t, uf);
+  std::string out = ft.label(ft.user_frame(s));
   // Name the innermost Python frame inside the user's call, if any.
-  for (StackId x = s; x != 0; x = t.stacks.node(x).parent) {
-    FrameId f = t.stacks.node(x).frame;
-    if (f == uf) break;
-    if (is_python_frame(t, f)) {
-      out += "  [in " + format_frame(t, f) + "]";
-      break;
-    }
-  }
+  const FrameId callee = ft.python_callee(s);
+  if (callee != kNoFrame) out += "  [in " + ft.label(callee) + "]";
   return out;
 }
 
@@ -73,7 +67,7 @@ struct SiteAcc {
   std::map<std::string, int64_t> by_cat;
 };
 
-std::unordered_map<std::string, SiteAcc> sites_at_peak(const Trace& t, const DeviceAnalysis& d) {
+std::unordered_map<std::string, SiteAcc> sites_at_peak(const FrameTable& t, const DeviceAnalysis& d) {
   std::unordered_map<std::string, SiteAcc> m;
   std::unordered_map<StackId, std::string> keys;
   for (uint32_t id : d.attr.live_at(d.peak_index)) {
@@ -202,8 +196,8 @@ Diff diff_reports(const Trace& ta, const Analysis& a, const Trace& tb, const Ana
   std::map<std::string, std::map<std::string, SiteGroup>> groups;  // category -> name -> group
   // Sites at each peak, matched by symbolic stack.
   {
-    auto sa = sites_at_peak(ta, da);
-    auto sb = sites_at_peak(tb, db);
+    auto sa = sites_at_peak(*a.frames, da);
+    auto sb = sites_at_peak(*b.frames, db);
     std::vector<SiteDelta> all;
     for (auto& kv : sa) {
       SiteDelta s;

@@ -36,13 +36,6 @@ uint32_t producer_op(const Trace& t, uint32_t op) {
   return op;
 }
 
-FrameId python_frame_of(const Trace& t, StackId s) {
-  for (StackId x = s; x != 0; x = t.stacks.node(x).parent) {
-    FrameId f = t.stacks.node(x).frame;
-    if (is_python_frame(t, f)) return f;
-  }
-  return UINT32_MAX;
-}
 
 // Where an op was called from when no Python frame says it: its outermost
 // enclosing op (the autograd node of a backward op, "AddmmBackward0").
@@ -147,7 +140,7 @@ void truncate(std::vector<OpRow>& rows, OpRow& other, size_t top) {
 
 }  // namespace
 
-void ops_at_peak(const Trace& t, const Device& dev, DeviceAnalysis& d, size_t top) {
+void ops_at_peak(const Trace& t, const FrameTable& ft, const Device& dev, DeviceAnalysis& d, size_t top) {
   if (t.ops.empty() || dev.event_op.empty()) return;
   d.has_ops = true;
   const Attribution& at = d.attr;
@@ -159,7 +152,7 @@ void ops_at_peak(const Trace& t, const Device& dev, DeviceAnalysis& d, size_t to
                      : al.alloc_event < 0 ? before_label(dev)
                                           : std::string();
     std::string kernel = c.kernel >= 0 ? kernel_display_name(t.strings.get(t.kernels[size_t(c.kernel)].name)) : std::string();
-    FrameId py = python_frame_of(t, c.op != kNoOp ? t.ops[c.op].stack : al.stack);
+    FrameId py = ft.innermost_python(c.op != kNoOp ? t.ops[c.op].stack : al.stack);
     const std::string caller = caller_of(t, c.op);
     add_to(by_op, op, py, kernel, caller, al, at.categories.size());
     add_to(by_kernel, kernel, UINT32_MAX, op, caller, al, at.categories.size());
@@ -192,8 +185,9 @@ int64_t ns_to_us(int64_t ns) { return ns >= 0 ? ns / 1000 : -((-ns + 999) / 1000
 // moment, and what that gives at the moment.
 class TimelineMatcher {
  public:
-  TimelineMatcher(const Trace& t, const Device& dev, const DeviceAnalysis& d, const MemoryTimeline& tl)
-      : t_(t), dev_(dev), d_(d), at_(d.attr), tl_(tl) {
+  TimelineMatcher(const Trace& t, const FrameTable& ft, const Device& dev, const DeviceAnalysis& d,
+                  const MemoryTimeline& tl)
+      : t_(t), ft_(ft), dev_(dev), d_(d), at_(d.attr), tl_(tl) {
     if (tl.raw) {
       rows_ = tl.rows;
       std::stable_sort(rows_.begin(), rows_.end(), [](const MemoryTimeline::Row& a, const MemoryTimeline::Row& b) {
@@ -224,6 +218,7 @@ class TimelineMatcher {
   void follow_sums(int64_t T, TimelineMoment& m);
 
   const Trace& t_;
+  const FrameTable& ft_;
   const Device& dev_;
   const DeviceAnalysis& d_;
   const Attribution& at_;
@@ -451,7 +446,7 @@ TimelineMoment TimelineMatcher::at(int64_t event_index, int64_t T, size_t top) {
     if (al.requested >= a.largest) {
       a.largest = al.requested;
       a.row.stack = al.stack;
-      a.row.python = python_frame_of(t_, oc.op != kNoOp ? t_.ops[oc.op].stack : al.stack);
+      a.row.python = ft_.innermost_python(oc.op != kNoOp ? t_.ops[oc.op].stack : al.stack);
       a.row.caller = caller_of(t_, oc.op);
     }
   }
@@ -508,7 +503,7 @@ void compare_timeline(const Trace& t, Analysis& r, const MemoryTimeline& tl, siz
       if (tl.sizes[k][kU] > max_unknown) max_unknown = tl.sizes[k][kU], max_unknown_t = tl.times_us[k];
     }
   }
-  TimelineMatcher tm(t, *dev, d, tl);
+  TimelineMatcher tm(t, *r.frames, *dev, d, tl);
   const int64_t peak_t = d.peak_index >= 0 ? d.peak_event.time_us : dev->events.front().time_us;
   TimelineMoment first = tm.at(d.peak_index, peak_t, top);
   first.label = "snapdiff's peak";

@@ -24,7 +24,7 @@ struct OpContext {
 OpContext op_context(const Trace& t, const Device& dev, int64_t alloc_event);
 
 // Fills d.by_op / d.by_kernel from the live allocations at d's peak.
-void ops_at_peak(const Trace& t, const Device& dev, DeviceAnalysis& d, size_t top);
+void ops_at_peak(const Trace& t, const FrameTable& ft, const Device& dev, DeviceAnalysis& d, size_t top);
 
 // Fills r.timeline for the device the timeline describes.
 void compare_timeline(const Trace& t, Analysis& r, const MemoryTimeline& tl, size_t top);

@@ -23,84 +23,7 @@ DeviceReplay replay_with_peak_state(const Trace& trace, const Device& dev, Alloc
 
 namespace {
 
-bool contains(std::string_view s, std::string_view needle) { return s.find(needle) != std::string_view::npos; }
-
-bool is_python_file(std::string_view f) { return f.size() > 3 && f.substr(f.size() - 3) == ".py"; }
-
-bool is_library_python(std::string_view f) {
-  // Profiler traces name files relative to sys.path ("torch/nn/modules/module.py").
-  static const std::string_view relative[] = {"torch/", "torchvision/", "torchaudio/", "transformers/",
-                                              "accelerate/", "triton/", "apex/", "deepspeed/", "numpy/"};
-  for (auto r : relative)
-    if (f.rfind(r, 0) == 0) return true;
-  return contains(f, "/torch/") || contains(f, "/site-packages/") || contains(f, "/dist-packages/") ||
-         contains(f, "/lib/python3") || f.rfind("<frozen", 0) == 0;
-}
-
 }  // namespace
-
-bool is_internal_frame(const Trace& t, FrameId f) {
-  // What PyTorch's own viewer filters out (the unwinder, the interpreter, the
-  // dispatcher's boxing layers), plus the caching allocator itself.
-  static const std::string_view names[] = {"unwind::unwind", "CapturedTraceback::gather", "gather_with_cpp",
-                                           "_start", "__libc_start_main", "PyEval_", "PyObject_", "PyFunction_",
-                                           "PyMethod_", "PyVectorcall", "_Py", "CUDACachingAllocator",
-                                           "c10::cuda::", "c10::impl::", "c10::Dispatcher", "c10::BoxedKernel",
-                                           "c10::KernelFunction"};
-  static const std::string_view files[] = {"core/boxing", "/Register", "/Redispatch", "pythonrun.c",
-                                           "Modules/main.c", "Objects/call.c", "Objects/methodobject.c",
-                                           "pycore_ceval.h", "ceval.c", "cpython/abstract.h",
-                                           "CUDACachingAllocator.cpp", "memory_snapshot.cpp"};
-  std::string_view name = t.strings.get(t.frames[f].name);
-  std::string_view file = t.strings.get(t.frames[f].file);
-  for (auto n : names)
-    if (contains(name, n)) return true;
-  for (auto n : files)
-    if (contains(file, n)) return true;
-  return name.empty() && (file.empty() || file == "??");
-}
-
-bool is_python_frame(const Trace& t, FrameId f) { return is_python_file(t.strings.get(t.frames[f].file)); }
-
-FrameId user_frame(const Trace& t, StackId stack) {
-  FrameId first_py = UINT32_MAX, first_any = UINT32_MAX, first_raw = UINT32_MAX;
-  for (StackId s = stack; s != 0; s = t.stacks.node(s).parent) {
-    FrameId f = t.stacks.node(s).frame;
-    std::string_view file = t.strings.get(t.frames[f].file);
-    if (first_raw == UINT32_MAX) first_raw = f;
-    if (first_any == UINT32_MAX && !is_internal_frame(t, f)) first_any = f;
-    if (is_python_file(file)) {
-      if (first_py == UINT32_MAX) first_py = f;
-      if (!is_library_python(file)) return f;
-    }
-  }
-  if (first_py != UINT32_MAX) return first_py;
-  return first_any != UINT32_MAX ? first_any : first_raw;
-}
-
-
-std::string format_frame(const Trace& t, FrameId f) {
-  if (f == UINT32_MAX) return "<no stack recorded>";
-  const Frame& fr = t.frames[f];
-  std::string name(t.strings.get(fr.name));
-  std::string file = detail::capped_for_display(std::string(t.strings.get(fr.file)));
-  if (name.empty()) name = "??";
-  if (!detail::keep_name_verbatim(file)) name = detail::short_native_name(name);
-  name = detail::capped_for_display(std::move(name));
-  std::string out = name;
-  if (!file.empty() && file != "??") {
-    // Keep the last two path components: enough to tell files apart.
-    size_t cut = file.rfind('/');
-    if (cut != std::string::npos && cut > 0) {
-      size_t cut2 = file.rfind('/', cut - 1);
-      if (cut2 != std::string::npos) file = file.substr(cut2 + 1);
-    }
-    out += " (" + file;
-    if (fr.line >= 0 && !(fr.line == 0 && !is_python_file(file))) out += ":" + std::to_string(fr.line);
-    out += ")";
-  }
-  return out;
-}
 
 namespace {
 
@@ -283,7 +206,7 @@ void explain_query(const Trace& t, Analysis& r, const std::string& q) {
         std::string base = file.substr(file.rfind('/') == std::string::npos ? 0 : file.rfind('/') + 1);
         std::string line = fr.line >= 0 ? std::to_string(fr.line) : "";
         m = name == q || base + ":" + line == q || file + ":" + line == q ||
-            format_frame(t, t.stacks.node(x).frame).find(q) != std::string::npos;
+            r.frames->label(t.stacks.node(x).frame).find(q) != std::string::npos;
       }
       match[s] = m;
       return m;
@@ -377,7 +300,7 @@ Analysis analyze(const Trace& trace, const ReportOptions& opts) {
         if (dr.first_time_us == kNoTime) dr.first_time_us = e.time_us;
         dr.last_time_us = e.time_us;
       }
-    dr.attr = attribute(trace, dev, dr.replay, *rules);
+    dr.attr = attribute(trace, *r.frames, dev, dr.replay, *rules);
     const Attribution& at = dr.attr;
     const PeakPoint& pk = dr.replay.peak_requested;
     dr.peak_index = pk.event_index;
@@ -491,7 +414,7 @@ Analysis analyze(const Trace& trace, const ReportOptions& opts) {
         }
     }
     explain(r.frames.get(), dr);
-    detail::ops_at_peak(trace, dev, dr, opts.top_sites);
+    detail::ops_at_peak(trace, *r.frames, dev, dr, opts.top_sites);
     r.devices.push_back(std::move(dr));
   }
   if (!opts.explain.empty()) explain_query(trace, r, opts.explain);

@@ -152,6 +152,12 @@ FrameId FrameTable::user_frame(StackId stack) const {
   return first_any != kNoFrame ? first_any : first_raw;
 }
 
+FrameId FrameTable::innermost_python(StackId stack) const {
+  for (StackId s = stack; s != 0; s = trace_->stacks.node(s).parent)
+    if (python(trace_->stacks.node(s).frame)) return trace_->stacks.node(s).frame;
+  return kNoFrame;
+}
+
 FrameId FrameTable::python_callee(StackId stack) const {
   const FrameId uf = user_frame(stack);
   for (StackId s = stack; s != 0; s = trace_->stacks.node(s).parent) {
