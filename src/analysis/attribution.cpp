@@ -60,7 +60,7 @@ class Attributor {
       std::string_view file = t_.strings.get(t_.frames[f].file);
       n = detail::keep_name_verbatim(file) ? raw : detail::short_native_name(raw);
       if (n.empty()) n = raw;
-      if (n.empty()) n = " ";
+      if (n.empty()) n.push_back(' ');  // not n = " ": GCC 12 warns there (-Wrestrict, a false positive)
     }
     return n;
   }
