@@ -1,7 +1,42 @@
 #!/usr/bin/env bash
-# Configures and builds snapdiff into build/ (Release). Idempotent.
+# Configures and builds snapdiff (Release) into build/. Idempotent.
+#   bash scripts/build.sh [BUILD_DIR [CMAKE_ARGS...]]   (e.g. build-asan -DSNAPDIFF_SANITIZE=address,undefined)
+# Prints one line per stage; the whole configure and compiler output goes to
+# BUILD_DIR/build.log and is shown only when something fails.
+# JOBS=N sets the parallel jobs (default: all cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+B=${1:-build}
+shift || true
+jobs=${JOBS:-$(nproc)}
+start=$SECONDS
+
+echo "build: dependencies"
 bash scripts/install-deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)"
+
+mkdir -p "$B"
+log=$B/build.log
+: >"$log"
+failed() {  # $1: stage
+  echo "build: $1 failed ($log):" >&2
+  # The errors and what leads to them, else the end of the log.
+  if grep -qE 'error:|Error [0-9]+|CMake Error|undefined reference|ld returned' "$log"; then
+    grep -E -B3 -A8 'error:|Error [0-9]+|CMake Error|undefined reference|ld returned' "$log" | head -n 200 >&2
+  else
+    tail -n 60 "$log" >&2
+  fi
+  exit 1
+}
+
+echo "build: configuring $B/"
+cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release "$@" >>"$log" 2>&1 || failed configure
+
+# The project's own targets (the build tool's "help" lists them, with its own).
+targets=$(cmake --build "$B" --target help 2>/dev/null | sed -n 's/^\.\.\. \([A-Za-z0-9_]*\)$/\1/p' |
+  grep -cvxE 'all|clean|depend|edit_cache|rebuild_cache|test|install|install/local|install/strip|list_install_components|package|package_source' || true)
+echo "build: compiling ($targets targets, -j$jobs)…"
+cmake --build "$B" -j"$jobs" >>"$log" 2>&1 || failed build
+msg="build: done in $((SECONDS - start)) s"
+warnings=$(grep -c 'warning:' "$log" || true)
+if [ "$warnings" -gt 0 ]; then msg+=" ($warnings compiler warnings: $log)"; fi
+echo "$msg"

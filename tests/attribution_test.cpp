@@ -35,7 +35,7 @@ void check_within_1pct(int64_t got, int64_t want) {
 
 }  // namespace
 
-TEST_CASE("parameters, gradients and optimizer state at the peak match PyTorch's byte totals", "[attribution]") {
+TEST_CASE("parameters, gradients and optimizer state at the peak match PyTorch's byte totals", "[analysis][attribution]") {
   for (const char* stem : {"small_bf16", "small_bf16_cpp", "small_bf16_expandable", "small_fp8", "small_fp8_pw",
                            "small_oom", "med_bf16_cpp"}) {
     INFO(stem);
@@ -49,7 +49,7 @@ TEST_CASE("parameters, gradients and optimizer state at the peak match PyTorch's
   }
 }
 
-TEST_CASE("categories sum exactly to the requested bytes, at the peak and at every phase's peak", "[attribution]") {
+TEST_CASE("categories sum exactly to the requested bytes, at the peak and at every phase's peak", "[analysis][attribution]") {
   for (const char* stem : {"small_bf16", "small_fp8_pw", "small_oom", "med_bf16_cpp"}) {
     INFO(stem);
     Trace t = load_trace(test::real_data(std::string(stem) + ".pickle"));
@@ -70,7 +70,7 @@ TEST_CASE("categories sum exactly to the requested bytes, at the peak and at eve
   }
 }
 
-TEST_CASE("iterations and phases are found: init, then forward, backward, optimizer per iteration", "[attribution]") {
+TEST_CASE("iterations and phases are found: init, then forward, backward, optimizer per iteration", "[analysis][attribution]") {
   for (const char* stem : {"small_bf16", "small_bf16_cpp", "small_fp8", "small_fp8_pw", "med_bf16_cpp"}) {
     INFO(stem);
     Trace t = load_trace(test::real_data(std::string(stem) + ".pickle"));
@@ -89,7 +89,7 @@ TEST_CASE("iterations and phases are found: init, then forward, backward, optimi
   }
 }
 
-TEST_CASE("foreach steps hold one model-sized temporary; the per-parameter loop does not", "[attribution]") {
+TEST_CASE("foreach steps hold one model-sized temporary; the per-parameter loop does not", "[analysis][attribution]") {
   struct Case {
     const char* stem;
     bool foreach_step;
@@ -117,7 +117,7 @@ TEST_CASE("foreach steps hold one model-sized temporary; the per-parameter loop 
   }
 }
 
-TEST_CASE("user rules come first and can name new categories; bad rules files are input errors", "[attribution][rules]") {
+TEST_CASE("user rules come first and can name new categories; bad rules files are input errors", "[analysis][attribution][rules]") {
   Trace t = load_trace(test::real_data("small_fp8.pickle"));
   RuleSet rs = RuleSet::builtin();
   rs.add_json(R"({"format": "snapdiff.rules", "version": 1, "rules": [
@@ -152,7 +152,7 @@ TEST_CASE("user rules come first and can name new categories; bad rules files ar
   CHECK_THROWS_AS(bad.add_json("{not json", "t"), InputError);
 }
 
-TEST_CASE("--explain names the rule and the evidence", "[attribution]") {
+TEST_CASE("--explain names the rule and the evidence", "[analysis][attribution]") {
   Trace t = load_trace(test::real_data("small_bf16.pickle"));
   ReportOptions o;
   o.explain = "_multi_tensor_adam";
@@ -178,7 +178,7 @@ TEST_CASE("--explain names the rule and the evidence", "[attribution]") {
   CHECK(r2.explain[0].addr == addr);
 }
 
-TEST_CASE("other optimizers, AMP, torch.compile, torchvision: peaks exact, classes within 1%", "[attribution][variants]") {
+TEST_CASE("other optimizers, AMP, torch.compile, torchvision: peaks exact, classes within 1%", "[analysis][attribution][variants]") {
   struct Case {
     const char* name;
     int temp_kind;  // 1: foreach (>= 90% of grads each step), 2: per-parameter (<= 60%), 0: no temporaries expected
@@ -221,7 +221,7 @@ TEST_CASE("other optimizers, AMP, torch.compile, torchvision: peaks exact, class
   }
 }
 
-TEST_CASE("without any stacks, phases come from optimizer annotations and lifetimes", "[attribution]") {
+TEST_CASE("without any stacks, phases come from optimizer annotations and lifetimes", "[analysis][attribution]") {
   Trace t = load_trace(test::real_data("small_bf16.pickle"));
   for (Device& d : t.devices) {
     for (Event& e : d.events) e.stack = 0;
@@ -240,7 +240,7 @@ TEST_CASE("without any stacks, phases come from optimizer annotations and lifeti
   CHECK(double(g) <= 1.06 * double(want));
 }
 
-TEST_CASE("rule patterns are RE2: long subjects without recursion, bounded patterns", "[attribution][rules]") {
+TEST_CASE("rule patterns are RE2: long subjects without recursion, bounded patterns", "[analysis][attribution][rules]") {
   // std::regex recursed once per character and overflowed the stack on a
   // frame name of megabytes; RE2 matches in linear time on a flat stack.
   const std::string huge = "cudnn" + std::string(4 << 20, 'x') + "Workspace";

@@ -131,13 +131,13 @@ TEST_CASE("diff of the full-size runs names the FP8 transposes, the dropped bf16
   // bf16 -> fp8: activations grow by the weight transposes and FP8 inputs kept
   // for the backward (one group per operation, summed over all 32 layers and
   // four linears), offset by bf16 activations no longer saved.
-  std::string a = text(diff_reports(bf16, rb, fp8, rf, {}));
+  std::string a = text(diff_reports(rb, rf, {}));
   INFO(a);
   CHECK(a.find("transpose_weight_fp8 (4 call paths) [NEW]") != std::string::npos);
   CHECK(a.find("cast_input_fp8 (4 call paths) [NEW]") != std::string::npos);
   CHECK(a.find("partly offset by -2.9 GiB at gelu [GONE]") != std::string::npos);
   // fp8 -> fp8_pw: half the parameter bytes, and no foreach transient.
-  Diff d = diff_reports(fp8, rf, pw, rp, {});
+  Diff d = diff_reports(rf, rp, {});
   std::string b = text(d);
   INFO(b);
   CHECK(b.find("half the bytes per element") != std::string::npos);

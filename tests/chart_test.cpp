@@ -102,7 +102,7 @@ int node_statements(const std::string& dot) {
 
 }  // namespace
 
-TEST_CASE("flame chart: the root is the peak's requested bytes exactly; children never exceed their parent", "[chart]") {
+TEST_CASE("flame chart: the root is the peak's requested bytes exactly; children never exceed their parent", "[report][chart]") {
   for (const std::string& path : {test::real_data("small_fp8.pickle"), test::real_data("med_bf16_cpp.pickle"),
                                   test::real_data("small_oom.pickle"), sample("fp8_no_pw.snap")}) {
     INFO(path);
@@ -134,7 +134,7 @@ TEST_CASE("flame chart: the root is the peak's requested bytes exactly; children
   }
 }
 
-TEST_CASE("flame chart: snapcapture's numbered scopes are one box ('layer 0-31')", "[chart]") {
+TEST_CASE("flame chart: snapcapture's numbered scopes are one box ('layer 0-31')", "[report][chart]") {
   auto p = run_of(sample("fp8_no_pw.snap"));
   ChartOptions o;
   const FlameGraph g = flame_graph(p->r, p->t, o);
@@ -149,7 +149,7 @@ TEST_CASE("flame chart: snapcapture's numbered scopes are one box ('layer 0-31')
   CHECK(layers);
 }
 
-TEST_CASE("differential flame chart: A and B totals are both peaks", "[chart]") {
+TEST_CASE("differential flame chart: A and B totals are both peaks", "[report][chart]") {
   auto a = run_of(test::real_data("small_fp8.pickle"));
   auto b = run_of(test::real_data("small_fp8_pw.pickle"));
   ChartOptions o;
@@ -165,7 +165,7 @@ TEST_CASE("differential flame chart: A and B totals are both peaks", "[chart]") 
   CHECK(dot.find("class=\"shrank\"") != std::string::npos);  // bf16 weights and Adam's state moved
 }
 
-TEST_CASE("timeline: the stacked columns reach the requested peak exactly; the lines reach allocated and reserved", "[chart]") {
+TEST_CASE("timeline: the stacked columns reach the requested peak exactly; the lines reach allocated and reserved", "[report][chart]") {
   for (const std::string& name : {"small_bf16", "small_fp8_pw", "med_bf16_cpp", "small_bf16_expandable"}) {
     INFO(name);
     auto p = run_of(test::real_data(name + ".pickle"));
@@ -195,7 +195,7 @@ TEST_CASE("timeline: the stacked columns reach the requested peak exactly; the l
   }
 }
 
-TEST_CASE("lifetime: every allocation is drawn or summed; bands hold the peak's bytes; packed bars never overlap", "[chart]") {
+TEST_CASE("lifetime: every allocation is drawn or summed; bands hold the peak's bytes; packed bars never overlap", "[report][chart]") {
   for (auto group : {LifetimeGroup::Category, LifetimeGroup::Site}) {
     for (const std::string& path : {test::real_data("small_fp8.pickle"), sample("fp8_no_pw.snap")}) {
       INFO(path << (group == LifetimeGroup::Site ? " by site" : " by category"));
@@ -235,7 +235,7 @@ TEST_CASE("lifetime: every allocation is drawn or summed; bands hold the peak's 
   CHECK(lifetime_data(p->r, p->t, o, 500).drawn <= kMaxLifetimeBars);
 }
 
-TEST_CASE("chart series: the kind's data, the device and peak; two runs on one axis and shared band scales", "[chart]") {
+TEST_CASE("chart series: the kind's data, the device and peak; two runs on one axis and shared band scales", "[analysis][chart]") {
   auto a = run_of(test::real_data("small_fp8.pickle"));
   auto b = run_of(test::real_data("small_fp8_pw.pickle"));
   ChartOptions o;
@@ -265,7 +265,7 @@ TEST_CASE("chart series: the kind's data, the device and peak; two runs on one a
     }
 }
 
-TEST_CASE("DOT round trip: Graphviz parses every chart back with every node", "[chart]") {
+TEST_CASE("DOT round trip: Graphviz parses every chart back with every node", "[report][chart]") {
   auto p = run_of(test::real_data("small_fp8.pickle"));
   auto b = run_of(test::real_data("small_fp8_pw.pickle"));
   for (ChartKind k : {ChartKind::Flame, ChartKind::Lifetime, ChartKind::Timeline}) {
@@ -287,7 +287,7 @@ TEST_CASE("DOT round trip: Graphviz parses every chart back with every node", "[
   }
 }
 
-TEST_CASE("SVG is well-formed, with one legend entry per category at the peak, and tooltips as titles", "[chart]") {
+TEST_CASE("SVG is well-formed, with one legend entry per category at the peak, and tooltips as titles", "[report][chart]") {
   auto p = run_of(test::real_data("small_fp8.pickle"));
   const DeviceAnalysis& d = top(p->r);
   size_t nonzero = 0;
@@ -319,7 +319,7 @@ TEST_CASE("SVG is well-formed, with one legend entry per category at the peak, a
   CHECK(svg.find("xlink:title") == std::string::npos);
 }
 
-TEST_CASE("PNG has the size of the drawing at 96 dpi; PDF is a PDF", "[chart]") {
+TEST_CASE("PNG has the size of the drawing at 96 dpi; PDF is a PDF", "[report][chart]") {
   auto p = run_of(test::real_data("small_bf16.pickle"));
   for (double width : {1200.0, 900.0}) {
     ChartOptions o;
@@ -346,7 +346,7 @@ TEST_CASE("PNG has the size of the drawing at 96 dpi; PDF is a PDF", "[chart]") 
   CHECK(pdf.compare(0, 5, "%PDF-") == 0);
 }
 
-TEST_CASE("chart formats come from the extension; kinds parse", "[chart]") {
+TEST_CASE("chart formats come from the extension; kinds parse", "[report][chart]") {
   ChartFormat f;
   CHECK((chart_format_from_path("a.SVG", &f) && f == ChartFormat::Svg));
   CHECK((chart_format_from_path("x/y.png", &f) && f == ChartFormat::Png));
@@ -364,14 +364,14 @@ TEST_CASE("chart formats come from the extension; kinds parse", "[chart]") {
   CHECK(category_color("kv_cache") == category_color("kv_cache"));
 }
 
-TEST_CASE("HTML report and diff: self-contained, the report's content and three charts per device", "[chart][html]") {
+TEST_CASE("HTML report and diff: self-contained, the report's content and three charts per device", "[report][chart][html]") {
   auto a = run_of(test::real_data("small_fp8.pickle"));
   auto b = run_of(test::real_data("small_fp8_pw.pickle"));
   const std::string html = html_of(*a);
   DiffOptions dopt;
   dopt.a_name = "small_fp8.pickle";
   dopt.b_name = "small_fp8_pw.pickle";
-  const Diff d = diff_reports(a->t, a->r, b->t, b->r, dopt);
+  const Diff d = diff_reports(a->r, b->r, dopt);
   const std::string dhtml =
       render_diff_html(d, [&](const ChartOptions& co) { return chart_series_diff(a->r, a->t, b->r, b->t, co); });
   for (const std::string* page : {&html, &dhtml}) {
@@ -397,7 +397,7 @@ TEST_CASE("HTML report and diff: self-contained, the report's content and three 
   CHECK(dhtml.find("-20.0 MiB") != std::string::npos);
 }
 
-TEST_CASE("names of megabytes: every chart is drawn in linear time with bounded labels and tooltips", "[chart]") {
+TEST_CASE("names of megabytes: every chart is drawn in linear time with bounded labels and tooltips", "[report][chart]") {
   // Fitting a label once tried every prefix of it (quadratic): a 2 MB op
   // name took minutes. Now each chart of such a trace is its usual size.
   const std::string big(2 << 20, 'b');
@@ -418,7 +418,7 @@ TEST_CASE("names of megabytes: every chart is drawn in linear time with bounded 
   }
 }
 
-TEST_CASE("HTML report of a profiler trace: by op and by kernel at the peak, as in the text report", "[chart][html]") {
+TEST_CASE("HTML report of a profiler trace: by op and by kernel at the peak, as in the text report", "[report][chart][html]") {
   auto p = run_of(test::real_data("small_profile.trace.json.gz"));
   REQUIRE(p->r.devices.size() >= 1);
   const DeviceAnalysis& d = p->r.devices[p->r.peak_device];

@@ -69,7 +69,7 @@ const char* kGoodBudget = R"({"schema": "snapdiff/budget/1", "metric": "allocate
 
 }  // namespace
 
-TEST_CASE("sizes and tolerances parse", "[check]") {
+TEST_CASE("sizes and tolerances parse", "[analysis][check]") {
   CHECK(parse_size("512MiB") == 512LL << 20);
   CHECK(parse_size("60GiB") == 60LL << 30);
   CHECK(parse_size("1.5GB") == 1500000000LL);
@@ -103,7 +103,7 @@ TEST_CASE("sizes and tolerances parse", "[check]") {
   CHECK_THROWS_AS(parse_metric("peak"), UsageError);
 }
 
-TEST_CASE("peak figures are PyTorch's peaks", "[check]") {
+TEST_CASE("peak figures are PyTorch's peaks", "[analysis][check]") {
   for (const char* stem : {"small_bf16", "small_fp8", "small_fp8_pw"}) {
     INFO(stem);
     const PeakFigures& f = figures(stem);
@@ -119,7 +119,7 @@ TEST_CASE("peak figures are PyTorch's peaks", "[check]") {
   }
 }
 
-TEST_CASE("increase threshold: measured is the exact peak difference", "[check]") {
+TEST_CASE("increase threshold: measured is the exact peak difference", "[analysis][check]") {
   const PeakFigures &bf16 = figures("small_bf16"), &fp8 = figures("small_fp8");
   for (auto [m, name] : {std::pair{Metric::Requested, "requested"}, std::pair{Metric::Allocated, "allocated"},
                          std::pair{Metric::Reserved, "reserved"}}) {
@@ -155,7 +155,7 @@ TEST_CASE("increase threshold: measured is the exact peak difference", "[check]"
   CHECK(evaluate_check(fp8, bf16, "snapshot", increase("3%", Metric::Reserved)).status == CheckStatus::Fail);
 }
 
-TEST_CASE("warning level below the failure level", "[check]") {
+TEST_CASE("warning level below the failure level", "[analysis][check]") {
   const PeakFigures &bf16 = figures("small_bf16"), &fp8 = figures("small_fp8");
   CheckOptions o = increase("3%");
   o.warn_increase = parse_amount("1%");
@@ -180,7 +180,7 @@ TEST_CASE("warning level below the failure level", "[check]") {
   CHECK_THROWS_AS(evaluate_check(fp8, bf16, "snapshot", o), UsageError);
 }
 
-TEST_CASE("absolute peak and category limits", "[check]") {
+TEST_CASE("absolute peak and category limits", "[analysis][check]") {
   const PeakFigures& fp8 = figures("small_fp8");
   int64_t peak = truth_peak("small_fp8", "allocated");
   CheckOptions o;
@@ -222,13 +222,13 @@ TEST_CASE("absolute peak and category limits", "[check]") {
   CHECK_THROWS_AS(evaluate_check(fp8, std::nullopt, "", c), UsageError);
 }
 
-TEST_CASE("thresholds that cannot be evaluated are usage errors", "[check]") {
+TEST_CASE("thresholds that cannot be evaluated are usage errors", "[analysis][check]") {
   const PeakFigures& fp8 = figures("small_fp8");
   CHECK_THROWS_AS(evaluate_check(fp8, std::nullopt, "", CheckOptions{}), UsageError);
   CHECK_THROWS_AS(evaluate_check(fp8, std::nullopt, "", increase("2%")), UsageError);
 }
 
-TEST_CASE("a truncated candidate fails unless allowed", "[check]") {
+TEST_CASE("a truncated candidate fails unless allowed", "[analysis][check]") {
   Trace t = load_trace(test::real_data("small_bf16.pickle"));
   REQUIRE(t.devices.size() == 1);
   auto& ev = t.devices[0].events;
@@ -253,7 +253,7 @@ TEST_CASE("a truncated candidate fails unless allowed", "[check]") {
   CHECK(item(evaluate_check(figures("small_bf16"), std::nullopt, "", o), "history").status == CheckStatus::Pass);
 }
 
-TEST_CASE("budget file round trip", "[check]") {
+TEST_CASE("budget file round trip", "[analysis][check]") {
   const PeakFigures &bf16 = figures("small_bf16"), &fp8 = figures("small_fp8");
   Budget b;
   b.metric = Metric::Allocated;
@@ -307,7 +307,7 @@ TEST_CASE("budget file round trip", "[check]") {
   for (const CheckItem& i : r.items) CHECK(i.name != "baseline_history");
 }
 
-TEST_CASE("the request's thresholds override a budget's; limits merge by category", "[check]") {
+TEST_CASE("the request's thresholds override a budget's; limits merge by category", "[analysis][check]") {
   const PeakFigures& fp8 = figures("small_fp8");
   const std::vector<std::string> categories = {"activation", "optimizer_temporary", "workspace"};
   Budget b;
@@ -368,7 +368,7 @@ TEST_CASE("the request's thresholds override a budget's; limits merge by categor
   CHECK(check_options(CheckRequest{}).metric == Metric::Allocated);
 }
 
-TEST_CASE("a budget written from a run", "[check]") {
+TEST_CASE("a budget written from a run", "[analysis][check]") {
   const PeakFigures& fp8 = figures("small_fp8");
   CheckRequest req;
   const Budget b = budget_from_run(fp8, req);
@@ -390,7 +390,7 @@ TEST_CASE("a budget written from a run", "[check]") {
   CHECK(w.limits.size() == 1);
 }
 
-TEST_CASE("limits: one per category, named by the rules", "[check]") {
+TEST_CASE("limits: one per category, named by the rules", "[analysis][check]") {
   std::vector<CategoryLimit> l;
   add_limit(l, {"a", 1, "1"});
   add_limit(l, {"b", 2, "2"});
@@ -402,7 +402,7 @@ TEST_CASE("limits: one per category, named by the rules", "[check]") {
   CHECK_THROWS_WITH(check_limit_categories(l, {"a", "c"}), "--limit: unknown category 'b' (a, c)");
 }
 
-TEST_CASE("a bad budget file names the file and the JSON path", "[check]") {
+TEST_CASE("a bad budget file names the file and the JSON path", "[analysis][check]") {
   CHECK_NOTHROW(parse_budget(kGoodBudget, "memory-budget.json"));
   Budget g = parse_budget(kGoodBudget, "memory-budget.json");
   CHECK(g.limits.size() == 2);
@@ -439,7 +439,7 @@ TEST_CASE("a bad budget file names the file and the JSON path", "[check]") {
   CHECK_THROWS_AS(read_budget_file("/nonexistent/memory-budget.json"), InputError);
 }
 
-TEST_CASE("JSON verdict", "[check]") {
+TEST_CASE("JSON verdict", "[report][check]") {
   const PeakFigures &bf16 = figures("small_bf16"), &fp8 = figures("small_fp8");
   CheckOptions o = increase("2%");
   o.max_peak = parse_size("60GiB");
@@ -461,7 +461,7 @@ TEST_CASE("JSON verdict", "[check]") {
   CHECK(j["summary"]["passed"] == 3);
 }
 
-TEST_CASE("text verdict: one line per threshold", "[check]") {
+TEST_CASE("text verdict: one line per threshold", "[report][check]") {
   const PeakFigures &bf16 = figures("small_bf16"), &fp8 = figures("small_fp8");
   std::string t = render_check_text(evaluate_check(fp8, bf16, "snapshot", increase("2%")));
   CHECK(t.rfind("snapdiff check: FAIL", 0) == 0);
@@ -471,7 +471,7 @@ TEST_CASE("text verdict: one line per threshold", "[check]") {
   CHECK(p.find("FAIL") == std::string::npos);
 }
 
-TEST_CASE("JUnit XML: one testcase per threshold, escaped", "[check]") {
+TEST_CASE("JUnit XML: one testcase per threshold, escaped", "[report][check]") {
   PeakFigures fp8 = figures("small_fp8");
   fp8.name = "runs/<a&b> \"q\" 'x'\x01.pickle";
   CheckOptions o = increase("2%");
@@ -492,7 +492,7 @@ TEST_CASE("JUnit XML: one testcase per threshold, escaped", "[check]") {
   CHECK(xml_escape("a<b>&\"'") == "a&lt;b&gt;&amp;&quot;&apos;");
 }
 
-TEST_CASE("GitHub annotations", "[check]") {
+TEST_CASE("GitHub annotations", "[report][check]") {
   const PeakFigures &bf16 = figures("small_bf16"), &fp8 = figures("small_fp8");
   CheckOptions o = increase("3%");
   o.warn_increase = parse_amount("1%");

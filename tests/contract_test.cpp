@@ -33,7 +33,7 @@ bool located(const InputError& e) { return e.has_offset() || !e.json_path().empt
 
 }  // namespace
 
-TEST_CASE("every truncation of a real .snap is a located input error", "[contract]") {
+TEST_CASE("every truncation of a real .snap is a located input error", "[input][contract]") {
   std::string full = small_snap_json();
   REQUIRE(full.size() > 10000);
   REQUIRE_NOTHROW(load_trace_from_memory(full, "t.snap"));
@@ -54,13 +54,13 @@ TEST_CASE("every truncation of a real .snap is a located input error", "[contrac
   CHECK(with_place + 2 >= errors);
 }
 
-TEST_CASE("truncations of a gzip'd .snap are input errors", "[contract]") {
+TEST_CASE("truncations of a gzip'd .snap are input errors", "[input][contract]") {
   std::string gz = test::read_file(src("tests/data/capture/small_oom_fp8.snap"));
   for (size_t len = 0; len < gz.size(); len += 13)
     CHECK_THROWS_AS(load_trace_from_memory(std::string_view(gz.data(), len), "t.snap"), InputError);
 }
 
-TEST_CASE("bit flips in a real .snap never crash", "[contract]") {
+TEST_CASE("bit flips in a real .snap never crash", "[input][contract]") {
   std::string full = small_snap_json();
   std::mt19937_64 rng(2026);
   for (int i = 0; i < 1500; ++i) {
@@ -78,7 +78,7 @@ std::string real_trace_json() {
   return std::string(raw.begin(), raw.end());
 }
 
-TEST_CASE("truncations of a real profiler trace are located input errors", "[contract][trace]") {
+TEST_CASE("truncations of a real profiler trace are located input errors", "[input][contract][trace]") {
   const std::string full = real_trace_json();
   REQUIRE(full.size() > 100000);
   REQUIRE_NOTHROW(load_trace_from_memory(full, "t.json"));
@@ -103,7 +103,7 @@ TEST_CASE("truncations of a real profiler trace are located input errors", "[con
     CHECK_THROWS_AS(load_trace_from_memory(std::string_view(gz.data(), len), "t.json.gz"), InputError);
 }
 
-TEST_CASE("bit flips in a real profiler trace never crash", "[contract][trace]") {
+TEST_CASE("bit flips in a real profiler trace never crash", "[input][contract][trace]") {
   const std::string full = real_trace_json();
   std::mt19937_64 rng(2027);
   for (int i = 0; i < 400; ++i) {
@@ -114,7 +114,7 @@ TEST_CASE("bit flips in a real profiler trace never crash", "[contract][trace]")
   }
 }
 
-TEST_CASE("deeply nested JSON is refused without exhausting the stack", "[contract]") {
+TEST_CASE("deeply nested JSON is refused without exhausting the stack", "[input][contract]") {
   for (size_t depth : {size_t(1000), size_t(100000), size_t(1000000)}) {
     INFO(depth);
     std::string doc = R"({"format": "snapdiff.snap", "version": 1, "x": )" + std::string(depth, '[') +
@@ -125,7 +125,7 @@ TEST_CASE("deeply nested JSON is refused without exhausting the stack", "[contra
   }
 }
 
-TEST_CASE("budget and rules files: truncations and bit flips are input errors, never crashes", "[contract]") {
+TEST_CASE("budget and rules files: truncations and bit flips are input errors, never crashes", "[analysis][contract]") {
   std::string budget = test::read_file(src("fuzz/seeds/budget_example.json"));
   std::string rules = test::read_file(src("fuzz/seeds/rules_user.json"));
   // Every proper prefix of the document (without its final newline) is broken.
@@ -160,7 +160,7 @@ TEST_CASE("budget and rules files: truncations and bit flips are input errors, n
   }
 }
 
-TEST_CASE("huge declared lengths are refused at once, without allocating them", "[contract][pickle]") {
+TEST_CASE("huge declared lengths are refused at once, without allocating them", "[input][contract][pickle]") {
   // Each opcode claims far more bytes than the input holds.
   struct Case {
     const char* name;
@@ -197,7 +197,7 @@ TEST_CASE("huge declared lengths are refused at once, without allocating them", 
   }
 }
 
-TEST_CASE("every fuzzer finding stays fixed (tests/data/fuzz_regressions)", "[contract][fuzz]") {
+TEST_CASE("every fuzzer finding stays fixed (tests/data/fuzz_regressions)", "[input][contract][fuzz]") {
   namespace fs = std::filesystem;
   size_t n = 0;
   for (const auto& entry : fs::directory_iterator(src("tests/data/fuzz_regressions"))) {

@@ -24,7 +24,7 @@ std::unique_ptr<Pair> diff_of(const std::string& a, const std::string& b) {
   DiffOptions o;
   o.a_name = a;
   o.b_name = b;
-  p->d = diff_reports(p->ta, p->ra, p->tb, p->rb, o);
+  p->d = diff_reports(p->ra, p->rb, o);
   return p;
 }
 int64_t cat_delta(const Diff& d, const std::string& name) {
@@ -34,7 +34,7 @@ int64_t cat_delta(const Diff& d, const std::string& name) {
 }
 }  // namespace
 
-TEST_CASE("diff of real pairs: peak delta exact, parameter delta within 1%", "[diff]") {
+TEST_CASE("diff of real pairs: peak delta exact, parameter delta within 1%", "[analysis][diff]") {
   for (auto [a, b] : {std::pair<std::string, std::string>{"small_bf16", "small_fp8"}, {"small_fp8", "small_fp8_pw"}}) {
     INFO(a << " -> " << b);
     auto p = diff_of(a, b);
@@ -56,7 +56,7 @@ TEST_CASE("diff of real pairs: peak delta exact, parameter delta within 1%", "[d
   }
 }
 
-TEST_CASE("diff shows the foreach step's transient and its absence in the per-parameter loop", "[diff]") {
+TEST_CASE("diff shows the foreach step's transient and its absence in the per-parameter loop", "[analysis][diff]") {
   auto p = diff_of("small_fp8", "small_fp8_pw");
   double grads = double(test::truth("small_fp8")["grad_bytes"].get<int64_t>());  // one bf16 copy of the parameters
   bool seen = false;
@@ -81,7 +81,7 @@ TEST_CASE("diff shows the foreach step's transient and its absence in the per-pa
   CHECK(params);
 }
 
-TEST_CASE("a snapshot diffed with itself: all deltas zero, no findings", "[diff]") {
+TEST_CASE("a snapshot diffed with itself: all deltas zero, no findings", "[analysis][diff]") {
   auto p = diff_of("small_bf16", "small_bf16");
   for (int i = 0; i < 3; ++i) CHECK(p->d.peak_delta[i] == 0);
   for (const CategoryDelta& c : p->d.categories) CHECK(c.delta() == 0);
@@ -90,7 +90,7 @@ TEST_CASE("a snapshot diffed with itself: all deltas zero, no findings", "[diff]
   CHECK(p->d.findings.empty());
 }
 
-TEST_CASE("diff JSON carries the documented fields; markdown opens with a table", "[diff]") {
+TEST_CASE("diff JSON carries the documented fields; markdown opens with a table", "[report][diff]") {
   auto p = diff_of("small_bf16", "small_fp8");
   auto j = nlohmann::json::parse(render_diff_json(p->d));
   CHECK(j["schema"] == "snapdiff/diff/1");
@@ -114,14 +114,14 @@ TEST_CASE("diff JSON carries the documented fields; markdown opens with a table"
   CHECK(md.find("<details>") != std::string::npos);
 }
 
-TEST_CASE("sites match by function and file, not line numbers", "[diff]") {
+TEST_CASE("sites match by function and file, not line numbers", "[analysis][diff]") {
   Trace ta = load_trace(test::real_data("small_bf16.pickle"));
   Trace tb = load_trace(test::real_data("small_bf16.pickle"));
   // Shift every line number in B, as an edit above the code would.
   for (Frame& f : tb.frames)
     if (f.line >= 0) f.line += 7;
   Analysis ra = analyze(ta, {}), rb = analyze(tb, {});
-  Diff d = diff_reports(ta, ra, tb, rb, {});
+  Diff d = diff_reports(ra, rb, {});
   CHECK(d.sites.empty());
   CHECK(d.findings.empty());
 }

@@ -17,7 +17,7 @@ const char* kComplete[] = {"small_bf16",           "small_bf16_cpp", "small_bf16
 
 }  // namespace
 
-TEST_CASE("peaks equal PyTorch's memory_stats on every complete-history snapshot", "[exact]") {
+TEST_CASE("peaks equal PyTorch's memory_stats on every complete-history snapshot", "[analysis][exact]") {
   for (const char* stem : kComplete) {
     INFO(stem);
     auto path = test::real_data(std::string(stem) + ".pickle");
@@ -41,7 +41,7 @@ TEST_CASE("peaks equal PyTorch's memory_stats on every complete-history snapshot
   }
 }
 
-TEST_CASE("the OOM run reports its out-of-memory event", "[exact]") {
+TEST_CASE("the OOM run reports its out-of-memory event", "[analysis][exact]") {
   Trace t = load_trace(test::real_data("small_oom.pickle"));
   Analysis r = analyze(t, {});
   bool has = false;
@@ -50,7 +50,7 @@ TEST_CASE("the OOM run reports its out-of-memory event", "[exact]") {
   CHECK(r.devices[0].replay.oom_events == 1);
 }
 
-TEST_CASE("every byte live at the peak is in exactly one site row", "[exact]") {
+TEST_CASE("every byte live at the peak is in exactly one site row", "[analysis][exact]") {
   Trace t = load_trace(test::real_data("small_fp8.pickle"));
   ReportOptions o;
   o.top_sites = 5;
@@ -70,7 +70,7 @@ TEST_CASE("every byte live at the peak is in exactly one site row", "[exact]") {
   CHECK(d.frag.free_cached + d.frag.pending_free + d.frag.allocated == d.frag.reserved);
 }
 
-TEST_CASE("xxl_fp8: wrapped history, requested peak exact", "[exact][xxl]") {
+TEST_CASE("xxl_fp8: wrapped history, requested peak exact", "[analysis][exact][xxl]") {
   // 170 MB; the build unpacks it from tests/data/real/xxl_fp8.pickle.xz.
   Trace t = load_trace(test::unpacked_data("xxl_fp8.pickle"));
   CHECK(t.event_count() == 1000000);

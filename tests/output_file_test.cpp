@@ -58,7 +58,7 @@ void expect_output_error(const std::string& path, F&& write) {
 
 }  // namespace
 
-TEST_CASE("write_output_file writes a new file and replaces an old one whole", "[output]") {
+TEST_CASE("write_output_file writes a new file and replaces an old one whole", "[util][output]") {
   ScratchDir d;
   write_output_file(d / "out.txt", "first");
   CHECK(test::read_file(d / "out.txt") == "first");
@@ -69,13 +69,13 @@ TEST_CASE("write_output_file writes a new file and replaces an old one whole", "
   CHECK(d.names() == std::vector<std::string>{"empty.txt", "out.txt"});
 }
 
-TEST_CASE("write_output_file: a missing directory is an OutputError, nothing is created", "[output]") {
+TEST_CASE("write_output_file: a missing directory is an OutputError, nothing is created", "[util][output]") {
   ScratchDir d;
   expect_output_error(d / "no/such/dir/out.txt", [&] { write_output_file(d / "no/such/dir/out.txt", "x"); });
   CHECK(d.names().empty());
 }
 
-TEST_CASE("write_output_file: a directory in the way stays as it was, no temporary file is left", "[output]") {
+TEST_CASE("write_output_file: a directory in the way stays as it was, no temporary file is left", "[util][output]") {
   ScratchDir d;
   fs::create_directory(d / "report");
   write_output_file(d / "report/inside.txt", "kept");
@@ -90,7 +90,7 @@ TEST_CASE("write_output_file: a directory in the way stays as it was, no tempora
   }
 }
 
-TEST_CASE("write_output_file: a short write (file size limit) leaves the old file and no temporary", "[output]") {
+TEST_CASE("write_output_file: a short write (file size limit) leaves the old file and no temporary", "[util][output]") {
   ScratchDir d;
   write_output_file(d / "out.txt", "the old contents");
   // A write past RLIMIT_FSIZE fails with EFBIG once SIGXFSZ is ignored.
@@ -117,12 +117,12 @@ TEST_CASE("write_output_file: a short write (file size limit) leaves the old fil
   CHECK(d.names() == std::vector<std::string>{"out.txt"});
 }
 
-TEST_CASE("write_output_file writes character devices in place", "[output]") {
+TEST_CASE("write_output_file writes character devices in place", "[util][output]") {
   CHECK_NOTHROW(write_output_file("/dev/null", "discarded"));
   CHECK(fs::is_character_file("/dev/null"));
 }
 
-TEST_CASE("snapshot writers throw OutputError and leave nothing behind", "[output]") {
+TEST_CASE("snapshot writers throw OutputError and leave nothing behind", "[input][output]") {
   ScratchDir d;
   Trace t = load_trace(test::fixture("tiny_p4.pickle"));
   fs::create_directory(d / "dir.snap");

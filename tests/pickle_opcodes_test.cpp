@@ -43,7 +43,7 @@ std::string error_of(const std::string& bytes, uint64_t* offset = nullptr) {
 
 }  // namespace
 
-TEST_CASE("integer opcodes", "[pickle]") {
+TEST_CASE("integer opcodes", "[input][pickle]") {
   CHECK(size_of(entry_with_size([](PickleWriter& w) { w.int1(200); })) == 200);
   CHECK(size_of(entry_with_size([](PickleWriter& w) { w.int2(65535); })) == 65535);
   CHECK(size_of(entry_with_size([](PickleWriter& w) { w.int4(2147483647); })) == 2147483647u);
@@ -63,7 +63,7 @@ TEST_CASE("integer opcodes", "[pickle]") {
   CHECK(size_of(entry_with_size([](PickleWriter& w) { w.bytes("L99999999999L\n"); })) == 99999999999ull);
 }
 
-TEST_CASE("LONG1 beyond 64 bits is refused where an int64 is needed, kept as unknown for frame lines", "[pickle]") {
+TEST_CASE("LONG1 beyond 64 bits is refused where an int64 is needed, kept as unknown for frame lines", "[input][pickle]") {
   std::vector<uint8_t> huge(17, 0x11);
   std::string e = error_of(entry_with_size([&](PickleWriter& w) { w.long1(huge); }).str());
   CHECK(e.find("size") != std::string::npos);
@@ -85,7 +85,7 @@ TEST_CASE("LONG1 beyond 64 bits is refused where an int64 is needed, kept as unk
   CHECK(t.strings.get(t.frames[frames[0]].name) == "f");
 }
 
-TEST_CASE("string opcodes and BINFLOAT, bools, None, tuples", "[pickle]") {
+TEST_CASE("string opcodes and BINFLOAT, bools, None, tuples", "[input][pickle]") {
   PickleWriter w;
   w.proto(4).empty_dict().mark();
   w.sstr("segments").empty_list().empty_dict().mark();
@@ -117,7 +117,7 @@ TEST_CASE("string opcodes and BINFLOAT, bools, None, tuples", "[pickle]") {
   CHECK_FALSE(t.settings.expandable_segments);
 }
 
-TEST_CASE("memo holds references: shared frames stay shared, late fills are seen", "[pickle]") {
+TEST_CASE("memo holds references: shared frames stay shared, late fills are seen", "[input][pickle]") {
   // Frame dict memoized while empty (as Python does), filled afterwards, then
   // referenced by BINGET / LONG_BINGET from two entries.
   PickleWriter w;
@@ -146,7 +146,7 @@ TEST_CASE("memo holds references: shared frames stay shared, late fills are seen
   CHECK(t.frames[0].line == 3);
 }
 
-TEST_CASE("refused opcodes name the opcode and its offset", "[pickle][security]") {
+TEST_CASE("refused opcodes name the opcode and its offset", "[input][pickle][security]") {
   struct Case {
     uint8_t op;
     const char* name;
@@ -166,7 +166,7 @@ TEST_CASE("refused opcodes name the opcode and its offset", "[pickle][security]"
   }
 }
 
-TEST_CASE("a pickle that would call os.system is refused and runs nothing", "[pickle][security]") {
+TEST_CASE("a pickle that would call os.system is refused and runs nothing", "[input][pickle][security]") {
   std::remove("/tmp/snapdiff_pwned");
   for (const char* f : {"evil_os_system.pickle", "evil_os_system_p4.pickle"}) {
     INFO(f);
@@ -182,7 +182,7 @@ TEST_CASE("a pickle that would call os.system is refused and runs nothing", "[pi
   CHECK_FALSE(test::file_exists("/tmp/snapdiff_pwned"));
 }
 
-TEST_CASE("every protocol Python writes reads the same", "[pickle]") {
+TEST_CASE("every protocol Python writes reads the same", "[input][pickle]") {
   Trace ref = load_trace(test::fixture("tiny_p4.pickle"));
   REQUIRE(ref.devices.size() == 1);
   REQUIRE(ref.devices[0].events.size() == 5);
@@ -218,7 +218,7 @@ TEST_CASE("every protocol Python writes reads the same", "[pickle]") {
   CHECK(ev[1].compile_context == 0);  // "N/A"
 }
 
-TEST_CASE("legacy shapes: bare segment list, blocks with history", "[pickle]") {
+TEST_CASE("legacy shapes: bare segment list, blocks with history", "[input][pickle]") {
   Trace a = load_trace(test::fixture("legacy_segment_list.pickle"));
   CHECK(a.source.shape == "segment-list");
   REQUIRE(a.devices.size() == 1);
@@ -235,7 +235,7 @@ TEST_CASE("legacy shapes: bare segment list, blocks with history", "[pickle]") {
   CHECK(b.devices[0].blocks[1].addr == 0x7F0000000000ull + (2u << 20) - 1024);
 }
 
-TEST_CASE("malformed pickles give input errors with offsets", "[pickle]") {
+TEST_CASE("malformed pickles give input errors with offsets", "[input][pickle]") {
   uint64_t off = 0;
   CHECK(error_of("", &off).find("empty") != std::string::npos);
   CHECK(error_of("\x80\x09}.", &off).find("unsupported pickle protocol 9") != std::string::npos);

@@ -236,7 +236,7 @@ void check_same_reports(const Trace& a, const Trace& b) {
 
 }  // namespace
 
-TEST_CASE("every real snapshot: read, write_torch_pickle, read back is the same trace", "[pickle_writer]") {
+TEST_CASE("every real snapshot: read, write_torch_pickle, read back is the same trace", "[input][pickle_writer]") {
   auto files = real_pickles();
   REQUIRE(files.size() >= 7);
   for (const std::string& name : files) {
@@ -272,7 +272,7 @@ TEST_CASE("every real snapshot: read, write_torch_pickle, read back is the same 
   }
 }
 
-TEST_CASE("pickle -> .snap -> pickle is the same trace and the same bytes", "[pickle_writer]") {
+TEST_CASE("pickle -> .snap -> pickle is the same trace and the same bytes", "[input][pickle_writer]") {
   for (const std::string& name : real_pickles()) {
     INFO(name);
     Trace a = load_trace(test::real_data(name));
@@ -286,7 +286,7 @@ TEST_CASE("pickle -> .snap -> pickle is the same trace and the same bytes", "[pi
   }
 }
 
-TEST_CASE("the small fixtures and legacy shapes survive the trip", "[pickle_writer]") {
+TEST_CASE("the small fixtures and legacy shapes survive the trip", "[input][pickle_writer]") {
   for (const char* f : {"tiny_p0.pickle", "tiny_p2.pickle", "tiny_p4.pickle", "tiny_p5.pickle", "legacy_history.pickle",
                         "legacy_segment_list.pickle"}) {
     INFO(f);
@@ -304,7 +304,7 @@ TEST_CASE("the small fixtures and legacy shapes survive the trip", "[pickle_writ
   for (const Device& d : back.devices) CHECK_FALSE(d.has_trace);
 }
 
-TEST_CASE("corner cases of the model survive the trip", "[pickle_writer]") {
+TEST_CASE("corner cases of the model survive the trip", "[input][pickle_writer]") {
   Trace a;
   StringTable& s = a.strings;
   std::string long_name(300, 'x');  // BINUNICODE instead of SHORT_BINUNICODE
@@ -432,7 +432,7 @@ TEST_CASE("corner cases of the model survive the trip", "[pickle_writer]") {
   CHECK(write_torch_pickle(b) == bytes);
 }
 
-TEST_CASE("settings the model only has as parsed fields are written", "[pickle_writer]") {
+TEST_CASE("settings the model only has as parsed fields are written", "[input][pickle_writer]") {
   Trace a;
   a.settings.present = true;
   a.settings.expandable_segments = true;
@@ -450,7 +450,7 @@ TEST_CASE("settings the model only has as parsed fields are written", "[pickle_w
   CHECK(c.devices.empty());
 }
 
-TEST_CASE("write_torch_pickle_file writes plain and gzip'd files atomically", "[pickle_writer]") {
+TEST_CASE("write_torch_pickle_file writes plain and gzip'd files atomically", "[input][pickle_writer]") {
   Trace a = load_trace(test::real_data("small_oom.pickle"));
   for (bool gz : {false, true}) {
     INFO(gz);

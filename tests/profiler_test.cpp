@@ -121,7 +121,7 @@ void expect_error(const std::string& text, const std::string& where, const std::
 
 // ---- real traces ---------------------------------------------------------------
 
-TEST_CASE("small_profile trace: the replayed peak is the largest Total Allocated, exactly") {
+TEST_CASE("small_profile trace: the replayed peak is the largest Total Allocated, exactly", "[analysis][profiler]") {
   const std::string path = real_data("small_profile.trace.json.gz");
   Trace t = load_trace(path);
   CHECK(t.source.format == "chrome-trace");
@@ -150,7 +150,7 @@ TEST_CASE("small_profile trace: the replayed peak is the largest Total Allocated
   CHECK(with_op == t.kernels.size());
 }
 
-TEST_CASE("small_profile trace: report sums, ops, and the optimizer's foreach temporaries") {
+TEST_CASE("small_profile trace: report sums, ops, and the optimizer's foreach temporaries", "[analysis][profiler]") {
   Trace t = load_trace(real_data("small_profile.trace.json.gz"));
   ReportOptions ro;
   ro.top_sites = 50;
@@ -194,7 +194,7 @@ TEST_CASE("small_profile trace: report sums, ops, and the optimizer's foreach te
   CHECK(j["devices"][0]["by_op"].size() > 3);
 }
 
-TEST_CASE("joint trace: peak exact against PyTorch's counters") {
+TEST_CASE("joint trace: peak exact against PyTorch's counters", "[analysis][profiler]") {
   const std::string path = fixture("profile/joint.trace.json.gz");
   Trace t = load_trace(path);
   REQUIRE(t.devices.size() == 1);
@@ -207,7 +207,7 @@ TEST_CASE("joint trace: peak exact against PyTorch's counters") {
 
 // ---- tiny traces: each event kind and join rule ---------------------------------
 
-TEST_CASE("tiny trace: nested ops, Python stack, allocation inside the innermost op") {
+TEST_CASE("tiny trace: nested ops, Python stack, allocation inside the innermost op", "[input][profiler]") {
   std::string text = trace({
       py("train.py(10): step", 1, 0, 1000),
       py("nn.Module: Linear_0", 1, 5, 500),
@@ -241,7 +241,7 @@ TEST_CASE("tiny trace: nested ops, Python stack, allocation inside the innermost
   CHECK(t.ops[0].subtree_end == 3);
 }
 
-TEST_CASE("tiny trace: a python_function with an empty name is a frame too (fuzzer finding)") {
+TEST_CASE("tiny trace: a python_function with an empty name is a frame too (fuzzer finding)", "[input][profiler]") {
   // The empty name is the string table's entry 0; it once got no frame and
   // the stack walk read far outside the frame array.
   std::string text = trace({
@@ -255,7 +255,7 @@ TEST_CASE("tiny trace: a python_function with an empty name is a frame too (fuzz
   CHECK(frame_names(t, t.devices[0].events[0].stack) == std::vector<std::string>{"aten::empty", ""});
 }
 
-TEST_CASE("tiny trace: ops on two threads do not nest across threads") {
+TEST_CASE("tiny trace: ops on two threads do not nest across threads", "[input][profiler]") {
   std::string text = trace({
       op("aten::mm", 1, 0, 100),
       op("MmBackward0", 2, 0, 100),
@@ -271,7 +271,7 @@ TEST_CASE("tiny trace: ops on two threads do not nest across threads") {
   CHECK(t.ops[d.event_op[0]].thread != t.ops[d.event_op[1]].thread);
 }
 
-TEST_CASE("tiny trace: kernels on two streams, found through correlation, External id and flows") {
+TEST_CASE("tiny trace: kernels on two streams, found through correlation, External id and flows", "[input][profiler]") {
   std::string text = trace({
       op("aten::_foreach_sqrt", 1, 0, 100, 21),
       mem(1, 5, 4096, 1024, 1024, 2097152),
@@ -320,7 +320,7 @@ TEST_CASE("tiny trace: kernels on two streams, found through correlation, Extern
   CHECK(r.devices[0].by_op[0].op == "aten::_foreach_sqrt");
 }
 
-TEST_CASE("tiny trace: an allocation outside every op, OOM, CPU events, a second device, string pids") {
+TEST_CASE("tiny trace: an allocation outside every op, OOM, CPU events, a second device, string pids", "[input][profiler]") {
   std::string text = trace({
       "{\"ph\": \"X\", \"cat\": \"Trace\", \"name\": \"PyTorch Profiler (0)\", \"pid\": \"Spans\", \"tid\": \"PyTorch Profiler\", \"ts\": 0, \"dur\": 1000, \"args\": {\"Op count\": 0}}",
       "{\"name\": \"process_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": 100, \"tid\": 0, \"args\": {\"name\": \"python3\"}}",
@@ -351,7 +351,7 @@ TEST_CASE("tiny trace: an allocation outside every op, OOM, CPU events, a second
   CHECK(txt.find("(outside every op)") != std::string::npos);
 }
 
-TEST_CASE("tiny trace: allocations before the trace, exact totals, categories sum") {
+TEST_CASE("tiny trace: allocations before the trace, exact totals, categories sum", "[analysis][profiler]") {
   // 10,000 bytes were allocated before the first event; 1,024 of them are
   // freed in the trace (an address never allocated in it).
   std::string text = trace({
@@ -387,7 +387,7 @@ TEST_CASE("tiny trace: allocations before the trace, exact totals, categories su
   CHECK(render_text(report_view(r)).find("<allocated before the profiler started>") != std::string::npos);
 }
 
-TEST_CASE("tiny trace: totals that disagree with the events are reported, the reported peak kept") {
+TEST_CASE("tiny trace: totals that disagree with the events are reported, the reported peak kept", "[analysis][profiler]") {
   std::string text = trace({
       mem(1, 1, 4096, 2048, 2048, 2097152),
       mem(1, 2, 8192, 1024, 5000, 2097152),  // the events sum to 3072
@@ -402,7 +402,7 @@ TEST_CASE("tiny trace: totals that disagree with the events are reported, the re
   CHECK(warned);
 }
 
-TEST_CASE("tiny trace: record_function ranges are annotations; the optimizer phase comes from them") {
+TEST_CASE("tiny trace: record_function ranges are annotations; the optimizer phase comes from them", "[analysis][profiler]") {
   std::string text = trace({
       py("train.py(5): main", 1, 0, 10000),
       py("torch/nn/modules/module.py(1779): _call_impl", 1, 10, 100),
@@ -432,7 +432,7 @@ TEST_CASE("tiny trace: record_function ranges are annotations; the optimizer pha
     if (al.addr == 8192) CHECK(a.categories[al.category] == "gradient");
 }
 
-TEST_CASE("tiny trace: lenient where PyTorch writes broken JSON; exact times; array format; gzip") {
+TEST_CASE("tiny trace: lenient where PyTorch writes broken JSON; exact times; array format; gzip", "[input][profiler]") {
   // A raw tab and a raw newline inside a name (pytorch#130622).
   std::string text = trace({
       op("aten::weird\tname", 1, 0, 100),
@@ -456,7 +456,7 @@ TEST_CASE("tiny trace: lenient where PyTorch writes broken JSON; exact times; ar
   CHECK(tg.strings.get(tg.ops[0].name) == "aten::weird name");
 }
 
-TEST_CASE("tiny trace: truncated and malformed JSON name the JSON path and byte offset") {
+TEST_CASE("tiny trace: truncated and malformed JSON name the JSON path and byte offset", "[input][profiler]") {
   std::string good = trace({op("aten::a", 1, 0, 10), mem(1, 1, 4096, 512, 512, 0), mem(1, 2, 4096, -512, 0, 0)});
   // Cut inside the third event.
   size_t cut = good.find("\"Bytes\": -512");
@@ -489,7 +489,7 @@ TEST_CASE("tiny trace: truncated and malformed JSON name the JSON path and byte 
   expect_error(good + "x", "offset", "unexpected data after the JSON document");
 }
 
-TEST_CASE("profiler JSON sniffing") {
+TEST_CASE("profiler JSON sniffing", "[input][profiler]") {
   using detail::detect;
   using detail::InputFormat;
   CHECK(detect("{\"schemaVersion\": 1, \"traceEvents\": [") == InputFormat::ChromeTrace);
@@ -508,7 +508,7 @@ TEST_CASE("profiler JSON sniffing") {
   CHECK(detect("{\"a\": }, \"b\": 1}") == InputFormat::Snap);
 }
 
-TEST_CASE("many batches parsed on several threads give the same trace as one thread") {
+TEST_CASE("many batches parsed on several threads give the same trace as one thread", "[input][profiler]") {
   // Large enough to be split into batches for worker threads.
   std::vector<std::string> ev;
   const int n = 12000;
@@ -540,7 +540,7 @@ TEST_CASE("many batches parsed on several threads give the same trace as one thr
 
 // ---- memory timelines ------------------------------------------------------------
 
-TEST_CASE("memory timeline exports: both formats read; refused as a main input") {
+TEST_CASE("memory timeline exports: both formats read; refused as a main input", "[input][profiler]") {
   MemoryTimeline j = load_memory_timeline(real_data("small_profile.memtl.json"));
   CHECK(!j.raw);
   CHECK(j.times_us.size() == 584);
@@ -572,7 +572,7 @@ TEST_CASE("memory timeline exports: both formats read; refused as a main input")
   }
 }
 
-TEST_CASE("memory timelines are held to the load options") {
+TEST_CASE("memory timelines are held to the load options", "[input][profiler]") {
   const std::string json = real_data("small_profile.memtl.json");
   const std::string raw = real_data("small_profile.memtl.raw.json.gz");
   LoadOptions little_memory;
@@ -617,7 +617,7 @@ TEST_CASE("memory timelines are held to the load options") {
   CHECK(last_done > 0);
 }
 
-TEST_CASE("PyTorch's unknown at the peak, placed by snapdiff (raw and per-timestamp exports)") {
+TEST_CASE("PyTorch's unknown at the peak, placed by snapdiff (raw and per-timestamp exports)", "[analysis][profiler]") {
   Trace t = load_trace(real_data("small_profile.trace.json.gz"));
   for (const char* name : {"small_profile.memtl.raw.json.gz", "small_profile.memtl.json"}) {
     INFO(name);
@@ -659,7 +659,7 @@ TEST_CASE("PyTorch's unknown at the peak, placed by snapdiff (raw and per-timest
 
 // ---- the snapshot join -------------------------------------------------------------
 
-TEST_CASE("a snapshot joined with a trace of the same run: clocks lined up, ops and kernels gained") {
+TEST_CASE("a snapshot joined with a trace of the same run: clocks lined up, ops and kernels gained", "[analysis][profiler]") {
   Trace snap = load_trace(fixture("profile/joint.snapshot.pickle"));
   Trace prof = load_trace(fixture("profile/joint.trace.json.gz"));
   const Analysis before = analyze(snap, ReportOptions{});

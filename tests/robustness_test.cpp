@@ -11,7 +11,7 @@
 
 using namespace snapdiff;
 
-TEST_CASE("every truncation of a real snapshot is an input error", "[robust]") {
+TEST_CASE("every truncation of a real snapshot is an input error", "[input][robust]") {
   std::string full = test::read_file(test::real_data("small_oom.pickle"));
   REQUIRE(full.size() > 1000);
   size_t errors = 0;
@@ -28,7 +28,7 @@ TEST_CASE("every truncation of a real snapshot is an input error", "[robust]") {
   CHECK_NOTHROW(load_trace_from_memory(full, "t.pickle"));
 }
 
-TEST_CASE("truncated gzip input is an input error", "[robust]") {
+TEST_CASE("truncated gzip input is an input error", "[input][robust]") {
   std::string raw = test::read_file(test::real_data("small_bf16.pickle"));
   auto z = detail::gzip_compress(raw);
   std::string gz(z.begin(), z.end());
@@ -37,7 +37,7 @@ TEST_CASE("truncated gzip input is an input error", "[robust]") {
   CHECK_NOTHROW(load_trace_from_memory(gz, "t.gz"));
 }
 
-TEST_CASE("gzip output beyond the limit is refused", "[robust]") {
+TEST_CASE("gzip output beyond the limit is refused", "[input][robust]") {
   std::string zeros(8 << 20, '\0');
   auto z = detail::gzip_compress(zeros);
   LoadOptions o;
@@ -50,7 +50,7 @@ TEST_CASE("gzip output beyond the limit is refused", "[robust]") {
   }
 }
 
-TEST_CASE("bit flips in a real snapshot never crash", "[robust]") {
+TEST_CASE("bit flips in a real snapshot never crash", "[input][robust]") {
   std::string full = test::read_file(test::real_data("small_oom.pickle"));
   std::mt19937_64 rng(12345);
   for (int i = 0; i < 1500; ++i) {
@@ -61,7 +61,7 @@ TEST_CASE("bit flips in a real snapshot never crash", "[robust]") {
   }
 }
 
-TEST_CASE("random bytes are refused", "[robust]") {
+TEST_CASE("random bytes are refused", "[input][robust]") {
   std::mt19937_64 rng(7);
   for (int i = 0; i < 500; ++i) {
     std::string m(1 + rng() % 512, '\0');

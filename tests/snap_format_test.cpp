@@ -28,7 +28,7 @@ std::string report_text_without_input(const Trace& t) {
 }
 }  // namespace
 
-TEST_CASE("pickle -> .snap -> report is identical", "[snap]") {
+TEST_CASE("pickle -> .snap -> report is identical", "[input][snap]") {
   for (const char* stem : {"small_bf16", "small_fp8", "small_bf16_expandable", "small_oom", "small_bf16_cpp"}) {
     INFO(stem);
     Trace a = load_trace(test::real_data(std::string(stem) + ".pickle"));
@@ -58,7 +58,7 @@ TEST_CASE("pickle -> .snap -> report is identical", "[snap]") {
   }
 }
 
-TEST_CASE("gzip'd .snap files written to disk read back", "[snap]") {
+TEST_CASE("gzip'd .snap files written to disk read back", "[input][snap]") {
   Trace a = load_trace(test::real_data("small_bf16.pickle"));
   std::string path = "snap_format_test.snap";
   write_snap_file(a, path, true);
@@ -68,7 +68,7 @@ TEST_CASE("gzip'd .snap files written to disk read back", "[snap]") {
   std::remove(path.c_str());
 }
 
-TEST_CASE(".snap from a newer version, or corrupt, is refused with a JSON path", "[snap]") {
+TEST_CASE(".snap from a newer version, or corrupt, is refused with a JSON path", "[input][snap]") {
   Trace a = load_trace(test::fixture("tiny_p4.pickle"));
   auto j = nlohmann::json::parse(write_snap_json(a));
   auto newer = j;
@@ -156,7 +156,7 @@ std::vector<std::string> scope_names(const Trace& t, StackId s) {
 }
 }  // namespace
 
-TEST_CASE(".snap round-trips kernel launches and device-memory samples", "[snap]") {
+TEST_CASE(".snap round-trips kernel launches and device-memory samples", "[input][snap]") {
   Trace a = with_kernels_and_samples();
   std::string snap = write_snap_json(a);
   auto j = nlohmann::json::parse(snap);
@@ -196,7 +196,7 @@ TEST_CASE(".snap round-trips kernel launches and device-memory samples", "[snap]
   CHECK(j == j2);
 }
 
-TEST_CASE(".snap without the optional sections writes none and reads empty lists", "[snap]") {
+TEST_CASE(".snap without the optional sections writes none and reads empty lists", "[input][snap]") {
   Trace a = load_trace(test::fixture("tiny_p4.pickle"));
   auto j = nlohmann::json::parse(write_snap_json(a));
   CHECK_FALSE(j.contains("kernels"));
@@ -207,7 +207,7 @@ TEST_CASE(".snap without the optional sections writes none and reads empty lists
   CHECK(b.device_memory.empty());
 }
 
-TEST_CASE("bad kernel and device-memory sections are refused with a JSON path", "[snap]") {
+TEST_CASE("bad kernel and device-memory sections are refused with a JSON path", "[input][snap]") {
   const auto good = nlohmann::json::parse(write_snap_json(with_kernels_and_samples()));
   auto refused = [&](const std::function<void(nlohmann::json&)>& edit, const std::string& path,
                      const std::string& words) {

@@ -16,72 +16,18 @@
 #include <utility>
 #include <vector>
 
-#include "snapdiff/report.hpp"
+#include "snapdiff/analysis.hpp"
+#include "snapdiff/budget.hpp"
 
 namespace snapdiff {
 
-enum class Metric : uint8_t { Requested, Allocated, Reserved };
-const char* metric_name(Metric m);  // "requested", "allocated", "reserved"
-// Throws UsageError on anything else.
-Metric parse_metric(const std::string& text);
-
-// A size: "512MiB", "60GiB", "1.5GB" (decimal units: kB/KB, MB, GB, TB),
-// "4096" or "4096B"; an optional space before the unit; units are
-// case-insensitive. Returns nullopt when the text is not a size.
-std::optional<int64_t> parse_size(const std::string& text);
-
-// A tolerance: a share of the baseline ("2%", "0.5%") or a size.
-struct Amount {
-  bool percent = false;
-  double pct = 0;     // when percent
-  int64_t bytes = 0;  // otherwise
-  std::string text;   // as written (normalized: "2%", "512MiB")
-  // The allowed bytes on top of `base` (percent: floor(base * pct / 100)).
-  int64_t bytes_of(int64_t base) const;
-};
-std::optional<Amount> parse_amount(const std::string& text);
-
-// The figures a check needs from one run: the device with the highest
-// allocated peak (Analysis::peak_device).
-struct PeakFigures {
-  std::string name;  // the file as given
-  int device = 0;
-  int64_t requested = 0, allocated = 0, reserved = 0;
-  std::vector<std::pair<std::string, int64_t>> categories;  // requested bytes at the peak
-  std::string history = "complete";  // "complete", "truncated", "none"
-  std::string phase;                 // phase of the (requested) peak
-  int iteration = 0;
-  uint64_t events = 0;
-  std::string format;  // container format ("torch-pickle", "snap")
-  int64_t peak(Metric m) const;
-  // -1 when the category is absent.
-  int64_t category(const std::string& name) const;
-};
 PeakFigures peak_figures(const Analysis& r);
-
-struct CategoryLimit {
-  std::string category;
-  int64_t bytes = 0;
-  std::string text;  // as written
-};
 
 // Adds `l` to `limits`, replacing a limit on the same category in place.
 void add_limit(std::vector<CategoryLimit>& limits, const CategoryLimit& l);
 // Throws UsageError ("--limit: unknown category 'X' (a, b, ...)") when a
 // limit names a category not among `categories` (a RuleSet's).
 void check_limit_categories(const std::vector<CategoryLimit>& limits, const std::vector<std::string>& categories);
-
-// A committed budget file (schemas/budget.schema.json; read and written by
-// snapdiff/budget_io.hpp).
-struct Budget {
-  Metric metric = Metric::Allocated;
-  PeakFigures peak;  // peaks, categories and source facts of the run it was written from
-  std::optional<Amount> max_increase, warn_increase;
-  std::optional<int64_t> max_peak;
-  std::string max_peak_text;
-  std::vector<CategoryLimit> limits;
-  std::string snapdiff_version;  // of the writer
-};
 
 // What a check is asked for (the command line): each threshold optional.
 struct CheckRequest {

@@ -56,7 +56,9 @@ struct Diff {
   std::vector<Finding> findings;          // largest first
 };
 
-Diff diff_reports(const Trace& ta, const Analysis& a, const Trace& tb, const Analysis& b, const DiffOptions& opts);
+// Both analyses keep their traces' frame tables (Analysis::frames): the traces must
+// still be alive.
+Diff diff_reports(const Analysis& a, const Analysis& b, const DiffOptions& opts);
 
 std::string render_diff_text(const Diff& d);
 std::string render_diff_json(const Diff& d);      // schemas/diff.schema.json

@@ -59,7 +59,7 @@ class Attributor {
       std::string raw(t_.strings.get(t_.frames[f].name));
       n = ft_.python(f) || ft_.scope(f) ? raw : detail::short_native_name(raw);
       if (n.empty()) n = raw;
-      if (n.empty()) n = " ";
+      if (n.empty()) n.push_back(' ');  // not n = " ": GCC 12 warns there (-Wrestrict, a false positive)
     }
     return n;
   }

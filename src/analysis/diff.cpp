@@ -133,7 +133,7 @@ StepStats largest_step(const DeviceAnalysis& d) {
 
 }  // namespace
 
-Diff diff_reports(const Trace& ta, const Analysis& a, const Trace& tb, const Analysis& b, const DiffOptions& opts) {
+Diff diff_reports(const Analysis& a, const Analysis& b, const DiffOptions& opts) {
   Diff d;
   d.a_name = opts.a_name;
   d.b_name = opts.b_name;

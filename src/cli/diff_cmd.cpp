@@ -47,7 +47,7 @@ int cmd_diff(const std::vector<std::string>& args) {
   dopt.top_sites = vm["top"].as<size_t>();
   dopt.a_name = in[0];
   dopt.b_name = in[1];
-  Diff df = diff_reports(ta, ra, tb, rb, dopt);
+  Diff df = diff_reports(ra, rb, dopt);
   std::string text = fmt == "json"       ? render_diff_json(df)
                      : fmt == "markdown" ? render_diff_markdown(df)
                      : fmt == "html"     ? render_diff_html(df, [&](const ChartOptions& co) {

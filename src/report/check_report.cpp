@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "snapdiff/check.hpp"
+#include "snapdiff/report.hpp"
 
 namespace snapdiff {
 

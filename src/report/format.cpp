@@ -20,6 +20,12 @@ std::string human_bytes(int64_t bytes) {
   return buf;
 }
 
-std::string human_delta(int64_t bytes) { return (bytes >= 0 ? "+" : "") + human_bytes(bytes); }
+std::string human_delta(int64_t bytes) {
+  // Appended rather than `"+" + human_bytes(...)`: GCC 12 warns (-Wrestrict,
+  // a false positive) on operator+(const char*, std::string&&).
+  std::string s(bytes >= 0 ? "+" : "");
+  s += human_bytes(bytes);
+  return s;
+}
 
 }  // namespace snapdiff

@@ -21,7 +21,7 @@ using detail::wrap;
 
 std::string with_commas(uint64_t v) {
   std::string s = std::to_string(v);
-  for (int i = int(s.size()) - 3; i > 0; i -= 3) s.insert(size_t(i), ",");
+  for (int i = int(s.size()) - 3; i > 0; i -= 3) s.insert(size_t(i), 1, ',');  // (i, ","): GCC 12 -Wrestrict false positive
   return s;
 }
 

@@ -1,0 +1,71 @@
+// snapdiff/budget.hpp — the figures a peak-memory gate is about: metrics,
+// sizes and tolerances as written on a command line or in a budget file,
+// one run's peak figures, category limits, and a budget (model layer: the
+// budget file's reader in the input layer and `snapdiff check` in the
+// analysis layer share them).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace snapdiff {
+
+enum class Metric : uint8_t { Requested, Allocated, Reserved };
+const char* metric_name(Metric m);  // "requested", "allocated", "reserved"
+// Throws UsageError on anything else.
+Metric parse_metric(const std::string& text);
+
+// A size: "512MiB", "60GiB", "1.5GB" (decimal units: kB/KB, MB, GB, TB),
+// "4096" or "4096B"; an optional space before the unit; units are
+// case-insensitive. Returns nullopt when the text is not a size.
+std::optional<int64_t> parse_size(const std::string& text);
+
+// A tolerance: a share of the baseline ("2%", "0.5%") or a size.
+struct Amount {
+  bool percent = false;
+  double pct = 0;     // when percent
+  int64_t bytes = 0;  // otherwise
+  std::string text;   // as written (normalized: "2%", "512MiB")
+  // The allowed bytes on top of `base` (percent: floor(base * pct / 100)).
+  int64_t bytes_of(int64_t base) const;
+};
+std::optional<Amount> parse_amount(const std::string& text);
+
+// The figures a check needs from one run: the device with the highest
+// allocated peak (Analysis::peak_device).
+struct PeakFigures {
+  std::string name;  // the file as given
+  int device = 0;
+  int64_t requested = 0, allocated = 0, reserved = 0;
+  std::vector<std::pair<std::string, int64_t>> categories;  // requested bytes at the peak
+  std::string history = "complete";  // "complete", "truncated", "none"
+  std::string phase;                 // phase of the (requested) peak
+  int iteration = 0;
+  uint64_t events = 0;
+  std::string format;  // container format ("torch-pickle", "snap")
+  int64_t peak(Metric m) const;
+  // -1 when the category is absent.
+  int64_t category(const std::string& name) const;
+};
+struct CategoryLimit {
+  std::string category;
+  int64_t bytes = 0;
+  std::string text;  // as written
+};
+
+// A committed budget file (schemas/budget.schema.json; read and written by
+// snapdiff/budget_io.hpp).
+struct Budget {
+  Metric metric = Metric::Allocated;
+  PeakFigures peak;  // peaks, categories and source facts of the run it was written from
+  std::optional<Amount> max_increase, warn_increase;
+  std::optional<int64_t> max_peak;
+  std::string max_peak_text;
+  std::vector<CategoryLimit> limits;
+  std::string snapdiff_version;  // of the writer
+};
+
+}  // namespace snapdiff
