@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "snapdiff/error.hpp"
+#include "snapdiff/analysis.hpp"
 #include "snapdiff/report.hpp"
 
 namespace snapdiff::fuzz {

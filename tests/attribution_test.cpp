@@ -8,6 +8,7 @@
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"
 #include "snapdiff/pattern.hpp"
+#include "snapdiff/analysis.hpp"
 #include "snapdiff/report.hpp"
 #include "test_util.hpp"
 

@@ -8,6 +8,7 @@
 #include "caching_allocator.hpp"
 #include "snapdiff/input.hpp"
 #include "snapdiff/replay.hpp"
+#include "snapdiff/analysis.hpp"
 #include "snapdiff/report.hpp"
 
 using namespace snapcapture;

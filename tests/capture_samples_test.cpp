@@ -7,6 +7,7 @@
 
 #include "snapdiff/diff.hpp"
 #include "snapdiff/input.hpp"
+#include "snapdiff/analysis.hpp"
 #include "snapdiff/report.hpp"
 #include "test_util.hpp"
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "snapdiff/catalogue.hpp"
+#include "snapdiff/analysis.hpp"
 #include "snapdiff/report.hpp"
 #include "test_util.hpp"
 

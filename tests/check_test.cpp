@@ -8,8 +8,10 @@
 
 #include "snapdiff/budget_io.hpp"
 #include "snapdiff/check.hpp"
+#include "snapdiff/check_report.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"
+#include "snapdiff/analysis.hpp"
 #include "snapdiff/report.hpp"
 #include "test_util.hpp"
 

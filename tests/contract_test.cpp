@@ -13,6 +13,7 @@
 #include "snapdiff/check.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"
+#include "snapdiff/analysis.hpp"
 #include "snapdiff/report.hpp"
 #include "test_util.hpp"
 

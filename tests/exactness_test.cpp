@@ -5,6 +5,7 @@
 
 #include "snapdiff/input.hpp"
 #include "snapdiff/replay.hpp"
+#include "snapdiff/analysis.hpp"
 #include "snapdiff/report.hpp"
 #include "test_util.hpp"
 

@@ -15,6 +15,7 @@
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"
 #include "snapdiff/replay.hpp"
+#include "snapdiff/analysis.hpp"
 #include "snapdiff/report.hpp"
 #include "test_util.hpp"
 

@@ -6,6 +6,7 @@
 #include "input/file_source.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"
+#include "snapdiff/analysis.hpp"
 #include "snapdiff/report.hpp"
 #include "test_util.hpp"
 

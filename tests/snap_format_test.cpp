@@ -6,6 +6,7 @@
 
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"
+#include "snapdiff/analysis.hpp"
 #include "snapdiff/report.hpp"
 #include "test_util.hpp"
 

@@ -14,6 +14,7 @@
 
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"
+#include "snapdiff/analysis.hpp"
 #include "snapdiff/report.hpp"
 
 namespace snapdiff::test {

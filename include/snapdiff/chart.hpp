@@ -16,7 +16,6 @@
 #include <string_view>
 #include <vector>
 
-#include "snapdiff/attribution.hpp"
 #include "snapdiff/chart_data.hpp"
 #include "snapdiff/diff.hpp"
 #include "snapdiff/report.hpp"

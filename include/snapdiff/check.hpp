@@ -99,14 +99,5 @@ struct CheckResult {
 CheckResult evaluate_check(const PeakFigures& candidate, const std::optional<PeakFigures>& baseline,
                            const std::string& baseline_kind, const CheckOptions& opts);
 
-// Renderers (src/report/check_report.cpp).
-constexpr const char* kCheckSchema = "snapdiff/check/1";
-std::string render_check_text(const CheckResult& r);
-std::string render_check_json(const CheckResult& r);
-std::string render_check_junit(const CheckResult& r);
-// GitHub Actions workflow commands: one ::error:: / ::warning:: line per
-// failed / warned threshold.
-std::string render_check_github(const CheckResult& r);
-std::string xml_escape(const std::string& s);
 
 }  // namespace snapdiff

@@ -1,11 +1,11 @@
-// snapdiff/report.hpp — the renderers of `snapdiff report` (text, JSON).
-// Layering: input -> model -> analysis -> report.
+// snapdiff/report.hpp — the renderers of `snapdiff report` (text, JSON) and
+// the words of findings and warnings. They read the view (report_view.hpp)
+// and nothing else.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-#include "snapdiff/analysis.hpp"
 #include "snapdiff/report_view.hpp"
 
 namespace snapdiff {

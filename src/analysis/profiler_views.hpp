@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "snapdiff/report.hpp"
+#include "snapdiff/analysis.hpp"
 
 namespace snapdiff::detail {
 

@@ -10,7 +10,7 @@
 #include "snapdiff/frame_names.hpp"
 #include "analysis/profiler_views.hpp"
 #include "analysis/report_view_build.hpp"
-#include "snapdiff/report.hpp"
+#include "snapdiff/analysis.hpp"
 
 namespace snapdiff {
 

@@ -15,6 +15,7 @@
 #include "snapdiff/attribution.hpp"
 #include "snapdiff/budget_io.hpp"
 #include "snapdiff/check.hpp"
+#include "snapdiff/check_report.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input.hpp"
 #include "snapdiff/report.hpp"

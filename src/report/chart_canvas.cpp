@@ -50,21 +50,6 @@ std::string quoted(std::string_view s) {
   return o + "\"";
 }
 
-// Text inside an HTML-like label.
-std::string html_text(std::string_view s) {
-  std::string o;
-  for (char ch : s) {
-    switch (ch) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\n': o += ' '; break;
-      default: o += ch;
-    }
-  }
-  return o;
-}
 
 // Advance widths of Arial/Helvetica, 1/1000 em, for ASCII 32..126.
 const uint16_t kWidths[95] = {
@@ -149,7 +134,7 @@ std::string Canvas::to_dot(std::string_view graph_id, std::string_view comment) 
     const char* al = "CENTER";
     if (st.align == Align::Left) cx = it.x + tw / 2, al = "LEFT";
     if (st.align == Align::Right) cx = it.x - tw / 2, al = "RIGHT";
-    std::string body = html_text(it.str);
+    std::string body = escape(it.str, Markup::DotLabel);
     if (st.bold) body = "<B>" + body + "</B>";
     o << "  n" << id++ << " [shape=plain, style=\"\", fixedsize=false, pos=\"" << num(cx) << "," << num(H - it.y)
       << "\", label=<<TABLE BORDER=\"0\" CELLBORDER=\"0\" CELLPADDING=\"0\" CELLSPACING=\"0\" FIXEDSIZE=\"TRUE\" WIDTH=\""
@@ -228,11 +213,6 @@ std::string fit_text(std::string_view s, double max_width, double size, bool bol
   return std::string(s.substr(0, cut)) + std::string(ell);
 }
 
-std::string percent(double share) {
-  char b[32];
-  std::snprintf(b, sizeof b, share >= 0.0995 || share == 0 ? "%.0f%%" : "%.1f%%", share * 100);
-  return b;
-}
 
 std::string axis_bytes(int64_t bytes) {
   if (bytes == 0) return "0";

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "snapdiff/chart.hpp"
+#include "report/format.hpp"
 #include "snapdiff/frame_names.hpp"  // with_commas()
 
 namespace snapdiff::detail {
@@ -91,7 +92,6 @@ std::string tint(std::string_view color, double amount);
 // Axis labels.
 std::string axis_bytes(int64_t bytes);  // "0", "512 MiB", "1.5 GiB"
 std::string axis_seconds(double s, double step);  // "0 s", "1.5 s", "250 ms"
-std::string percent(double share);  // "12.5%"
 
 // Evenly spaced "nice" tick values from 0 to at least `max` (about `target`
 // of them): 1, 2, 2.5 or 5 x a power of ten of the largest binary unit below max.

@@ -48,7 +48,7 @@ double draw_boxes(Canvas& c, const FlameGraph& g, double x0, double pw, double y
       if (b.category >= 0) s.cls = "cat-" + g.categories[size_t(b.category)];
       bytes_text = human_bytes(b.bytes);
       s.tooltip = (b.full.empty() ? b.label : b.full) + "\n" + human_bytes(b.bytes) + " (" +
-                  percent(double(b.bytes) / total) + " of the peak), " + with_commas(b.allocations) +
+                  compact_percent(double(b.bytes) / total) + " of the peak), " + with_commas(b.allocations) +
                   (b.allocations == 1 ? " allocation" : " allocations") + breakdown(g, b);
     }
     s.stroke = "#ffffff";

@@ -9,31 +9,18 @@
 #include <string>
 #include <vector>
 
-#include "snapdiff/check.hpp"
+#include "report/format.hpp"
+#include "snapdiff/check_report.hpp"
 #include "snapdiff/report.hpp"
 
 namespace snapdiff {
 
 namespace {
 
-std::string with_commas(int64_t v) {
-  bool neg = v < 0;
-  uint64_t u = neg ? uint64_t(0) - uint64_t(v) : uint64_t(v);
-  std::string digits = std::to_string(u), s;
-  if (neg) s.push_back('-');
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) s.push_back(',');
-    s.push_back(digits[i]);
-  }
-  return s;
-}
 
-std::string pct_change(int64_t delta, int64_t base) {
-  if (base <= 0) return delta == 0 ? "+0.00%" : "n/a";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.2f%%", 100.0 * double(delta) / double(base));
-  return buf;
-}
+
+std::string with_commas(int64_t v) { return detail::with_commas_signed(v); }
+std::string pct_change(int64_t delta, int64_t base) { return detail::change_percent(delta, base, 2, "+0.00%", "n/a"); }
 
 bool is_percent(const std::string& t) { return !t.empty() && t.back() == '%'; }
 
@@ -127,25 +114,8 @@ std::string peak_line(const PeakFigures& f, Metric m) {
 
 }  // namespace
 
-std::string xml_escape(const std::string& in) {
-  std::string out;
-  out.reserve(in.size());
-  for (char ch : in) {
-    unsigned char c = static_cast<unsigned char>(ch);
-    switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        // XML 1.0 forbids most control characters, even escaped.
-        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') out += '?';
-        else out += ch;
-    }
-  }
-  return out;
-}
+std::string xml_escape(const std::string& s) { return detail::escape(s, detail::Markup::Xml); }
+
 
 std::string render_check_text(const CheckResult& r) {
   std::string o;

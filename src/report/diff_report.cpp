@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "report/format.hpp"
 #include "report/text_util.hpp"
 #include "snapdiff/diff.hpp"
 #include "snapdiff/report.hpp"
@@ -19,15 +20,11 @@ using detail::wrap;
 using J = nlohmann::ordered_json;
 
 
-std::string pct(int64_t delta, int64_t base) {
-  if (base == 0) return delta == 0 ? "" : "new";
-  char b[32];
-  std::snprintf(b, sizeof b, "%+.1f%%", 100.0 * double(delta) / double(base));
-  return b;
-}
 
 
 const DeviceView* top(const Report& r) { return !r.devices.empty() ? &r.devices[r.peak_device] : nullptr; }
+
+std::string pct(int64_t delta, int64_t base) { return detail::change_percent(delta, base, 1, "", "new"); }
 
 std::string marker(const SiteDelta& s) { return s.a_count == 0 ? "[NEW] " : s.b_count == 0 ? "[GONE] " : ""; }
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "report/chart_canvas.hpp"
+#include "report/format.hpp"
 #include "report/profiler_report.hpp"
 #include "report/text_util.hpp"
 #include "snapdiff/chart.hpp"
@@ -15,50 +16,17 @@ namespace snapdiff {
 
 namespace {
 
-using detail::percent;
 using detail::with_commas;
 
-std::string esc(std::string_view s) {
-  std::string o;
-  o.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&#39;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
 
-std::string utc_time(int64_t us) {
-  if (us == kNoTime) return "?";
-  time_t secs = time_t(us / 1000000);
-  struct tm tmv {};
-  gmtime_r(&secs, &tmv);
-  char b[48];
-  std::snprintf(b, sizeof b, "%04d-%02d-%02d %02d:%02d:%02d UTC", tmv.tm_year + 1900, tmv.tm_mon + 1, tmv.tm_mday,
-                tmv.tm_hour, tmv.tm_min, tmv.tm_sec);
-  return b;
-}
 
-std::string seconds(int64_t us) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3f s", double(us) / 1e6);
-  return b;
-}
 
-std::string pct_of(int64_t part, int64_t whole) { return whole > 0 ? percent(double(part) / double(whole)) : "–"; }
+std::string esc(std::string_view s) { return detail::escape(s, detail::Markup::Html); }
+std::string utc_time(int64_t us) { return detail::utc_time(us, false); }
+using detail::seconds;
+std::string pct_of(int64_t part, int64_t whole) { return whole > 0 ? detail::compact_percent(double(part) / double(whole)) : "–"; }
+std::string signed_pct(int64_t delta, int64_t base) { return detail::change_percent(delta, base, 1, "", "new"); }
 
-std::string signed_pct(int64_t delta, int64_t base) {
-  if (base == 0) return delta == 0 ? "" : "new";
-  char b[32];
-  std::snprintf(b, sizeof b, "%+.1f%%", 100.0 * double(delta) / double(base));
-  return b;
-}
 
 // A category name with its color swatch.
 std::string cat_cell(const std::string& name) {

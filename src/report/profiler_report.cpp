@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "report/format.hpp"
+#include "snapdiff/frame_names.hpp"
 #include "snapdiff/report.hpp"
 
 namespace snapdiff::detail {
@@ -14,21 +16,10 @@ namespace {
 
 using J = nlohmann::ordered_json;
 
-std::string commas(uint64_t v) {
-  const std::string s = std::to_string(v);
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (i > 0 && (s.size() - i) % 3 == 0) out += ',';
-    out += s[i];
-  }
-  return out;
-}
+std::string commas(uint64_t v) { return with_commas(v); }
+std::string percent(int64_t part, int64_t whole) { return share_percent(part, whole); }
 
-std::string percent(int64_t part, int64_t whole) {
-  char b[16];
-  std::snprintf(b, sizeof b, "%5.1f%%", whole > 0 ? 100.0 * double(part) / double(whole) : 0.0);
-  return b;
-}
+
 
 // Display width: UTF-8 continuation bytes take no column.
 size_t width(const std::string& s) {

@@ -1,15 +1,15 @@
 // The human-readable report.
-#include <cstdio>
-#include <ctime>
 #include <algorithm>
+#include <cstdio>
+#include <optional>
 #include <set>
 #include <sstream>
 
-#include "analysis/profiler_views.hpp"
+#include "report/format.hpp"
 #include "report/profiler_report.hpp"
 #include "report/text_util.hpp"
+#include "snapdiff/frame_names.hpp"
 #include "snapdiff/report.hpp"
-#include <optional>
 
 namespace snapdiff {
 
@@ -18,18 +18,13 @@ namespace {
 using detail::pad_left;
 using detail::pad_right;
 using detail::wrap;
+using detail::seconds;
+using detail::with_commas;
 
-std::string with_commas(uint64_t v) {
-  std::string s = std::to_string(v);
-  for (int i = int(s.size()) - 3; i > 0; i -= 3) s.insert(size_t(i), 1, ',');  // (i, ","): GCC 12 -Wrestrict false positive
-  return s;
-}
+std::string pct(int64_t part, int64_t whole) { return detail::share_percent(part, whole); }
+std::string utc_time(int64_t us) { return detail::utc_time(us, true); }
 
-std::string pct(int64_t part, int64_t whole) {
-  char b[16];
-  std::snprintf(b, sizeof b, "%5.1f%%", whole > 0 ? 100.0 * double(part) / double(whole) : 0.0);
-  return b;
-}
+
 
 
 std::string hex(uint64_t v) {
@@ -38,22 +33,7 @@ std::string hex(uint64_t v) {
   return b;
 }
 
-std::string utc_time(int64_t us) {
-  if (us == kNoTime) return "?";
-  time_t secs = time_t(us / 1000000);
-  struct tm tmv {};
-  gmtime_r(&secs, &tmv);
-  char b[48];
-  std::snprintf(b, sizeof b, "%04d-%02d-%02d %02d:%02d:%02d.%03d UTC", tmv.tm_year + 1900, tmv.tm_mon + 1,
-                tmv.tm_mday, tmv.tm_hour, tmv.tm_min, tmv.tm_sec, int((us % 1000000) / 1000));
-  return b;
-}
 
-std::string seconds(int64_t us) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3f s", double(us) / 1e6);
-  return b;
-}
 
 // "inner <- caller <- caller" from the innermost user frame outward, at most n frames.
 std::string site_text(const SiteFrames& s, size_t n) { return detail::site_line(s, n, " <- "); }

@@ -5,19 +5,15 @@
 #include <string>
 #include <variant>
 
+#include "report/format.hpp"
 #include "snapdiff/report.hpp"
 
 namespace snapdiff {
 
 namespace {
 
-// "+6.3%" of a base; "new" when the base is zero.
-std::string change_percent(int64_t delta, int64_t base) {
-  if (base == 0) return delta == 0 ? "0%" : "new";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%+.1f%%", 100.0 * double(delta) / double(base));
-  return buf;
-}
+
+std::string change_percent(int64_t delta, int64_t base) { return detail::change_percent(delta, base, 1, "0%", "new"); }
 
 std::string peak_words(const PeakFacts& f) {
   std::string m = "The peak, " + human_bytes(f.peak) + ", is reached";
