@@ -93,7 +93,12 @@ const std::string& FrameTable::label(FrameId f) const {
       if (cut2 != std::string::npos) file = file.substr(cut2 + 1);
     }
     out += " (" + file;
-    if (fr.line >= 0 && !(fr.line == 0 && !is_python_file(file))) out += ":" + std::to_string(fr.line);
+    // Appended in two steps: `":" + std::to_string(...)` draws a GCC 12
+    // -Wrestrict false positive.
+    if (fr.line >= 0 && !(fr.line == 0 && !is_python_file(file))) {
+      out += ':';
+      out += std::to_string(fr.line);
+    }
     out += ")";
   }
   slot = std::move(out);
@@ -132,7 +137,10 @@ const std::string& FrameTable::short_label(FrameId f) const {
   }
   const size_t cut = file.find_last_of('/');
   std::string out = name + " (" + std::string(cut == std::string_view::npos ? file : file.substr(cut + 1));
-  if (fr.line > 0 || (fr.line == 0 && python(f))) out += ":" + std::to_string(fr.line);
+  if (fr.line > 0 || (fr.line == 0 && python(f))) {
+    out += ':';
+    out += std::to_string(fr.line);
+  }
   slot = out + ")";
   return *slot;
 }

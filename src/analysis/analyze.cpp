@@ -1,0 +1,242 @@
+// The analysis behind `snapdiff report`: replay each device, find the peaks,
+// the allocation that set the allocated peak, the sites live at that moment,
+// fragmentation at the peak, and the cross-check with the dump.
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <map>
+#include <unordered_map>
+
+#include "snapdiff/frame_names.hpp"
+#include "analysis/profiler_views.hpp"
+#include "analysis/analyze_parts.hpp"
+#include "analysis/report_view_build.hpp"
+#include "snapdiff/analysis.hpp"
+
+namespace snapdiff {
+
+namespace detail {
+// replay.cpp: replay_device() that also returns, in *at_peak, the allocator
+// state after the allocated peak, replaying from a copy of the reconstructed
+// initial state instead of reconstructing it again.
+DeviceReplay replay_with_peak_state(const Trace& trace, const Device& dev, AllocatorState* at_peak);
+}  // namespace detail
+
+namespace {
+
+// The kernel launches around each device's peak, and the device memory the
+// samples show outside the allocator.
+void kernels_and_device_memory(const Trace& t, Analysis& r) {
+  r.kernel_launches = t.kernels.size();
+  for (DeviceAnalysis& d : r.devices) {
+    if (t.kernels.empty() || d.peak_index < 0 || d.peak_event.time_us == kNoTime) continue;
+    const int64_t tp = d.peak_event.time_us;
+    int64_t before_t = 0, after_t = 0;
+    // A linear pass: no reliance on the launches being sorted, and ties go to
+    // the launch recorded last (before) or first (after).
+    for (size_t i = 0; i < t.kernels.size(); ++i) {
+      const KernelLaunch& k = t.kernels[i];
+      if (k.device != d.device || k.time_us == kNoTime) continue;
+      if (k.time_us <= tp) {
+        if (d.kernel_before < 0 || k.time_us >= before_t) d.kernel_before = int64_t(i), before_t = k.time_us;
+      } else if (d.kernel_after < 0 || k.time_us < after_t) {
+        d.kernel_after = int64_t(i), after_t = k.time_us;
+      }
+    }
+  }
+  if (t.device_memory.empty()) return;
+  int64_t first_any = kNoTime;
+  for (const DeviceAnalysis& d : r.devices)
+    if (d.first_time_us != kNoTime && (first_any == kNoTime || d.first_time_us < first_any)) first_any = d.first_time_us;
+  for (const DeviceMemorySample& m : t.device_memory) {
+    DeviceMemoryRow row;
+    row.device = m.device;
+    row.label = std::string(t.strings.get(m.label));
+    row.time_us = m.time_us;
+    int64_t first = first_any;
+    for (const DeviceAnalysis& d : r.devices)
+      if (d.device == m.device && d.first_time_us != kNoTime) first = d.first_time_us;
+    if (m.time_us != kNoTime && first != kNoTime) row.since_first_event_us = m.time_us - first;
+    row.free_bytes = m.free_bytes;
+    row.total_bytes = m.total_bytes;
+    row.used_bytes = int64_t(m.total_bytes) - int64_t(m.free_bytes);
+    row.reserved_bytes = int64_t(m.reserved_bytes);
+    row.outside_bytes = row.used_bytes - row.reserved_bytes;
+    if (r.device_memory.empty() || row.outside_bytes < r.outside_min_bytes) r.outside_min_bytes = row.outside_bytes;
+    if (r.device_memory.empty() || row.outside_bytes > r.outside_max_bytes) r.outside_max_bytes = row.outside_bytes;
+    r.device_memory.push_back(std::move(row));
+  }
+}
+
+// Fragmentation at the peak: the allocator state there, its free blocks by
+// size, and those too small for the request that set the peak.
+Fragmentation fragmentation_at_peak(const AllocatorState& st, const DeviceAnalysis& dr, const AllocatorSettings& settings) {
+  const PeakPoint& pk = dr.replay.peak_requested;
+  Fragmentation fg;
+  fg.reserved = st.counters.reserved;
+  fg.allocated = st.counters.allocated;
+  fg.requested = st.counters.requested;
+  fg.pending_free = int64_t(st.pending_free_bytes);
+  fg.internal = fg.allocated - fg.requested;
+  fg.too_small_threshold =
+      pk.event_index >= 0 ? allocator_round_size(dr.peak_event.size, settings) : 0;
+  fg.classes = {{"< 1 MiB", uint64_t(1) << 20},
+                {"1-20 MiB", uint64_t(20) << 20},
+                {"20-200 MiB", uint64_t(200) << 20},
+                {">= 200 MiB", UINT64_MAX}};
+  for (const FreeBlockInfo& fb : st.free_blocks) {
+    fg.free_cached = int64_t(uint64_t(fg.free_cached) + fb.size);
+    ++fg.free_blocks;
+    fg.largest_free_block = std::max(fg.largest_free_block, fb.size);
+    if (fb.size < fg.too_small_threshold) fg.too_small_bytes = int64_t(uint64_t(fg.too_small_bytes) + fb.size);
+    for (FreeSizeClass& c : fg.classes)
+      if (fb.size < c.max_bytes) {
+        ++c.blocks;
+        c.bytes = int64_t(uint64_t(c.bytes) + fb.size);
+        break;
+      }
+  }
+  return fg;
+}
+
+// One device: the replay, the attribution, the peak and what is live there,
+// fragmentation, the findings and, for inputs with ops, the bytes by op.
+DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analysis& r, size_t top_sites) {
+  const RuleSet* rules = r.rules.get();
+  DeviceAnalysis dr;
+  dr.device = dev.index;
+  dr.events = dev.events.size();
+  AllocatorState st;
+  dr.replay = detail::replay_with_peak_state(trace, dev, &st);
+  for (const Event& e : dev.events)
+    if (e.time_us != kNoTime) {
+      if (dr.first_time_us == kNoTime) dr.first_time_us = e.time_us;
+      dr.last_time_us = e.time_us;
+    }
+  dr.attr = attribute(trace, *r.frames, dev, dr.replay, *rules);
+  const Attribution& at = dr.attr;
+  const PeakPoint& pk = dr.replay.peak_requested;
+  dr.peak_index = pk.event_index;
+  dr.peak_phase = at.phase_at(pk.event_index);
+  dr.peak_iteration = at.iteration_at(pk.event_index);
+  // The peak is the first maximum of the requested counter, so it is the
+  // peak of the span it falls in: reuse that span's breakdown.
+  if (pk.event_index >= 0 && at.spans[at.event_span[size_t(pk.event_index)]].peak_event == pk.event_index)
+    dr.categories = at.spans[at.event_span[size_t(pk.event_index)]].categories;
+  else
+    dr.categories = at.categories_at({pk.event_index})[0];
+  if (pk.event_index >= 0) {
+    dr.peak_event = dev.events[size_t(pk.event_index)];
+    dr.peak_stack = dr.peak_event.stack;
+  }
+  // Sites live at the peak, with their categories.
+  std::unordered_map<uint64_t, uint64_t> block_of;
+  for (const LiveAllocation& la : st.live) block_of[la.addr] = la.block_size;
+  struct Acc {
+    SiteRow row;
+    std::vector<int64_t> by_cat;
+    uint64_t largest = 0;
+  };
+  std::unordered_map<StackId, Acc> by_stack;
+  std::unordered_map<StackId, Acc> unknown_by_stack;
+  const int unknown = at.unknown_index();
+  for (uint32_t id : at.live_at(pk.event_index)) {
+    const Allocation& al = at.allocations[id];
+    for (auto* m : {&by_stack, &unknown_by_stack}) {
+      if (m == &unknown_by_stack && al.category != unknown) continue;
+      Acc& acc = (*m)[al.stack];
+      acc.row.stack = al.stack;
+      acc.row.requested_bytes += int64_t(al.requested);
+      auto b = block_of.find(al.addr);
+      acc.row.block_bytes += int64_t(b != block_of.end() ? b->second : al.requested);
+      ++acc.row.count;
+      if (acc.by_cat.empty()) acc.by_cat.assign(at.categories.size(), 0);
+      acc.by_cat[al.category] += int64_t(al.requested);
+      if (al.requested >= acc.largest) {
+        acc.largest = al.requested;
+        acc.row.rule = al.rule;
+        acc.row.alloc_phase = at.phase_at(al.alloc_event);
+        acc.row.alloc_iteration = at.iteration_at(al.alloc_event);
+        acc.row.freed = al.free_event != INT64_MAX;
+        if (acc.row.freed) {
+          acc.row.free_phase = at.phase_at(al.free_event);
+          acc.row.free_iteration = at.iteration_at(al.free_event);
+        }
+      }
+    }
+    dr.peak_live_requested += int64_t(al.requested);
+  }
+  dr.peak_live_allocations = 0;
+  // Allocations and distinct sites per category at the peak.
+  dr.category_allocations.assign(at.categories.size(), 0);
+  dr.category_sites.assign(at.categories.size(), 0);
+  for (auto& kv : by_stack)
+    for (size_t c = 0; c < kv.second.by_cat.size(); ++c)
+      if (kv.second.by_cat[c] != 0) ++dr.category_sites[c];
+  for (uint32_t id : at.live_at(pk.event_index)) ++dr.category_allocations[at.allocations[id].category];
+  auto rows_of = [&](std::unordered_map<StackId, Acc>& m) {
+    std::vector<SiteRow> rows;
+    rows.reserve(m.size());
+    for (auto& kv : m) {
+      Acc& acc = kv.second;
+      acc.row.category = int(std::max_element(acc.by_cat.begin(), acc.by_cat.end()) - acc.by_cat.begin());
+      rows.push_back(acc.row);
+    }
+    std::sort(rows.begin(), rows.end(), [](const SiteRow& a, const SiteRow& b) {
+      if (a.requested_bytes != b.requested_bytes) return a.requested_bytes > b.requested_bytes;
+      return a.stack < b.stack;
+    });
+    return rows;
+  };
+  std::vector<SiteRow> rows = rows_of(by_stack);
+  for (const SiteRow& row : rows) dr.peak_live_allocations += row.count;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (i < top_sites) {
+      dr.sites.push_back(rows[i]);
+    } else {
+      dr.other_sites.requested_bytes += rows[i].requested_bytes;
+      dr.other_sites.block_bytes += rows[i].block_bytes;
+      dr.other_sites.count += rows[i].count;
+    }
+  }
+  dr.unknown_sites = rows_of(unknown_by_stack);
+  if (dr.unknown_sites.size() > top_sites) dr.unknown_sites.resize(top_sites);
+  dr.frag = fragmentation_at_peak(st, dr, trace.settings);
+  detail::state_findings(*r.frames, dr);
+  detail::ops_at_peak(trace, *r.frames, dev, dr, top_sites);
+  return dr;
+}
+
+}  // namespace
+
+Analysis analyze(const Trace& trace, const ReportOptions& opts) {
+  Analysis r;
+  r.input_name = opts.input_name;
+  r.source = trace.source;
+  r.events = trace.event_count();
+  r.rules = std::make_shared<RuleSet>(opts.rules ? *opts.rules : RuleSet::builtin());
+  r.frames = std::make_shared<const FrameTable>(trace);
+  for (const Device& dev : trace.devices) {
+    if (dev.events.empty() && dev.segments.empty()) continue;
+    r.devices.push_back(analyze_device(trace, dev, r, opts.top_sites));
+  }
+  if (!opts.explain.empty()) detail::explain_query(trace, r, opts.explain);
+  kernels_and_device_memory(trace, r);
+  // Top-level peak: the device with the highest allocated peak.
+  for (size_t i = 0; i < r.devices.size(); ++i)
+    if (r.devices[i].replay.peak_allocated.bytes > r.devices[r.peak_device].replay.peak_allocated.bytes)
+      r.peak_device = i;
+  // Profiler inputs: ops, the CPU allocator, the join, PyTorch's timeline.
+  r.profiler_trace = is_profiler_trace(trace);
+  r.ops = trace.ops.size();
+  r.host_memory_events = trace.host_memory.size();
+  for (const HostMemoryEvent& h : trace.host_memory) r.host_peak_bytes = std::max(r.host_peak_bytes, h.total_allocated);
+  if (opts.join) r.join = *opts.join;
+  if (opts.timeline) detail::compare_timeline(trace, r, *opts.timeline, opts.top_sites);
+
+  detail::add_warnings(trace, r);
+  detail::resolve_rows(r);
+  return r;
+}
+
+}  // namespace snapdiff

@@ -1,0 +1,115 @@
+// --explain ADDRESS|SITE: why allocations got their category.
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <map>
+#include <unordered_map>
+
+#include "analysis/analyze_parts.hpp"
+#include "snapdiff/analysis.hpp"
+
+namespace snapdiff::detail {
+
+namespace {
+
+bool parse_address(const std::string& q, uint64_t* out) {
+  if (q.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = (q.size() > 2 && q[0] == '0' && (q[1] == 'x' || q[1] == 'X'))
+                             ? std::strtoull(q.c_str() + 2, &end, 16)
+                             : std::strtoull(q.c_str(), &end, 10);
+  if (errno != 0 || !end || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+// --explain ADDRESS|SITE: every allocation at that address, or every
+// allocation whose stack has a frame matching SITE ("function", "file:line",
+// or a substring of "function (file:line)"), grouped by stack and category.
+}  // namespace
+
+void explain_query(const Trace& t, Analysis& r, const std::string& q) {
+  r.explain_query = q;
+  uint64_t addr = 0;
+  const bool by_addr = parse_address(q, &addr);
+  const RuleSet& rs = *r.rules;
+  auto fill = [&](ExplainItem& it, const DeviceAnalysis& d, const Allocation& al) {
+    const Attribution& a = d.attr;
+    it.device = d.device;
+    it.addr = al.addr;
+    it.requested = al.requested;
+    it.stack = al.stack;
+    it.alloc_event = al.alloc_event;
+    it.free_event = al.free_event;
+    it.alloc_phase = a.phase_at(al.alloc_event);
+    it.alloc_iteration = a.iteration_at(al.alloc_event);
+    if (al.free_event != INT64_MAX) {
+      it.free_phase = a.phase_at(al.free_event);
+      it.free_iteration = a.iteration_at(al.free_event);
+    }
+    it.category = a.categories[al.category];
+    if (al.rule >= 0) {
+      it.rule = rs.rules[size_t(al.rule)].name;
+      it.evidence = rs.rules[size_t(al.rule)].evidence;
+    } else {
+      it.rule = "(none)";
+      it.evidence = "no rule matched: allocated in " + std::string(phase_name(it.alloc_phase)) +
+                    (al.free_event == INT64_MAX ? ", never freed" : ", freed in " + std::string(phase_name(it.free_phase)));
+    }
+    it.bytes = int64_t(al.requested);
+  };
+  for (const DeviceAnalysis& d : r.devices) {
+    const Attribution& a = d.attr;
+    if (by_addr) {
+      for (const Allocation& al : a.allocations) {
+        if (al.addr != addr) continue;
+        ++r.explain_total;
+        if (r.explain.size() >= 50) continue;
+        ExplainItem it;
+        fill(it, d, al);
+        r.explain.push_back(std::move(it));
+      }
+      continue;
+    }
+    // Stacks with a matching frame.
+    std::unordered_map<StackId, bool> match;
+    auto matches = [&](StackId s) {
+      auto f = match.find(s);
+      if (f != match.end()) return f->second;
+      bool m = false;
+      for (StackId x = s; x != 0 && !m; x = t.stacks.node(x).parent) {
+        const Frame& fr = t.frames[t.stacks.node(x).frame];
+        std::string name(t.strings.get(fr.name)), file(t.strings.get(fr.file));
+        std::string base = file.substr(file.rfind('/') == std::string::npos ? 0 : file.rfind('/') + 1);
+        std::string line = fr.line >= 0 ? std::to_string(fr.line) : "";
+        m = name == q || base + ":" + line == q || file + ":" + line == q ||
+            r.frames->label(t.stacks.node(x).frame).find(q) != std::string::npos;
+      }
+      match[s] = m;
+      return m;
+    };
+    std::map<std::pair<StackId, std::string>, ExplainItem> groups;
+    for (const Allocation& al : a.allocations) {
+      if (al.stack == 0 || !matches(al.stack)) continue;
+      ExplainItem it;
+      fill(it, d, al);
+      auto key = std::make_pair(al.stack, it.category + "/" + it.rule);
+      auto g = groups.find(key);
+      if (g == groups.end()) {
+        groups.emplace(key, std::move(it));
+      } else {
+        ++g->second.count;
+        g->second.bytes += int64_t(al.requested);
+      }
+    }
+    std::vector<ExplainItem> items;
+    for (auto& kv : groups) items.push_back(std::move(kv.second));
+    std::sort(items.begin(), items.end(), [](const ExplainItem& x, const ExplainItem& y) { return x.bytes > y.bytes; });
+    r.explain_total += items.size();
+    for (auto& it : items)
+      if (r.explain.size() < 50) r.explain.push_back(std::move(it));
+  }
+}
+
+}  // namespace snapdiff::detail
