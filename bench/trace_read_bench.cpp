@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "snapdiff/error.hpp"
-#include "snapdiff/input.hpp"
+#include "snapdiff/input/input.hpp"
 
 namespace {
 double cpu_seconds() {

@@ -3,8 +3,8 @@
 #include <string>
 
 #include "fuzz_common.hpp"
-#include "snapdiff/budget_io.hpp"
-#include "snapdiff/check.hpp"
+#include "snapdiff/input/budget_io.hpp"
+#include "snapdiff/analysis/check.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace snapdiff;

@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "fuzz_common.hpp"
-#include "snapdiff/input.hpp"
+#include "snapdiff/input/input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace snapdiff;

@@ -7,8 +7,8 @@
 #include <exception>
 
 #include "snapdiff/error.hpp"
-#include "snapdiff/analysis.hpp"
-#include "snapdiff/report.hpp"
+#include "snapdiff/analysis/analysis.hpp"
+#include "snapdiff/report/report.hpp"
 
 namespace snapdiff::fuzz {
 

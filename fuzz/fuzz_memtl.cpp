@@ -3,7 +3,7 @@
 #include <string_view>
 
 #include "fuzz_common.hpp"
-#include "snapdiff/profiler.hpp"
+#include "snapdiff/input/profiler.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace snapdiff;

@@ -2,7 +2,7 @@
 #include <cstdint>
 
 #include "fuzz_common.hpp"
-#include "snapdiff/input.hpp"
+#include "snapdiff/input/input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace snapdiff;

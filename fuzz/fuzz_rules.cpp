@@ -3,7 +3,7 @@
 #include <string>
 
 #include "fuzz_common.hpp"
-#include "snapdiff/attribution.hpp"
+#include "snapdiff/analysis/attribution.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace snapdiff;

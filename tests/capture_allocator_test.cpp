@@ -6,10 +6,10 @@
 #include <random>
 
 #include "caching_allocator.hpp"
-#include "snapdiff/input.hpp"
-#include "snapdiff/replay.hpp"
-#include "snapdiff/analysis.hpp"
-#include "snapdiff/report.hpp"
+#include "snapdiff/input/input.hpp"
+#include "snapdiff/analysis/replay.hpp"
+#include "snapdiff/analysis/analysis.hpp"
+#include "snapdiff/report/report.hpp"
 
 using namespace snapcapture;
 

@@ -5,10 +5,10 @@
 // that the workload held), and the pickle against the .snap.
 #include <catch2/catch.hpp>
 
-#include "snapdiff/diff.hpp"
-#include "snapdiff/input.hpp"
-#include "snapdiff/analysis.hpp"
-#include "snapdiff/report.hpp"
+#include "snapdiff/analysis/diff.hpp"
+#include "snapdiff/input/input.hpp"
+#include "snapdiff/analysis/analysis.hpp"
+#include "snapdiff/report/report.hpp"
 #include "test_util.hpp"
 
 using namespace snapdiff;

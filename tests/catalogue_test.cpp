@@ -5,9 +5,9 @@
 #include <set>
 #include <string>
 
-#include "snapdiff/catalogue.hpp"
-#include "snapdiff/analysis.hpp"
-#include "snapdiff/report.hpp"
+#include "snapdiff/analysis/catalogue.hpp"
+#include "snapdiff/analysis/analysis.hpp"
+#include "snapdiff/report/report.hpp"
 #include "test_util.hpp"
 
 using namespace snapdiff;

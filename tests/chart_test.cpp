@@ -9,8 +9,8 @@
 #include <regex>
 #include <set>
 
-#include "snapdiff/chart.hpp"
-#include "snapdiff/input.hpp"
+#include "snapdiff/report/chart.hpp"
+#include "snapdiff/input/input.hpp"
 #include "test_util.hpp"
 
 using namespace snapdiff;

@@ -6,13 +6,13 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "snapdiff/budget_io.hpp"
-#include "snapdiff/check.hpp"
-#include "snapdiff/check_report.hpp"
+#include "snapdiff/input/budget_io.hpp"
+#include "snapdiff/analysis/check.hpp"
+#include "snapdiff/report/check_report.hpp"
 #include "snapdiff/error.hpp"
-#include "snapdiff/input.hpp"
-#include "snapdiff/analysis.hpp"
-#include "snapdiff/report.hpp"
+#include "snapdiff/input/input.hpp"
+#include "snapdiff/analysis/analysis.hpp"
+#include "snapdiff/report/report.hpp"
 #include "test_util.hpp"
 
 using namespace snapdiff;

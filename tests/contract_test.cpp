@@ -8,13 +8,13 @@
 #include <random>
 
 #include "input/file_source.hpp"
-#include "snapdiff/attribution.hpp"
-#include "snapdiff/budget_io.hpp"
-#include "snapdiff/check.hpp"
+#include "snapdiff/analysis/attribution.hpp"
+#include "snapdiff/input/budget_io.hpp"
+#include "snapdiff/analysis/check.hpp"
 #include "snapdiff/error.hpp"
-#include "snapdiff/input.hpp"
-#include "snapdiff/analysis.hpp"
-#include "snapdiff/report.hpp"
+#include "snapdiff/input/input.hpp"
+#include "snapdiff/analysis/analysis.hpp"
+#include "snapdiff/report/report.hpp"
 #include "test_util.hpp"
 
 using namespace snapdiff;

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "snapdiff/diff.hpp"
-#include "snapdiff/input.hpp"
+#include "snapdiff/analysis/diff.hpp"
+#include "snapdiff/input/input.hpp"
 #include "test_util.hpp"
 
 using namespace snapdiff;

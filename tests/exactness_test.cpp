@@ -3,10 +3,10 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 
-#include "snapdiff/input.hpp"
-#include "snapdiff/replay.hpp"
-#include "snapdiff/analysis.hpp"
-#include "snapdiff/report.hpp"
+#include "snapdiff/input/input.hpp"
+#include "snapdiff/analysis/replay.hpp"
+#include "snapdiff/analysis/analysis.hpp"
+#include "snapdiff/report/report.hpp"
 #include "test_util.hpp"
 
 using namespace snapdiff;

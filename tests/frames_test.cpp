@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <vector>
 
-#include "snapdiff/frames.hpp"
+#include "snapdiff/model/frames.hpp"
 #include "test_util.hpp"
 
 using namespace snapdiff;

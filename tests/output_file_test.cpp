@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "snapdiff/error.hpp"
-#include "snapdiff/input.hpp"
+#include "snapdiff/input/input.hpp"
 #include "test_util.hpp"
 #include "util/output_file.hpp"
 

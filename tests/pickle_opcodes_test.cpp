@@ -4,7 +4,7 @@
 #include <functional>
 
 #include "snapdiff/error.hpp"
-#include "snapdiff/input.hpp"
+#include "snapdiff/input/input.hpp"
 #include "test_util.hpp"
 
 using namespace snapdiff;

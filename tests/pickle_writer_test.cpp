@@ -13,10 +13,10 @@
 #include <tuple>
 
 #include "snapdiff/error.hpp"
-#include "snapdiff/input.hpp"
-#include "snapdiff/replay.hpp"
-#include "snapdiff/analysis.hpp"
-#include "snapdiff/report.hpp"
+#include "snapdiff/input/input.hpp"
+#include "snapdiff/analysis/replay.hpp"
+#include "snapdiff/analysis/analysis.hpp"
+#include "snapdiff/report/report.hpp"
 #include "test_util.hpp"
 
 using namespace snapdiff;

@@ -8,11 +8,11 @@
 #include "input/file_source.hpp"
 #include "input/detect.hpp"
 #include "snapdiff/error.hpp"
-#include "snapdiff/input.hpp"
-#include "snapdiff/profiler.hpp"
-#include "snapdiff/replay.hpp"
-#include "snapdiff/analysis.hpp"
-#include "snapdiff/report.hpp"
+#include "snapdiff/input/input.hpp"
+#include "snapdiff/input/profiler.hpp"
+#include "snapdiff/analysis/replay.hpp"
+#include "snapdiff/analysis/analysis.hpp"
+#include "snapdiff/report/report.hpp"
 #include "test_util.hpp"
 
 using namespace snapdiff;

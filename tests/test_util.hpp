@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "snapdiff/error.hpp"
-#include "snapdiff/input.hpp"
-#include "snapdiff/analysis.hpp"
-#include "snapdiff/report.hpp"
+#include "snapdiff/input/input.hpp"
+#include "snapdiff/analysis/analysis.hpp"
+#include "snapdiff/report/report.hpp"
 
 namespace snapdiff::test {
 

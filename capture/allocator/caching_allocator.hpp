@@ -26,7 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "snapdiff/model.hpp"
+#include "snapdiff/model/model.hpp"
 
 namespace snapcapture {
 

@@ -11,7 +11,7 @@
 
 #include "model.hpp"
 #include "selftest.hpp"
-#include "snapdiff/input.hpp"
+#include "snapdiff/input/input.hpp"
 
 namespace po = boost::program_options;
 using namespace snapcapture;

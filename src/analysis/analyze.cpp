@@ -7,11 +7,11 @@
 #include <map>
 #include <unordered_map>
 
-#include "snapdiff/frame_names.hpp"
+#include "snapdiff/model/frame_names.hpp"
 #include "analysis/profiler_views.hpp"
 #include "analysis/analyze_parts.hpp"
 #include "analysis/report_view_build.hpp"
-#include "snapdiff/analysis.hpp"
+#include "snapdiff/analysis/analysis.hpp"
 
 namespace snapdiff {
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "snapdiff/analysis.hpp"
+#include "snapdiff/analysis/analysis.hpp"
 
 namespace snapdiff::detail {
 

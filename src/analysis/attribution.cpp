@@ -1,13 +1,13 @@
-// Phases and categories (see include/snapdiff/attribution.hpp and
+// Phases and categories (see include/snapdiff/analysis/attribution.hpp and
 // docs/attribution.md).
-#include "snapdiff/attribution.hpp"
+#include "snapdiff/analysis/attribution.hpp"
 
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "analysis/addr_map.hpp"
-#include "snapdiff/frame_names.hpp"
+#include "snapdiff/model/frame_names.hpp"
 #include "util/hugepages.hpp"
 
 namespace snapdiff {

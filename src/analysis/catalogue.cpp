@@ -1,4 +1,4 @@
-#include "snapdiff/catalogue.hpp"
+#include "snapdiff/analysis/catalogue.hpp"
 
 namespace snapdiff {
 

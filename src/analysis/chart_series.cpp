@@ -1,4 +1,4 @@
-// The chart series (include/snapdiff/chart_data.hpp): one entry for every
+// The chart series (include/snapdiff/analysis/chart_data.hpp): one entry for every
 // kind, one run or two, and what the kinds' builders share.
 #include "analysis/chart_series.hpp"
 
@@ -7,7 +7,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "snapdiff/frame_names.hpp"
+#include "snapdiff/model/frame_names.hpp"
 
 namespace snapdiff {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "snapdiff/analysis.hpp"
-#include "snapdiff/chart_data.hpp"
+#include "snapdiff/analysis/analysis.hpp"
+#include "snapdiff/analysis/chart_data.hpp"
 
 namespace snapdiff::detail {
 

@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "analysis/chart_series.hpp"
-#include "snapdiff/frame_names.hpp"
+#include "snapdiff/model/frame_names.hpp"
 
 namespace snapdiff {
 

@@ -2,7 +2,7 @@
 // and tolerance parsing, and how a budget and the command line's thresholds
 // combine. Data only: nothing here reads or writes files (budget files:
 // src/input/budget_io.cpp) or formats for people (src/report/check_report.cpp).
-#include "snapdiff/check.hpp"
+#include "snapdiff/analysis/check.hpp"
 
 #include <algorithm>
 #include <cctype>

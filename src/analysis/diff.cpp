@@ -1,12 +1,12 @@
-// Diffing two runs (include/snapdiff/diff.hpp).
-#include "snapdiff/diff.hpp"
+// Diffing two runs (include/snapdiff/analysis/diff.hpp).
+#include "snapdiff/analysis/diff.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <unordered_map>
 
-#include "snapdiff/frame_names.hpp"
+#include "snapdiff/model/frame_names.hpp"
 
 namespace snapdiff {
 

@@ -6,7 +6,7 @@
 #include <unordered_map>
 
 #include "analysis/analyze_parts.hpp"
-#include "snapdiff/analysis.hpp"
+#include "snapdiff/analysis/analysis.hpp"
 
 namespace snapdiff::detail {
 

@@ -13,7 +13,7 @@
 #endif
 
 #include "analysis/analyze_parts.hpp"
-#include "snapdiff/analysis.hpp"
+#include "snapdiff/analysis/analysis.hpp"
 
 namespace snapdiff::detail {
 

@@ -1,4 +1,4 @@
-#include "snapdiff/pattern.hpp"
+#include "snapdiff/analysis/pattern.hpp"
 
 #include <re2/re2.h>
 

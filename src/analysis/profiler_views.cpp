@@ -1,5 +1,5 @@
 // By op, by kernel, and PyTorch's memory timeline against snapdiff's
-// categories (include/snapdiff/report.hpp, docs/attribution.md).
+// categories (include/snapdiff/report/report.hpp, docs/attribution.md).
 #include "analysis/profiler_views.hpp"
 
 #include <algorithm>
@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "snapdiff/frame_names.hpp"
+#include "snapdiff/model/frame_names.hpp"
 
 namespace snapdiff::detail {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "snapdiff/analysis.hpp"
+#include "snapdiff/analysis/analysis.hpp"
 
 namespace snapdiff::detail {
 

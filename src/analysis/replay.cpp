@@ -22,7 +22,7 @@
 
 #include "analysis/addr_map.hpp"
 #include "util/hugepages.hpp"
-#include "snapdiff/replay.hpp"
+#include "snapdiff/analysis/replay.hpp"
 
 namespace snapdiff {
 

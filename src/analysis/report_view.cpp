@@ -5,7 +5,7 @@
 
 #include "analysis/profiler_views.hpp"
 #include "analysis/report_view_build.hpp"
-#include "snapdiff/analysis.hpp"
+#include "snapdiff/analysis/analysis.hpp"
 
 namespace snapdiff {
 

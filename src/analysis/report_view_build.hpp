@@ -1,7 +1,7 @@
 // Internal: resolving the analysis's rows for the report view.
 #pragma once
 
-#include "snapdiff/analysis.hpp"
+#include "snapdiff/analysis/analysis.hpp"
 
 namespace snapdiff::detail {
 

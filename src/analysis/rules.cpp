@@ -4,7 +4,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "snapdiff/attribution.hpp"
+#include "snapdiff/analysis/attribution.hpp"
 #include "snapdiff/error.hpp"
 #include "util/read_file.hpp"
 

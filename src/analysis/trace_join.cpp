@@ -1,12 +1,13 @@
 // `snapdiff report SNAPSHOT --trace TRACE`: a snapshot's allocations gain
 // the ops and kernels of a profiler trace of the same run (see
-// include/snapdiff/profiler.hpp).
+// include/snapdiff/input/profiler.hpp).
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
 
-#include "snapdiff/profiler.hpp"
-#include "snapdiff/replay.hpp"
+#include "snapdiff/analysis/trace_join.hpp"
+#include "snapdiff/input/profiler.hpp"
+#include "snapdiff/analysis/replay.hpp"
 
 namespace snapdiff {
 

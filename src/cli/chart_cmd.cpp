@@ -6,7 +6,7 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
-#include "snapdiff/chart.hpp"
+#include "snapdiff/report/chart.hpp"
 #include "snapdiff/error.hpp"
 
 namespace po = boost::program_options;

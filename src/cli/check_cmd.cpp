@@ -12,13 +12,13 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
-#include "snapdiff/attribution.hpp"
-#include "snapdiff/budget_io.hpp"
-#include "snapdiff/check.hpp"
-#include "snapdiff/check_report.hpp"
+#include "snapdiff/analysis/attribution.hpp"
+#include "snapdiff/input/budget_io.hpp"
+#include "snapdiff/analysis/check.hpp"
+#include "snapdiff/report/check_report.hpp"
 #include "snapdiff/error.hpp"
-#include "snapdiff/input.hpp"
-#include "snapdiff/report.hpp"
+#include "snapdiff/input/input.hpp"
+#include "snapdiff/report/report.hpp"
 
 namespace po = boost::program_options;
 

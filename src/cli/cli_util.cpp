@@ -8,9 +8,9 @@
 #include <cstring>
 #include <cstdio>
 
-#include "snapdiff/check.hpp"
+#include "snapdiff/analysis/check.hpp"
 #include "snapdiff/error.hpp"
-#include "snapdiff/input.hpp"
+#include "snapdiff/input/input.hpp"
 #include "util/output_file.hpp"
 
 namespace snapdiff::cli {

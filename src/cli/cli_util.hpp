@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "snapdiff/attribution.hpp"
-#include "snapdiff/input.hpp"
-#include "snapdiff/model.hpp"
+#include "snapdiff/analysis/attribution.hpp"
+#include "snapdiff/input/input.hpp"
+#include "snapdiff/model/model.hpp"
 
 namespace snapdiff::cli {
 

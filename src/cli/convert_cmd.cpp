@@ -7,8 +7,8 @@
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
 #include "snapdiff/error.hpp"
-#include "snapdiff/input.hpp"
-#include "snapdiff/profiler.hpp"
+#include "snapdiff/input/input.hpp"
+#include "snapdiff/input/profiler.hpp"
 
 namespace po = boost::program_options;
 

@@ -4,10 +4,10 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
-#include "snapdiff/chart.hpp"
-#include "snapdiff/diff.hpp"
+#include "snapdiff/report/chart.hpp"
+#include "snapdiff/analysis/diff.hpp"
 #include "snapdiff/error.hpp"
-#include "snapdiff/input.hpp"
+#include "snapdiff/input/input.hpp"
 
 namespace po = boost::program_options;
 

@@ -7,12 +7,13 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
-#include "snapdiff/attribution.hpp"
-#include "snapdiff/chart.hpp"
+#include "snapdiff/analysis/attribution.hpp"
+#include "snapdiff/report/chart.hpp"
 #include "snapdiff/error.hpp"
-#include "snapdiff/input.hpp"
-#include "snapdiff/profiler.hpp"
-#include "snapdiff/report.hpp"
+#include "snapdiff/input/input.hpp"
+#include "snapdiff/analysis/trace_join.hpp"
+#include "snapdiff/input/profiler.hpp"
+#include "snapdiff/report/report.hpp"
 
 namespace po = boost::program_options;
 

@@ -1,6 +1,6 @@
 // Budget files (schemas/budget.schema.json): reading them, with a JSON path
 // in every error, and writing them.
-#include "snapdiff/budget_io.hpp"
+#include "snapdiff/input/budget_io.hpp"
 
 #include <cctype>
 #include <limits>

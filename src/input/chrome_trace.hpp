@@ -30,8 +30,8 @@
 #include <vector>
 
 #include "input/json_stream.hpp"
-#include "snapdiff/input.hpp"
-#include "snapdiff/model.hpp"
+#include "snapdiff/input/input.hpp"
+#include "snapdiff/model/model.hpp"
 #include "util/huge_alloc.hpp"
 #include "util/hugepages.hpp"
 

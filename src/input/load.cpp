@@ -10,7 +10,7 @@
 #include "input/profiler_input.hpp"
 #include "input/source.hpp"
 #include "snapdiff/error.hpp"
-#include "snapdiff/input.hpp"
+#include "snapdiff/input/input.hpp"
 
 namespace snapdiff {
 

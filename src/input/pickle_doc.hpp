@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "snapdiff/input.hpp"
-#include "snapdiff/model.hpp"
+#include "snapdiff/input/input.hpp"
+#include "snapdiff/model/model.hpp"
 
 namespace snapdiff::detail {
 

@@ -22,7 +22,7 @@
 #include "input/file_source.hpp"
 #include "input/pickle_doc.hpp"
 #include "snapdiff/error.hpp"
-#include "snapdiff/input.hpp"
+#include "snapdiff/input/input.hpp"
 
 namespace snapdiff {
 namespace detail {

@@ -18,7 +18,7 @@
 
 #include "input/file_source.hpp"
 #include "snapdiff/error.hpp"
-#include "snapdiff/input.hpp"
+#include "snapdiff/input/input.hpp"
 #include "util/output_file.hpp"
 
 namespace snapdiff {

@@ -7,8 +7,8 @@
 #include <string_view>
 
 #include "input/json_stream.hpp"
-#include "snapdiff/input.hpp"
-#include "snapdiff/model.hpp"
+#include "snapdiff/input/input.hpp"
+#include "snapdiff/model/model.hpp"
 
 namespace snapdiff::detail {
 

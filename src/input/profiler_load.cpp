@@ -3,7 +3,7 @@
 
 #include "input/source.hpp"
 #include "snapdiff/error.hpp"
-#include "snapdiff/profiler.hpp"
+#include "snapdiff/input/profiler.hpp"
 
 namespace snapdiff {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "input/detect.hpp"
-#include "snapdiff/input.hpp"
+#include "snapdiff/input/input.hpp"
 
 namespace snapdiff::detail {
 

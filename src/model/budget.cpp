@@ -1,6 +1,6 @@
 // Metrics, sizes and tolerances as people write them, and a run's peak
-// figures (snapdiff/budget.hpp).
-#include "snapdiff/budget.hpp"
+// figures (snapdiff/model/budget.hpp).
+#include "snapdiff/model/budget.hpp"
 
 #include <cctype>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "snapdiff/frame_names.hpp"
+#include "snapdiff/model/frame_names.hpp"
 
 namespace snapdiff::detail {
 

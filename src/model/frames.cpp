@@ -1,10 +1,10 @@
 // The one place that decides what kind of frame a frame is and how it is
 // written; reports, diffs and charts ask the FrameTable.
-#include "snapdiff/frames.hpp"
+#include "snapdiff/model/frames.hpp"
 
 #include <string_view>
 
-#include "snapdiff/frame_names.hpp"
+#include "snapdiff/model/frame_names.hpp"
 
 namespace snapdiff {
 

@@ -1,7 +1,7 @@
 #include <cstring>
 
 #include "snapdiff/error.hpp"
-#include "snapdiff/model.hpp"
+#include "snapdiff/model/model.hpp"
 
 namespace snapdiff {
 

@@ -1,5 +1,5 @@
 // chart_dot(): one entry point for every chart kind, drawn from its series
-// (include/snapdiff/chart.hpp).
+// (include/snapdiff/report/chart.hpp).
 #include <stdexcept>
 
 #include "report/chart_canvas.hpp"

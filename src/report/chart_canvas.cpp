@@ -1,7 +1,7 @@
 // The pinned-position DOT canvas and the pieces every chart shares.
 #include "report/chart_canvas.hpp"
 
-#include "snapdiff/frame_names.hpp"
+#include "snapdiff/model/frame_names.hpp"
 
 #include <algorithm>
 #include <cmath>

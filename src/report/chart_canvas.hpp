@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "snapdiff/chart.hpp"
+#include "snapdiff/report/chart.hpp"
 #include "report/format.hpp"
-#include "snapdiff/frame_names.hpp"  // with_commas()
+#include "snapdiff/model/frame_names.hpp"  // with_commas()
 
 namespace snapdiff::detail {
 

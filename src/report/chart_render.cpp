@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "snapdiff/chart.hpp"
+#include "snapdiff/report/chart.hpp"
 #include "snapdiff/error.hpp"
 
 namespace snapdiff {

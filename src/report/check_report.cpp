@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "report/format.hpp"
-#include "snapdiff/check_report.hpp"
-#include "snapdiff/report.hpp"
+#include "snapdiff/report/check_report.hpp"
+#include "snapdiff/report/report.hpp"
 
 namespace snapdiff {
 

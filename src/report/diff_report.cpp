@@ -6,8 +6,8 @@
 
 #include "report/format.hpp"
 #include "report/text_util.hpp"
-#include "snapdiff/diff.hpp"
-#include "snapdiff/report.hpp"
+#include "snapdiff/analysis/diff.hpp"
+#include "snapdiff/report/report.hpp"
 
 namespace snapdiff {
 

@@ -4,8 +4,8 @@
 #include <ctime>
 #include <string>
 
-#include "snapdiff/model.hpp"
-#include "snapdiff/report.hpp"
+#include "snapdiff/model/model.hpp"
+#include "snapdiff/report/report.hpp"
 
 namespace snapdiff {
 

@@ -1,6 +1,6 @@
 // Internal: how the report layer writes numbers, times and markup — once,
 // for every renderer (human_bytes and human_delta are public, in
-// snapdiff/report.hpp).
+// snapdiff/report/report.hpp).
 #pragma once
 
 #include <cstdint>

@@ -10,7 +10,7 @@
 #include "report/format.hpp"
 #include "report/profiler_report.hpp"
 #include "report/text_util.hpp"
-#include "snapdiff/chart.hpp"
+#include "snapdiff/report/chart.hpp"
 
 namespace snapdiff {
 

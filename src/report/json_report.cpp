@@ -3,7 +3,7 @@
 #include <optional>
 
 #include "report/profiler_report.hpp"
-#include "snapdiff/report.hpp"
+#include "snapdiff/report/report.hpp"
 
 namespace snapdiff {
 

@@ -1,10 +1,10 @@
 // The one palette of every chart and of the HTML report
-// (include/snapdiff/chart.hpp).
+// (include/snapdiff/report/chart.hpp).
 #include <cmath>
 #include <cstdio>
 #include <string>
 
-#include "snapdiff/chart.hpp"
+#include "snapdiff/report/chart.hpp"
 
 namespace snapdiff {
 

@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "report/format.hpp"
-#include "snapdiff/frame_names.hpp"
-#include "snapdiff/report.hpp"
+#include "snapdiff/model/frame_names.hpp"
+#include "snapdiff/report/report.hpp"
 
 namespace snapdiff::detail {
 

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "snapdiff/report.hpp"
+#include "snapdiff/report/report.hpp"
 
 namespace snapdiff::detail {
 

@@ -8,8 +8,8 @@
 #include "report/format.hpp"
 #include "report/profiler_report.hpp"
 #include "report/text_util.hpp"
-#include "snapdiff/frame_names.hpp"
-#include "snapdiff/report.hpp"
+#include "snapdiff/model/frame_names.hpp"
+#include "snapdiff/report/report.hpp"
 
 namespace snapdiff {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "snapdiff/report_view.hpp"
+#include "snapdiff/analysis/report_view.hpp"
 
 namespace snapdiff::detail {
 

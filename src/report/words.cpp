@@ -1,12 +1,12 @@
 // The words of every finding and warning: the analysis gives a code and its
-// numbers (snapdiff/report_view.hpp), this file says them, once, for every
+// numbers (snapdiff/analysis/report_view.hpp), this file says them, once, for every
 // renderer.
 #include <cstdio>
 #include <string>
 #include <variant>
 
 #include "report/format.hpp"
-#include "snapdiff/report.hpp"
+#include "snapdiff/report/report.hpp"
 
 namespace snapdiff {
 

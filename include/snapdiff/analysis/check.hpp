@@ -1,4 +1,4 @@
-// snapdiff/check.hpp — `snapdiff check`, the CI gate on GPU peak memory.
+// snapdiff/analysis/check.hpp — `snapdiff check`, the CI gate on GPU peak memory.
 //
 // Thresholds on a candidate run's peak (docs/cli.md, docs/ci.md):
 //   * increase over a baseline (a snapshot or a budget file), as a share
@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "snapdiff/analysis.hpp"
-#include "snapdiff/budget.hpp"
+#include "snapdiff/analysis/analysis.hpp"
+#include "snapdiff/model/budget.hpp"
 
 namespace snapdiff {
 

@@ -1,4 +1,4 @@
-// snapdiff/attribution.hpp — what every allocated byte is, phase by phase.
+// snapdiff/analysis/attribution.hpp — what every allocated byte is, phase by phase.
 //
 // Two steps, both driven by data (rules/builtin.json and a user's --rules
 // file, docs/attribution.md):
@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "snapdiff/frames.hpp"
-#include "snapdiff/model.hpp"
-#include "snapdiff/pattern.hpp"
-#include "snapdiff/replay.hpp"
+#include "snapdiff/model/frames.hpp"
+#include "snapdiff/model/model.hpp"
+#include "snapdiff/analysis/pattern.hpp"
+#include "snapdiff/analysis/replay.hpp"
 
 namespace snapdiff {
 

@@ -1,7 +1,7 @@
-// snapdiff/catalogue.hpp — every finding and warning code, once, with its
+// snapdiff/analysis/catalogue.hpp — every finding and warning code, once, with its
 // severity and a one-line description (analysis layer).
 //
-// The analysis emits a code and its numbers (snapdiff/report_view.hpp:
+// The analysis emits a code and its numbers (snapdiff/analysis/report_view.hpp:
 // Finding, Warning); the report layer writes the words (finding_text(),
 // warning_text()). schemas/report.schema.json, schemas/diff.schema.json and
 // docs/cli.md list the codes; a test checks they agree with this table.

@@ -1,4 +1,4 @@
-// snapdiff/report.hpp — the renderers of `snapdiff report` (text, JSON) and
+// snapdiff/report/report.hpp — the renderers of `snapdiff report` (text, JSON) and
 // the words of findings and warnings. They read the view (report_view.hpp)
 // and nothing else.
 #pragma once
@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "snapdiff/report_view.hpp"
+#include "snapdiff/analysis/report_view.hpp"
 
 namespace snapdiff {
 

@@ -1,10 +1,10 @@
-// snapdiff/check_report.hpp — the renderers of `snapdiff check`'s verdict
-// (report layer; the verdict itself: snapdiff/check.hpp).
+// snapdiff/report/check_report.hpp — the renderers of `snapdiff check`'s verdict
+// (report layer; the verdict itself: snapdiff/analysis/check.hpp).
 #pragma once
 
 #include <string>
 
-#include "snapdiff/check.hpp"
+#include "snapdiff/analysis/check.hpp"
 
 namespace snapdiff {
 

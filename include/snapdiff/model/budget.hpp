@@ -1,4 +1,4 @@
-// snapdiff/budget.hpp — the figures a peak-memory gate is about: metrics,
+// snapdiff/model/budget.hpp — the figures a peak-memory gate is about: metrics,
 // sizes and tolerances as written on a command line or in a budget file,
 // one run's peak figures, category limits, and a budget (model layer: the
 // budget file's reader in the input layer and `snapdiff check` in the
@@ -57,7 +57,7 @@ struct CategoryLimit {
 };
 
 // A committed budget file (schemas/budget.schema.json; read and written by
-// snapdiff/budget_io.hpp).
+// snapdiff/input/budget_io.hpp).
 struct Budget {
   Metric metric = Metric::Allocated;
   PeakFigures peak;  // peaks, categories and source facts of the run it was written from

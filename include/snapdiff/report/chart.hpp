@@ -1,7 +1,7 @@
-// snapdiff/chart.hpp — pictures of an analysis: flame, lifetime and timeline
+// snapdiff/report/chart.hpp — pictures of an analysis: flame, lifetime and timeline
 // charts drawn with Graphviz, and the self-contained HTML report.
 //
-// Every chart is first its series (snapdiff/chart_data.hpp, built in the
+// Every chart is first its series (snapdiff/analysis/chart_data.hpp, built in the
 // analysis layer from an Analysis and its Trace), then a DOT graph drawn from
 // the series alone, in which every element sits at a pinned position
 // (`layout=nop2`, i.e. `neato -n2`: nothing is laid out, Graphviz only
@@ -16,9 +16,9 @@
 #include <string_view>
 #include <vector>
 
-#include "snapdiff/chart_data.hpp"
-#include "snapdiff/diff.hpp"
-#include "snapdiff/report.hpp"
+#include "snapdiff/analysis/chart_data.hpp"
+#include "snapdiff/analysis/diff.hpp"
+#include "snapdiff/report/report.hpp"
 
 namespace snapdiff {
 
@@ -61,7 +61,7 @@ std::string render_chart(const std::string& dot, ChartFormat f);
 // JavaScript inline): the text report's content as tables, the explanation,
 // and the timeline, flame and lifetime charts of each device.
 // The pictures are drawn from series the analysis builds on request
-// (chart_series(), chart_series_diff() in snapdiff/chart_data.hpp): `charts`
+// (chart_series(), chart_series_diff() in snapdiff/analysis/chart_data.hpp): `charts`
 // gives the series of one chart, for the kind, device and options asked.
 using ChartSeriesSource = std::function<ChartSeries(const ChartOptions&)>;
 std::string render_html(const Report& r, const ChartSeriesSource& charts);

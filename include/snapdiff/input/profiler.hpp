@@ -1,4 +1,4 @@
-// snapdiff/profiler.hpp — what torch.profiler's outputs add to snapshots.
+// snapdiff/input/profiler.hpp — what torch.profiler's outputs add to snapshots.
 //
 // A Chrome trace (prof.export_chrome_trace) is read by load_trace() like any
 // other input (format detection from the first bytes); it becomes a Trace
@@ -6,10 +6,11 @@
 // launches and stacks come from the trace's cpu_op, python_function,
 // cuda_runtime and kernel events (docs/formats.md).
 //
-// This header adds the two things that are not a Trace of their own:
-// PyTorch's memory timeline (export_memory_timeline: PyTorch's categories
-// over time, to compare with snapdiff's), and the join of a snapshot with a
-// trace of the same run (`snapdiff report SNAPSHOT --trace TRACE`).
+// This header adds what is not a Trace of its own: PyTorch's memory
+// timeline (export_memory_timeline: PyTorch's categories over time, to
+// compare with snapdiff's). The join of a snapshot with a trace of the same
+// run (`snapdiff report SNAPSHOT --trace TRACE`) is the analysis layer's
+// (snapdiff/analysis/trace_join.hpp).
 #pragma once
 
 #include <array>
@@ -18,8 +19,8 @@
 #include <string_view>
 #include <vector>
 
-#include "snapdiff/input.hpp"
-#include "snapdiff/model.hpp"
+#include "snapdiff/input/input.hpp"
+#include "snapdiff/model/model.hpp"
 
 namespace snapdiff {
 
@@ -58,34 +59,5 @@ MemoryTimeline read_memory_timeline(std::string_view bytes, const std::string& n
 // True for a Trace read from a profiler trace (its devices replay [memory]
 // events, not a snapshot's allocator history).
 bool is_profiler_trace(const Trace& t);
-
-// How a snapshot's allocations were matched to a trace's (per device).
-struct TraceJoinDevice {
-  int device = 0;
-  uint64_t trace_allocs = 0;        // allocations in the trace
-  uint64_t snapshot_allocs = 0;     // allocations in the snapshot
-  uint64_t in_window = 0;           // snapshot allocations inside the trace's time window (0 when unknown)
-  uint64_t matched = 0;             // snapshot allocations tied to a trace allocation
-  uint64_t with_op = 0;             // of them, made inside an op (they gained its frames)
-  std::string method;               // "time" or "address-order" (no usable time offset)
-  double offset_us = 0;             // snapshot time_us - trace time (median over address matches)
-  double offset_spread_us = 0;      // half the interquartile range of those differences
-};
-struct TraceJoin {
-  std::string trace_name;
-  std::vector<TraceJoinDevice> devices;
-  uint64_t ops = 0, kernels = 0;
-};
-
-// Gives the snapshot's allocations the ops (and through them the kernels) of
-// the trace's allocations they match: same device and address, a block size
-// that fits the request, at the same time once the clocks are lined up (the
-// offset is measured on the data: snapshot time_us against
-// baseTimeNanoseconds/1000 + ts). Without a consistent offset it falls back
-// to the order of the allocations at each address. Matched events' stacks
-// gain the op frames (innermost op first) inside their own frames, so the
-// phase hints see backward ops where a Python-only stack had no frames. The
-// trace's ops and kernel launches are copied into the snapshot.
-TraceJoin join_profiler_trace(Trace& snapshot, const Trace& trace, const std::string& trace_name);
 
 }  // namespace snapdiff

@@ -1,4 +1,4 @@
-// snapdiff/pattern.hpp — the regular expressions of rules files.
+// snapdiff/analysis/pattern.hpp — the regular expressions of rules files.
 //
 // RE2 syntax (https://github.com/google/re2/wiki/Syntax): what ECMAScript
 // has except back-references and look-around. Matching runs in time linear

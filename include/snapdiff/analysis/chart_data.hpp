@@ -1,10 +1,10 @@
-// snapdiff/chart_data.hpp — what the charts show, as plain data (analysis
+// snapdiff/analysis/chart_data.hpp — what the charts show, as plain data (analysis
 // layer): the flame tree of the bytes live at the peak, the timeline's
 // columns, the lifetime bands, and ChartSeries, which carries one of them
 // with every name and number its drawing needs.
 //
 // The series are built from an Analysis and its Trace (frames are asked of
-// Analysis::frames); the drawing (snapdiff/chart.hpp, report layer) reads only
+// Analysis::frames); the drawing (snapdiff/report/chart.hpp, report layer) reads only
 // these structs. The tests check the series' totals against the report.
 // Nothing here prints.
 #pragma once
@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "snapdiff/attribution.hpp"
+#include "snapdiff/analysis/attribution.hpp"
 
 namespace snapdiff {
 

@@ -1,7 +1,7 @@
-// snapdiff/analysis.hpp — the analysis behind `snapdiff report`: every
+// snapdiff/analysis/analysis.hpp — the analysis behind `snapdiff report`: every
 // device replayed and attributed, the peak and what is live there, findings
 // and warnings. This is the analysis layer's working state; renderers read
-// the resolved view built from it (snapdiff/report.hpp).
+// the resolved view built from it (snapdiff/report/report.hpp).
 #pragma once
 
 #include <array>
@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "snapdiff/attribution.hpp"
-#include "snapdiff/frames.hpp"
-#include "snapdiff/model.hpp"
-#include "snapdiff/profiler.hpp"
-#include "snapdiff/replay.hpp"
-#include "snapdiff/report_view.hpp"
+#include "snapdiff/analysis/attribution.hpp"
+#include "snapdiff/model/frames.hpp"
+#include "snapdiff/model/model.hpp"
+#include "snapdiff/input/profiler.hpp"
+#include "snapdiff/analysis/replay.hpp"
+#include "snapdiff/analysis/report_view.hpp"
 
 namespace snapdiff {
 

@@ -1,8 +1,8 @@
-// snapdiff/report_view.hpp — what the renderers read: the analysis's
+// snapdiff/analysis/report_view.hpp — what the renderers read: the analysis's
 // results resolved into plain rows (names, frames and sites written out, no
 // ids into the Trace), built by the analysis layer (report_view()).
 //
-// Renderers (snapdiff/report.hpp, snapdiff/diff.hpp, snapdiff/chart.hpp)
+// Renderers (snapdiff/report/report.hpp, snapdiff/analysis/diff.hpp, snapdiff/report/chart.hpp)
 // take these and nothing else: no Trace, no replay or attribution state.
 #pragma once
 
@@ -13,11 +13,12 @@
 #include <variant>
 #include <vector>
 
-#include "snapdiff/attribution.hpp"  // PhaseSpan
-#include "snapdiff/catalogue.hpp"
-#include "snapdiff/model.hpp"
-#include "snapdiff/profiler.hpp"     // MemoryTimeline, TraceJoin
-#include "snapdiff/replay.hpp"       // Counters, PeakPoint, EndStateCheck
+#include "snapdiff/analysis/attribution.hpp"  // PhaseSpan
+#include "snapdiff/analysis/catalogue.hpp"
+#include "snapdiff/analysis/trace_join.hpp"   // TraceJoin
+#include "snapdiff/input/profiler.hpp"        // MemoryTimeline
+#include "snapdiff/model/model.hpp"
+#include "snapdiff/analysis/replay.hpp"       // Counters, PeakPoint, EndStateCheck
 
 namespace snapdiff {
 
@@ -161,8 +162,8 @@ struct Fragmentation {
 
 // ---- Findings and warnings: a code and its numbers ------------------------
 // The analysis fills the facts; the report layer writes the words
-// (finding_text(), warning_text() in snapdiff/report.hpp). Codes, severities
-// and descriptions: snapdiff/catalogue.hpp.
+// (finding_text(), warning_text() in snapdiff/report/report.hpp). Codes, severities
+// and descriptions: snapdiff/analysis/catalogue.hpp.
 
 // Code::Peak: where the peak is and what it is made of.
 struct PeakFacts {

@@ -1,4 +1,4 @@
-// snapdiff/input.hpp — reading inputs into the event model.
+// snapdiff/input/input.hpp — reading inputs into the event model.
 //
 // load_trace() detects the format from the first bytes (never the file
 // name): gzip is unwrapped, then a pickle (0x80 PROTO, or protocol 0/1 text),
@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "snapdiff/model.hpp"
+#include "snapdiff/model/model.hpp"
 
 namespace snapdiff {
 

@@ -1,4 +1,4 @@
-// snapdiff/model.hpp — the one event model every input format is read into.
+// snapdiff/model/model.hpp — the one event model every input format is read into.
 //
 // Nothing after the readers knows which format the data came from. A Trace
 // holds interned strings, frames and stacks (a parent-pointer tree), and one

@@ -1,4 +1,4 @@
-// snapdiff/frames.hpp — every frame of a trace classified once, in one place
+// snapdiff/model/frames.hpp — every frame of a trace classified once, in one place
 // (model layer).
 //
 // Reports, diffs and charts all need to know of a frame whether it is the
@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "snapdiff/model.hpp"
+#include "snapdiff/model/model.hpp"
 
 namespace snapdiff {
 

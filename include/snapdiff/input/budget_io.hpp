@@ -1,11 +1,11 @@
-// snapdiff/budget_io.hpp — budget files (schemas/budget.schema.json), the
+// snapdiff/input/budget_io.hpp — budget files (schemas/budget.schema.json), the
 // committed baseline of `snapdiff check --budget`: reading and writing them.
-// What a budget means is in snapdiff/check.hpp.
+// What a budget means is in snapdiff/analysis/check.hpp.
 #pragma once
 
 #include <string>
 
-#include "snapdiff/check.hpp"
+#include "snapdiff/analysis/check.hpp"
 
 namespace snapdiff {
 

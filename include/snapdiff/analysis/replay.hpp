@@ -1,4 +1,4 @@
-// snapdiff/replay.hpp — exact replay of PyTorch's CUDA caching allocator.
+// snapdiff/analysis/replay.hpp — exact replay of PyTorch's CUDA caching allocator.
 //
 // From a device's events the replay derives, after every event, the three
 // counters PyTorch keeps in memory_stats():
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "snapdiff/model.hpp"
+#include "snapdiff/model/model.hpp"
 
 namespace snapdiff {
 

@@ -1,4 +1,4 @@
-// snapdiff/frame_names.hpp — display helpers for frame names and counts
+// snapdiff/model/frame_names.hpp — display helpers for frame names and counts
 // (model layer).
 #pragma once
 

@@ -1,4 +1,4 @@
-// snapdiff/diff.hpp — why run B peaks where it does compared with run A.
+// snapdiff/analysis/diff.hpp — why run B peaks where it does compared with run A.
 //
 // Built on two Reports (replay + attribution of each run): peaks side by
 // side, categories at each run's peak, phases aligned by (iteration, phase),
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "snapdiff/analysis.hpp"
-#include "snapdiff/report_view.hpp"
+#include "snapdiff/analysis/analysis.hpp"
+#include "snapdiff/analysis/report_view.hpp"
 
 namespace snapdiff {
 
