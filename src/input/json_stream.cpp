@@ -57,6 +57,7 @@ class MemoryStream final : public ByteStream {
   MemoryStream(const uint8_t* p, size_t n) : p_(p), n_(n) {}
   size_t read(char* dst, size_t n) override {
     if (n > n_ - off_) n = n_ - off_;
+    if (n == 0) return 0;  // an empty input may have no bytes at all (p_ null): memcpy must not see it
     std::memcpy(dst, p_ + off_, n);
     off_ += n;
     return n;
