@@ -273,6 +273,36 @@ TEST_CASE("write_output_file follows a symlink target as > would: the named file
   CHECK(fs::is_symlink(d / "dirlink"));
 }
 
+TEST_CASE("write_output_file: a dangling link in a sticky world-writable directory is followed only as the kernel "
+          "would follow it (fs.protected_symlinks)", "[util][output]") {
+  if (::geteuid() != 0) {
+    WARN("skipped: giving a link to another user needs root");
+    return;
+  }
+  bool guarded = true;
+  if (fs::exists("/proc/sys/fs/protected_symlinks"))
+    guarded = test::read_file("/proc/sys/fs/protected_symlinks").rfind('0', 0) != 0;
+  ScratchDir d;
+  fs::create_directory(d / "shared");
+  REQUIRE(::chmod((d / "shared").c_str(), 01777) == 0);
+  fs::create_directory(d / "target");
+  // A link owned by someone else (uid 65534), pointing at a file that does not exist yet.
+  fs::create_symlink(d / "target/created.txt", d / "shared/theirs");
+  REQUIRE(::lchown((d / "shared/theirs").c_str(), 65534, 65534) == 0);
+  // One of our own: always followed.
+  fs::create_symlink(d / "target/ours.txt", d / "shared/ours");
+  write_output_file(d / "shared/ours", "ours");
+  CHECK(test::read_file(d / "target/ours.txt") == "ours");
+  if (guarded) {
+    expect_output_error(d / "shared/theirs", [&] { write_output_file(d / "shared/theirs", "x"); });
+    CHECK(!fs::exists(d / "target/created.txt"));
+  } else {
+    write_output_file(d / "shared/theirs", "followed");
+    CHECK(test::read_file(d / "target/created.txt") == "followed");
+  }
+  CHECK(fs::is_symlink(d / "shared/theirs"));
+}
+
 TEST_CASE("write_output_file writes a named pipe in place, and a pipe nobody reads is an error, not a hang",
           "[util][output]") {
   ScratchDir d;
@@ -323,6 +353,25 @@ TEST_CASE("write_output_file refuses a socket and leaves it", "[util][output]") 
   ::close(s);
   CHECK(fs::is_socket(path));
   CHECK(d.names() == std::vector<std::string>{"sock"});
+}
+
+TEST_CASE("write_output_file writes /dev/fd/N to the descriptor itself, appending, never renaming", "[util][output]") {
+  ScratchDir d;
+  write_output_file(d / "log", "first\n");
+  const struct stat before = lstat_of(d / "log");
+  const int fd = ::open((d / "log").c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  write_output_file("/dev/fd/" + std::to_string(fd), "second\n");
+  write_output_file("/proc/self/fd/" + std::to_string(fd), "third\n");
+  ::close(fd);
+  CHECK(test::read_file(d / "log") == "first\nsecond\nthird\n");
+  CHECK(lstat_of(d / "log").st_ino == before.st_ino);
+  CHECK(d.names() == std::vector<std::string>{"log"});
+  // A descriptor that is not open: an error, nothing created.
+  expect_output_error("/dev/fd/999", [&] { write_output_file("/dev/fd/999", "x"); });
+  // The links themselves stay links.
+  CHECK(fs::is_symlink("/dev/stdout"));
+  CHECK(fs::is_symlink("/dev/stderr"));
 }
 
 TEST_CASE("write_output_file: a file as a directory and an empty name are errors", "[util][output]") {

@@ -89,6 +89,16 @@ ino=$(stat -c %i "$T/log.txt")
 [[ $rc -eq 0 && $(head -1 "$T/log.txt") == "first line" && $(stat -c %i "$T/log.txt") == "$ino" ]] \
   && grep -q '^snapdiff report' "$T/log.txt" && echo "ok   -o /dev/stdout >> FILE appends" \
   || fail "-o /dev/stdout >> FILE: exit $rc, the file replaced or not appended"
+echo "first line" >"$T/errlog.txt"
+ino=$(stat -c %i "$T/errlog.txt")
+"$BIN" report "$S" -o /dev/stderr 2>>"$T/errlog.txt" >"$T/out"; rc=$?
+[[ $rc -eq 0 && $(head -1 "$T/errlog.txt") == "first line" && $(stat -c %i "$T/errlog.txt") == "$ino" && ! -s $T/out ]] \
+  && grep -q '^snapdiff report' "$T/errlog.txt" && echo "ok   -o /dev/stderr 2>> FILE appends" \
+  || fail "-o /dev/stderr 2>> FILE: exit $rc, the file replaced or not appended"
+# (Before, both replaced the /dev/stdout and /dev/stderr links themselves by regular files.)
+for l in /dev/stdout /dev/stderr; do
+  [[ -L $l ]] || fail "$l is no longer a symlink (restore: rm -f $l; ln -s /proc/self/fd/$([[ $l == /dev/stdout ]] && echo 1 || echo 2) $l)"
+done
 "$BIN" report "$S" -o /dev/stdout >/dev/full 2>"$T/err"; rc=$?
 [[ $rc -eq 2 ]] || fail "-o /dev/stdout > /dev/full: exit $rc"
 one_line "-o /dev/stdout > /dev/full" "cannot write to standard output: No space left on device"

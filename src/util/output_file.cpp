@@ -94,12 +94,24 @@ class TempFile {
   bool renamed_ = false;
 };
 
+// fs.protected_symlinks (Linux; on unless it reads 0): links in sticky
+// world-writable directories are followed only when the follower or the
+// directory's owner owns them.
+bool protected_symlinks() {
+  Fd f(::open("/proc/sys/fs/protected_symlinks", O_RDONLY | O_CLOEXEC));
+  char c = '1';
+  if (f.get() >= 0 && ::read(f.get(), &c, 1) != 1) c = '1';
+  return c != '0';
+}
+
 // The name a chain of symlinks starting at `path` ends at, when it names
-// nothing (a dangling link: `>` would create that file). A link the
-// kernel's fs.protected_symlinks would not follow — in a sticky
-// world-writable directory such as /tmp, owned neither by us nor by the
-// directory's owner — is refused (EACCES), as open() would refuse it.
+// nothing (a dangling link: `>` would create that file). A link the kernel
+// would not follow under fs.protected_symlinks — in a sticky world-writable
+// directory such as /tmp, owned neither by us nor by the directory's owner
+// — is refused (EACCES), as open() would refuse it. (A link to a file that
+// exists is followed by stat() and realpath(), under the kernel's own check.)
 std::string resolve_dangling(const std::string& path) {
+  const bool guarded = protected_symlinks();
   std::string p = path;
   for (int hops = 0; hops < 40; ++hops) {
     struct stat lst {};
@@ -111,7 +123,8 @@ std::string resolve_dangling(const std::string& path) {
     const std::string dir = dir_of(p);
     struct stat dst {};
     if (::stat(dir.empty() ? "." : dir.c_str(), &dst) != 0) fail(path, errno);
-    if ((dst.st_mode & S_ISVTX) && (dst.st_mode & S_IWOTH) && lst.st_uid != ::geteuid() && lst.st_uid != dst.st_uid)
+    if (guarded && (dst.st_mode & S_ISVTX) && (dst.st_mode & S_IWOTH) && lst.st_uid != ::geteuid() &&
+        lst.st_uid != dst.st_uid)
       fail(path, std::string(std::strerror(EACCES)) + " (a symlink in a sticky world-writable directory, owned by "
                                                       "someone else, is not followed)");
     std::string target(PATH_MAX, '\0');
@@ -176,6 +189,28 @@ void write_in_place(const std::string& path, std::string_view bytes) {
   if (!f.close()) fail(path, errno);
 }
 
+// The descriptor a path names by number — /dev/stdout, /dev/stderr,
+// /dev/fd/N, /proc/self/fd/N — or -1. Such a path is written to the
+// descriptor itself, as a shell's `>&N` would: never reopened and renamed
+// over (through /proc/self/fd the rename would replace the /dev/stdout link
+// itself, or the file a shell redirected to, instead of appending to it).
+int descriptor_named(const std::string& path) {
+  if (path == "/dev/stdin") return 0;
+  if (path == "/dev/stdout") return 1;
+  if (path == "/dev/stderr") return 2;
+  for (const char* prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+    const std::string p(prefix);
+    if (path.size() <= p.size() || path.size() > p.size() + 9 || path.compare(0, p.size(), p) != 0) continue;
+    int n = 0;
+    for (size_t i = p.size(); i < path.size(); ++i) {
+      if (path[i] < '0' || path[i] > '9') return -1;
+      n = n * 10 + (path[i] - '0');
+    }
+    return n;
+  }
+  return -1;
+}
+
 }  // namespace
 
 int write_all_fd(int fd, std::string_view bytes) {
@@ -201,6 +236,11 @@ int write_all_fd(int fd, std::string_view bytes) {
 
 void write_output_file(const std::string& path, std::string_view bytes) {
   if (path.empty()) fail(path, ENOENT);
+  if (const int fd = descriptor_named(path); fd >= 0) {
+    if (::fcntl(fd, F_GETFD) < 0) fail(path, errno);
+    if (const int err = write_all_fd(fd, bytes)) fail(path, err);
+    return;
+  }
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     // Nothing there (a new file), or a symlink naming nothing.

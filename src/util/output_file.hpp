@@ -25,7 +25,9 @@ namespace snapdiff {
 // - a character device, a named pipe (/dev/null, /dev/stdout, a FIFO):
 //   written in place, never replaced. A named pipe nobody reads is an error
 //   at once, not a hang;
-// - a directory, a block device, a socket: refused, nothing is touched.
+// - a directory, a block device, a socket: refused, nothing is touched;
+// - /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N: written to that
+//   descriptor as it is (appending to a shell's `>>`), never reopened.
 void write_output_file(const std::string& path, std::string_view bytes);
 
 // Writes all of `bytes` to `fd` (retrying EINTR, waiting out EAGAIN on a
