@@ -1,7 +1,7 @@
 // `snapdiff chart FILE [B] --kind KIND -o OUT`: flame, lifetime and timeline
 // charts, drawn by Graphviz; the format comes from OUT's extension.
 #include <boost/program_options.hpp>
-#include <iostream>
+#include <sstream>
 #include <string>
 
 #include "cli/cli_util.hpp"
@@ -21,21 +21,23 @@ int cmd_chart(const std::vector<std::string>& args) {
       "flame (bytes live at the peak by call stack; two runs: growth and shrinkage), lifetime (allocations as bars "
       "from allocation to free), timeline (memory over time by category)")(
       "output,o", po::value<std::string>(), "the file to write; its extension picks the format: .svg .png .pdf .dot")(
-      "top,n", po::value<size_t>()->default_value(600),
+      "top,n", po::value<std::string>()->default_value("600"),
       "lifetime: allocations drawn one by one (at most 5000); the rest are summed")(
       "group", po::value<std::string>()->default_value("category"), "lifetime: one band per category | site")(
       "x", po::value<std::string>()->default_value("auto"),
       "lifetime, timeline: x axis: time | events | auto (time when every event has one)")(
-      "device", po::value<int>(), "CUDA device index (default: the device with the highest peak)")(
+      "device", po::value<std::string>(), "CUDA device index (default: the device with the highest peak)")(
       "width", po::value<double>()->default_value(1200), "width in points (PNG: pixels x 3/4)")(
       "title", po::value<std::string>(), "title (default: the input's file name and what the chart shows)")(
       "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable)");
   add_input_options(d);
   po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
-    std::cout << d
+    std::ostringstream help;
+    help << d
               << "\nThe charts are drawn with Graphviz's libraries in-process. A .dot file keeps the graph with every\n"
                  "element pinned: `neato -n2 -Tsvg chart.dot` renders it as snapdiff does.\n";
+    write_stdout(help.str());
     return kExitOk;
   }
   const std::vector<std::string> in = inputs(vm);
@@ -49,8 +51,7 @@ int cmd_chart(const std::vector<std::string>& args) {
   ChartFormat fmt;
   if (!chart_format_from_path(out, &fmt))
     throw UsageError("chart: cannot tell the format from '" + out + "': name it OUT.svg, OUT.png, OUT.pdf or OUT.dot");
-  opt.top = vm["top"].as<size_t>();
-  if (opt.top > kMaxLifetimeBars) throw UsageError("--top is at most " + std::to_string(kMaxLifetimeBars));
+  opt.top = size_t(count_arg(vm, "top", "-n/--top", kMaxLifetimeBars));
   const std::string group = vm["group"].as<std::string>();
   if (group == "category") opt.group = LifetimeGroup::Category;
   else if (group == "site") opt.group = LifetimeGroup::Site;
@@ -63,7 +64,7 @@ int cmd_chart(const std::vector<std::string>& args) {
   opt.width = vm["width"].as<double>();
   if (!(opt.width >= 400 && opt.width <= 20000)) throw UsageError("--width must be between 400 and 20000 points");
   if (vm.count("title")) opt.title = vm["title"].as<std::string>();
-  if (vm.count("device")) opt.device = vm["device"].as<int>();
+  if (vm.count("device")) opt.device = int(count_arg(vm, "device", "--device", 1 << 20));
 
   RuleSet rules = load_rules(rules_files(vm));
   // Two runs are held at once, like a diff's: each gets half of the memory bound.

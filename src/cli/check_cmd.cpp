@@ -5,7 +5,7 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <cstdlib>
-#include <iostream>
+#include <sstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -97,7 +97,9 @@ int cmd_check(const std::vector<std::string>& args) {
   add_input_options(d);
   po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
-    std::cout << d << kCheckHelpTail;
+    std::ostringstream help;
+    help << d << kCheckHelpTail;
+    write_stdout(help.str());
     return kExitOk;
   }
 
@@ -144,16 +146,16 @@ int cmd_check(const std::vector<std::string>& args) {
     if (run.history != "complete" && !req.allow_truncated) {
       std::fprintf(stderr, "snapdiff: check: cannot write a budget from %s: its history is %s, so its peak cannot be "
                    "established (record with a larger max_entries, or pass --allow-truncated)\n",
-                   inputs[0].c_str(), run.history.c_str());
+                   escape_for_terminal(inputs[0]).c_str(), escape_for_terminal(run.history).c_str());
       return kExitCheckFailed;
     }
     const Budget b = budget_from_run(run, req);
     std::string out = vm["write-budget"].as<std::string>();
     write_output(write_budget_json(b), out);
     if (out != "-")
-      std::printf("snapdiff check: wrote %s: %s peak %s (%lld B), tolerance +%s\n", out.c_str(),
-                  metric_name(b.metric), human_bytes(run.peak(b.metric)).c_str(), (long long)run.peak(b.metric),
-                  b.max_increase->text.c_str());
+      write_stdout("snapdiff check: wrote " + escape_for_terminal(out) + ": " + metric_name(b.metric) + " peak " +
+                   human_bytes(run.peak(b.metric)) + " (" + std::to_string(run.peak(b.metric)) + " B), tolerance +" +
+                   escape_for_terminal(b.max_increase->text) + "\n");
     return kExitOk;
   }
 
@@ -186,8 +188,12 @@ int cmd_check(const std::vector<std::string>& args) {
     // Workflow commands are read from stdout; keep a JSON verdict on stdout parseable.
     std::string ann = render_check_github(r);
     bool json_on_stdout = fmt == "json" && (out.empty() || out == "-");
-    std::fwrite(ann.data(), 1, ann.size(), json_on_stdout ? stderr : stdout);
-    std::fflush(json_on_stdout ? stderr : stdout);
+    if (json_on_stdout) {
+      std::fwrite(ann.data(), 1, ann.size(), stderr);
+      std::fflush(stderr);
+    } else {
+      write_stdout(ann);
+    }
   }
   return r.status == CheckStatus::Fail ? kExitCheckFailed : kExitOk;
 }

@@ -1,23 +1,28 @@
 #include "cli/cli_util.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
-#include <cstring>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
+#include <iostream>
 
 #include "snapdiff/analysis/check.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input/input.hpp"
+#include "cli/commands.hpp"
 #include "util/output_file.hpp"
 
 namespace snapdiff::cli {
 
 namespace {
 struct Progress {
-  std::string name;
+  std::string name;  // escaped
   bool tty = ::isatty(2) != 0;
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   bool shown = false;
@@ -74,19 +79,29 @@ uint64_t parse_max_memory(const std::string& text) {
   return uint64_t(*b);
 }
 
+// --max-input-bytes: a size (bytes, or 16GiB); 0 would refuse every input
+// (and was silently ignored for plain files), so it is a usage error.
+uint64_t parse_max_input_bytes(const std::string& text) {
+  auto b = parse_size(text);
+  if (!b || *b < 0)
+    throw UsageError("--max-input-bytes: expected a number of bytes or a size such as 16GiB, got '" + text + "'");
+  if (*b == 0) throw UsageError("--max-input-bytes must be at least 1 (a size such as 16GiB)");
+  return uint64_t(*b);
+}
+
 }  // namespace
 
 void add_input_options(boost::program_options::options_description& d) {
   namespace po = boost::program_options;
-  d.add_options()("max-input-bytes", po::value<uint64_t>()->default_value(LoadOptions{}.max_decoded_bytes),
-                  "refuse inputs that decompress to more than this many bytes")(
+  d.add_options()("max-input-bytes", po::value<std::string>()->default_value(std::to_string(LoadOptions{}.max_decoded_bytes)),
+                  "refuse inputs that decompress to more than this many bytes (at least 1; a size such as 16GiB)")(
       "max-memory", po::value<std::string>()->default_value("auto"),
       "refuse inputs predicted to need more memory than this (a size, 'auto' = 75% of RAM, or 'none')");
 }
 
 LoadOptions load_options(const boost::program_options::variables_map& vm, unsigned held_at_once) {
   LoadOptions o;
-  o.max_decoded_bytes = vm["max-input-bytes"].as<uint64_t>();
+  o.max_decoded_bytes = parse_max_input_bytes(vm["max-input-bytes"].as<std::string>());
   o.max_memory_bytes = parse_max_memory(vm["max-memory"].as<std::string>()) / std::max(held_at_once, 1u);
   return o;
 }
@@ -94,7 +109,7 @@ LoadOptions load_options(const boost::program_options::variables_map& vm, unsign
 Trace load_input(const std::string& path, LoadOptions opts) {
   g_reading_len = std::min(path.size(), sizeof g_reading);
   std::memcpy(g_reading, path.data(), g_reading_len);
-  Progress prog{path};
+  Progress prog{escape_for_terminal(path)};
   opts.progress = [&prog](uint64_t d, uint64_t t) { prog(d, t); };
   try {
     Trace t = load_trace(path, opts);
@@ -113,12 +128,165 @@ RuleSet load_rules(const std::vector<std::string>& files) {
 }
 
 void write_output(const std::string& text, const std::string& path) {
-  if (path.empty() || path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
+  // The names of the descriptor itself: written as stdout is (a rename
+  // through /proc/self/fd/1 would replace the file a shell redirected to).
+  if (path.empty() || path == "-" || path == "/dev/stdout" || path == "/dev/fd/1" || path == "/proc/self/fd/1") {
+    write_stdout(text);
     return;
   }
   write_output_file(path, text);
+}
+
+namespace {
+
+[[noreturn]] void die_of_sigpipe() {
+  // As git does: the reader went away, so end as a shell expects a writer
+  // to (status 141), nothing printed.
+  std::signal(SIGPIPE, SIG_DFL);
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, SIGPIPE);
+  ::sigprocmask(SIG_UNBLOCK, &s, nullptr);
+  ::raise(SIGPIPE);
+  ::_exit(128 + SIGPIPE);
+}
+
+[[noreturn]] void stdout_failed(int err) {
+  if (err == EPIPE) die_of_sigpipe();
+  throw OutputError("-", "cannot write to standard output" + (err ? ": " + std::string(std::strerror(err)) : ""));
+}
+
+}  // namespace
+
+void write_stdout(std::string_view text) {
+  errno = 0;
+  if (std::fflush(stdout) != 0) stdout_failed(errno);
+  if (const int err = write_all_fd(STDOUT_FILENO, text)) stdout_failed(err);
+}
+
+void prepare_standard_streams() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+    const int nfd = ::open("/dev/null", (fd == STDOUT_FILENO ? O_RDONLY : O_WRONLY) | O_NOCTTY);
+    if (nfd >= 0 && nfd != fd) {
+      ::dup2(nfd, fd);
+      ::close(nfd);
+    }
+  }
+  struct sigaction old {};
+  if (::sigaction(SIGXFSZ, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) std::signal(SIGXFSZ, SIG_IGN);
+}
+
+int finish_stdout(int rc) {
+  errno = 0;
+  bool failed = std::cout.bad() || std::ferror(stdout) != 0;
+  int err = errno;
+  if (std::fflush(stdout) != 0) {
+    failed = true;
+    err = errno;
+  }
+  if (!failed && ::close(STDOUT_FILENO) != 0 && errno != EBADF) {
+    failed = true;
+    err = errno;
+  }
+  if (!failed) return rc;
+  if (err == EPIPE) die_of_sigpipe();
+  if (rc >= kExitOutput) return rc;  // its error is on stderr already
+  print_error("cannot write to standard output" + (err ? ": " + std::string(std::strerror(err)) : std::string()));
+  return kExitOutput;
+}
+
+namespace {
+
+// The length of the UTF-8 sequence at s[i] (2-4), or 0 when it is not one
+// (a stray continuation byte, an overlong form, a surrogate, past U+10FFFF,
+// cut short); `cp` gets its code point.
+size_t utf8_sequence(std::string_view s, size_t i, uint32_t& cp) {
+  const auto b = [&](size_t k) { return i + k < s.size() ? uint8_t(s[i + k]) : uint8_t(0); };
+  const uint8_t c = b(0);
+  size_t len;
+  uint8_t lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+    cp = c & 0x1F;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    cp = c & 0x0F;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    cp = c & 0x07;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  for (size_t k = 1; k < len; ++k) {
+    const uint8_t d = b(k);
+    if (d < (k == 1 ? lo : 0x80) || d > (k == 1 ? hi : 0xBF)) return 0;
+    cp = (cp << 6) | (d & 0x3F);
+  }
+  return len;
+}
+
+}  // namespace
+
+std::string escape_for_terminal(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  char b[12];
+  for (size_t i = 0; i < text.size();) {
+    const uint8_t c = uint8_t(text[i]);
+    if (c < 0x80) {
+      if (c == '\n') out += "\\n";
+      else if (c == '\t') out += "\\t";
+      else if (c == '\r') out += "\\r";
+      else if (c < 0x20 || c == 0x7F) {
+        std::snprintf(b, sizeof b, "\\x%02x", c);
+        out += b;
+      } else {
+        out += char(c);
+      }
+      ++i;
+      continue;
+    }
+    uint32_t cp = 0;
+    const size_t len = utf8_sequence(text, i, cp);
+    if (len == 0) {
+      std::snprintf(b, sizeof b, "\\x%02x", c);
+      out += b;
+      ++i;
+      continue;
+    }
+    const bool control = (cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 ||
+                         (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+    if (control) {
+      std::snprintf(b, sizeof b, "\\u%04x", unsigned(cp));
+      out += b;
+    } else {
+      out.append(text.data() + i, len);
+    }
+    i += len;
+  }
+  return out;
+}
+
+void print_error(const std::string& message, const char* suffix) {
+  std::fprintf(stderr, "snapdiff: error: %s%s\n", escape_for_terminal(message).c_str(), suffix);
+  std::fflush(stderr);
+}
+
+uint64_t count_arg(const boost::program_options::variables_map& vm, const std::string& name, const std::string& option,
+                   uint64_t max) {
+  const std::string& v = vm[name].as<std::string>();
+  const bool digits = !v.empty() && v.size() <= 19 && std::all_of(v.begin(), v.end(), [](char c) {
+    return c >= '0' && c <= '9';
+  });
+  const uint64_t n = digits ? std::stoull(v) : 0;
+  if (!digits || n > max)
+    throw UsageError(option + ": '" + v + "' is not a count from 0 to " + std::to_string(max));
+  return n;
 }
 
 boost::program_options::variables_map parse_command(const std::vector<std::string>& args,

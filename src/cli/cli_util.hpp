@@ -5,6 +5,7 @@
 #include <boost/program_options.hpp>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "snapdiff/analysis/attribution.hpp"
@@ -14,12 +15,14 @@
 namespace snapdiff::cli {
 
 // The input options every command takes, added to `d`: --max-input-bytes
-// (LoadOptions' 16 GiB) and --max-memory: "auto" (75% of the machine's
+// (a size of at least 1 byte; LoadOptions' 16 GiB by default: 0 is a usage
+// error, not "no bound") and --max-memory: "auto" (75% of the machine's
 // physical memory: inputs predicted to need more are refused, exit 3, rather
 // than killed by the kernel's OOM killer), "0"/"none" (no bound), or a size
 // ("8GiB").
 void add_input_options(boost::program_options::options_description& d);
-// The LoadOptions they give (UsageError for a bad --max-memory).
+// The LoadOptions they give (UsageError for a bad --max-memory or
+// --max-input-bytes).
 // `held_at_once` inputs share the memory bound (a diff holds both runs: each
 // gets half).
 LoadOptions load_options(const boost::program_options::variables_map& vm, unsigned held_at_once = 1);
@@ -35,9 +38,41 @@ void install_input_fault_handler();
 // The built-in rules plus each file, later files first.
 RuleSet load_rules(const std::vector<std::string>& files);
 
-// Writes the whole text at once: to stdout ("" or "-"), or to a file with
-// write_output_file() (all or nothing; OutputError when it cannot).
+// Writes the whole text at once: to stdout ("", "-", /dev/stdout, /dev/fd/1:
+// write_stdout()), or to a file with write_output_file() (all or nothing;
+// OutputError when it cannot).
 void write_output(const std::string& text, const std::string& path);
+
+// Standard output (docs/cli.md "Standard output"). Everything snapdiff
+// prints there goes through write_stdout(): a failed write is an
+// OutputError ("cannot write to standard output: No space left on
+// device", exit 2); a reader that went away (EPIPE, with SIGPIPE ignored by
+// the parent) ends the process by SIGPIPE, silently, as with SIGPIPE at its
+// default.
+void write_stdout(std::string_view text);
+// Called first by main(): descriptors 0-2 are open (a closed stdout becomes
+// /dev/null opened read-only, so writes to it fail with EBADF instead of
+// landing in the next file opened), and SIGXFSZ at its default is ignored
+// (a file size limit fails the write with EFBIG, which is reported and
+// cleaned up, instead of killing the process mid-write).
+void prepare_standard_streams();
+// Called last by main() with the exit code: anything still buffered on
+// stdout is flushed and the stream checked; a write error turns exit 0 or 1
+// into 2 with its one line (an error already reported keeps its code).
+int finish_stdout(int rc);
+
+// A message for stderr (or a name on stdout) as one visible line: C0
+// controls and DEL as \n, \t, \r or \xNN, bytes that are not UTF-8 as \xNN,
+// and the valid code points that act on a terminal or break a line (C1
+// controls, U+2028/U+2029, bidirectional overrides) as \uXXXX.
+std::string escape_for_terminal(std::string_view text);
+// Prints "snapdiff: error: MESSAGE[SUFFIX]" on stderr, MESSAGE escaped.
+void print_error(const std::string& message, const char* suffix = "");
+
+// A count option (declared as a string value): a whole number from 0 to
+// `max`, anything else (-1, 1e3, 2^64) a UsageError naming `option`.
+uint64_t count_arg(const boost::program_options::variables_map& vm, const std::string& name, const std::string& option,
+                   uint64_t max);
 
 // Parses a subcommand's arguments: the visible options plus any number of
 // positional inputs (vm["input"]).

@@ -1,6 +1,7 @@
 // Internal: the CLI's subcommands, one file each; main.cpp dispatches.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,9 @@ namespace snapdiff::cli {
 // that cannot be written. Graphviz failures (RenderError) have their own.
 constexpr int kExitOk = 0, kExitCheckFailed = 1, kExitUsage = 2, kExitInput = 3, kExitInternal = 4, kExitRender = 5;
 constexpr int kExitOutput = kExitUsage;
+// -n/--top of report and diff: at most this many sites (more than any
+// snapshot holds; -1 or 2^64 are usage errors, not "all").
+constexpr uint64_t kMaxTopSites = 10000000;
 
 // `snapdiff report FILE` / `snapdiff FILE` (src/cli/report_cmd.cpp).
 int cmd_report(const std::vector<std::string>& args);

@@ -1,7 +1,7 @@
 // `snapdiff convert IN -o OUT`: any input to .snap or to a PyTorch snapshot
 // pickle, the format chosen by OUT's name.
 #include <boost/program_options.hpp>
-#include <iostream>
+#include <sstream>
 #include <string>
 
 #include "cli/cli_util.hpp"
@@ -45,10 +45,12 @@ int cmd_convert(const std::vector<std::string>& args) {
   add_input_options(d);
   po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
-    std::cout << d
+    std::ostringstream help;
+    help << d
               << "\nThe .snap format is described by schemas/snap.schema.json and docs/formats.md. The pickle\n"
                  "loads with Python's pickle.load (no torch needed), torch.cuda._memory_viz and\n"
                  "pytorch.org/memory_viz, and snapdiff reads it back with the same results.\n";
+    write_stdout(help.str());
     return kExitOk;
   }
   const auto in = inputs(vm);

@@ -1,6 +1,6 @@
 // `snapdiff diff A B` (and `snapdiff A B`).
 #include <boost/program_options.hpp>
-#include <iostream>
+#include <sstream>
 
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
@@ -18,12 +18,14 @@ int cmd_diff(const std::vector<std::string>& args) {
   d.add_options()("help,h", "show this help")(
       "format,f", po::value<std::string>()->default_value("text"), "output format: text | json | markdown | html")(
       "output,o", po::value<std::string>(), "write the diff to this file instead of stdout")(
-      "top,n", po::value<size_t>()->default_value(20), "number of sites to list (the rest are summed)")(
+      "top,n", po::value<std::string>()->default_value("20"), "number of sites to list, 0 to 10000000 (the rest are summed)")(
       "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable)");
   add_input_options(d);
   po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
-    std::cout << d << "\nA and B are any inputs snapdiff reads. The JSON output is described by schemas/diff.schema.json.\n";
+    std::ostringstream help;
+    help << d << "\nA and B are any inputs snapdiff reads. The JSON output is described by schemas/diff.schema.json.\n";
+    write_stdout(help.str());
     return kExitOk;
   }
   if (!vm.count("input") || vm["input"].as<std::vector<std::string>>().size() != 2)
@@ -31,6 +33,7 @@ int cmd_diff(const std::vector<std::string>& args) {
   std::string fmt = vm["format"].as<std::string>();
   if (fmt != "text" && fmt != "json" && fmt != "markdown" && fmt != "html")
     throw UsageError("unknown --format '" + fmt + "' (text, json, markdown, html)");
+  const size_t top = size_t(count_arg(vm, "top", "-n/--top", kMaxTopSites));
   const auto& in = vm["input"].as<std::vector<std::string>>();
   RuleSet rules = load_rules(rules_files(vm));
   // Both inputs are held at once: each gets half of the memory bound.
@@ -44,7 +47,7 @@ int cmd_diff(const std::vector<std::string>& args) {
   ro.input_name = in[1];
   Analysis rb = analyze(tb, ro);
   DiffOptions dopt;
-  dopt.top_sites = vm["top"].as<size_t>();
+  dopt.top_sites = top;
   dopt.a_name = in[0];
   dopt.b_name = in[1];
   Diff df = diff_reports(ra, rb, dopt);

@@ -44,8 +44,9 @@ const char* kTopHelp =
     "Exit codes:\n"
     "  0  success\n"
     "  1  `snapdiff check`: a threshold failed\n"
-    "  2  usage error (bad option or argument), or an output file cannot be written\n"
-    "     (nothing is left behind: the file is as it was)\n"
+    "  2  usage error (bad option or argument), or an output cannot be written: a file\n"
+    "     (nothing is left behind: the file is as it was) or standard output\n"
+    "     (a closed pipe ends snapdiff quietly by SIGPIPE, status 141 in a shell)\n"
     "  3  input error: unreadable, truncated, corrupt, hostile or not a snapshot;\n"
     "     one line on stderr: snapdiff: error: FILE: offset N: what is wrong\n"
     "  4  internal error (a bug in snapdiff; please report it)\n"
@@ -59,11 +60,11 @@ int run(int argc, char** argv) {
   }
   const std::string& a0 = args[0];
   if (a0 == "--help" || a0 == "-h" || a0 == "help") {
-    std::cout << kTopHelp;
+    write_stdout(kTopHelp);
     return kExitOk;
   }
   if (a0 == "--version" || a0 == "-V") {
-    std::cout << "snapdiff " SNAPDIFF_VERSION "\n";
+    write_stdout("snapdiff " SNAPDIFF_VERSION "\n");
     return kExitOk;
   }
   std::vector<std::string> rest(args.begin() + 1, args.end());
@@ -90,33 +91,40 @@ int run(int argc, char** argv) {
   return cmd_report(args);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  install_input_fault_handler();
+// Every message is one line on stderr, its control bytes and invalid UTF-8
+// made visible (print_error); stdout is checked at the end (finish_stdout).
+int run_and_report(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const InputError& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "snapdiff: error: %s\n", e.describe().c_str());
+    print_error(e.describe());
     return kExitInput;
   } catch (const OutputError& e) {
-    std::fprintf(stderr, "snapdiff: error: %s\n", e.what());
+    print_error(e.what());
     return kExitOutput;
   } catch (const RenderError& e) {
-    std::fprintf(stderr, "snapdiff: error: cannot draw the chart: %s\n", e.what());
+    print_error(std::string("cannot draw the chart: ") + e.what());
     return kExitRender;
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "snapdiff: error: %s (see snapdiff --help)\n", e.what());
+    print_error(e.what(), " (see snapdiff --help)");
     return kExitUsage;
   } catch (const po::error& e) {
-    std::fprintf(stderr, "snapdiff: error: %s (see snapdiff --help)\n", e.what());
+    print_error(e.what(), " (see snapdiff --help)");
     return kExitUsage;
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "snapdiff: error: out of memory\n");
+    print_error("out of memory");
     return kExitInternal;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "snapdiff: internal error: %s\n", e.what());
+    std::fprintf(stderr, "snapdiff: internal error: %s\n", escape_for_terminal(e.what()).c_str());
     return kExitInternal;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  prepare_standard_streams();
+  install_input_fault_handler();
+  return finish_stdout(run_and_report(argc, argv));
 }

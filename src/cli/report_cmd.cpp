@@ -1,7 +1,7 @@
 // `snapdiff report FILE` (and `snapdiff FILE`): the report of one run, as
 // text, JSON or one HTML page.
 #include <boost/program_options.hpp>
-#include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,7 +24,7 @@ int cmd_report(const std::vector<std::string>& args) {
   d.add_options()("help,h", "show this help")(
       "format,f", po::value<std::string>()->default_value("text"), "output format: text | json | html (one self-contained page with the charts)")(
       "output,o", po::value<std::string>(), "write the report to this file instead of stdout")(
-      "top,n", po::value<size_t>()->default_value(10), "number of allocation sites to list")(
+      "top,n", po::value<std::string>()->default_value("10"), "number of allocation sites to list (0 to 10000000)")(
       "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable; tried before the built-in rules)")(
       "explain", po::value<std::string>(), "why allocations got their category: an ADDRESS (0x... or decimal) or a SITE "
                                            "(function, file:line, or text in \"function (file:line)\")")(
@@ -37,20 +37,23 @@ int cmd_report(const std::vector<std::string>& args) {
   d.add(input);
   po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
-    std::cout << d << "\nThe JSON output is described by schemas/report.schema.json.\n";
+    std::ostringstream help;
+    help << d << "\nThe JSON output is described by schemas/report.schema.json.\n";
+    write_stdout(help.str());
     return kExitOk;
   }
   if (!vm.count("input") || vm["input"].as<std::vector<std::string>>().size() != 1)
     throw UsageError("report needs exactly one input file");
   std::string fmt = vm["format"].as<std::string>();
   if (fmt != "text" && fmt != "json" && fmt != "html") throw UsageError("unknown --format '" + fmt + "' (text, json, html)");
+  const size_t top = size_t(count_arg(vm, "top", "-n/--top", kMaxTopSites));
   std::string path = vm["input"].as<std::vector<std::string>>()[0];
   // Rules are read first: a bad rules file fails before a long load.
   RuleSet rules = load_rules(rules_files(vm));
   const LoadOptions lo = load_options(vm);
   Trace t = load_input(path, lo);
   ReportOptions ro;
-  ro.top_sites = vm["top"].as<size_t>();
+  ro.top_sites = top;
   ro.input_name = path;
   ro.rules = &rules;
   if (vm.count("explain")) ro.explain = vm["explain"].as<std::string>();
