@@ -53,6 +53,11 @@ const Value* Converter::get(const Container& d, StrId k) const {
 
 namespace {
 constexpr const char* kMaxDeviceText = "2^50 bytes";
+// Out of line: apply_entry_items runs once per trace entry.
+[[noreturn, gnu::cold, gnu::noinline]] void size_error(uint64_t src_off, uint64_t size) {
+  throw InputError(src_off, "field 'size' is negative or implausibly large (" + std::to_string(int64_t(size)) +
+                                "): more than any device holds (" + kMaxDeviceText + ")");
+}
 [[noreturn]] void type_error(uint64_t src_off, std::string_view key, const Value& v, const char* want) {
   throw InputError(src_off, "field '" + std::string(key) + "' is a " + vt_name(v.t) + ", expected " + want);
 }
@@ -152,7 +157,7 @@ void Converter::apply_entry_items(const Value* it, size_t pairs, uint64_t src_of
     const Value& v = it[2 * i + 1];
     if (k.t != VT::Str) continue;
     StrId key = StrId(k.v);
-    auto as_u64 = [&](uint64_t* out) {
+    auto as_u64 = [&](uint64_t* out) __attribute__((always_inline)) {
       if (v.t == VT::Int || v.t == VT::UInt64) *out = v.v;
       else if (v.t == VT::BigInt)
         throw InputError(src_off, "field '" + std::string(trace_.strings.get(key)) + "' does not fit in 64 bits");
@@ -174,9 +179,8 @@ void Converter::apply_entry_items(const Value* it, size_t pairs, uint64_t src_of
       as_u64(&ev.size);
       // Sizes are summed: beyond what any device holds is corrupt (and could
       // wrap a 64-bit sum).
-      if (ev.size > kMaxDeviceBytes)
-        throw InputError(src_off, "field 'size' is negative or implausibly large (" + std::to_string(int64_t(ev.size)) +
-                                      "): more than any device holds (" + kMaxDeviceText + ")");
+      if (ev.size > kMaxDeviceBytes) [[unlikely]]
+        size_error(src_off, ev.size);
     } else if (key == k_stream) {
       as_u64(&ev.stream);
     } else if (key == k_time_us) {
