@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The bad-input contract at the command line, for inputs that are not plain
-# files or that change under the reader: FIFOs, a file that shrinks while it
-# is read, and inputs predicted to need more memory than allowed. Each must
+# files or that change under the reader: FIFOs, endless inputs (/dev/zero,
+# a pipe from yes) as the input, rules or budget, a file that shrinks while
+# it is read, and inputs predicted to need more memory than allowed. Each must
 # end in exit 3 with one 'snapdiff: error: FILE: ...' line and nothing on
 # stdout — never a crash, a hang, or the kernel's OOM killer.
 # Usage: contract_cli_test.sh path/to/snapdiff SOURCE_DIR UNPACKED_DATA_DIR
@@ -39,6 +40,40 @@ mkfifo "$T/good.fifo"
 timeout 20 "$BIN" report "$T/good.fifo" >"$T/out" 2>"$T/err"; rc=$?
 [[ $rc -eq 0 ]] && grep -q "^PEAK" "$T/out" && echo "ok   FIFO with a snapshot" || fail "FIFO with a snapshot: exit $rc"
 wait
+
+# Endless inputs and FIFOs for every file a command reads: bounded, never
+# read until memory runs out, never a hang (peak RSS against the bound is
+# measured by bench/hostile/probes_bounds.py, the hostile_probes test).
+yes | timeout 20 "$BIN" report --max-input-bytes 1000000 /dev/stdin >"$T/out" 2>"$T/err"; rc=$?
+[[ $rc -eq 3 ]] && grep -q -- "more than 1000000 bytes" "$T/err" && echo "ok   endless stdin" || fail "endless stdin: exit $rc"
+one_error_line "endless stdin" /dev/stdin
+timeout 20 "$BIN" report --max-memory 128MiB /dev/zero >"$T/out" 2>"$T/err"; rc=$?
+[[ $rc -eq 3 ]] && grep -q -- "--max-memory" "$T/err" && echo "ok   /dev/zero" || fail "/dev/zero: exit $rc"
+one_error_line "/dev/zero" /dev/zero
+timeout 20 "$BIN" report --rules /dev/zero "$DATA/small_bf16.pickle" >"$T/out" 2>"$T/err"; rc=$?
+[[ $rc -eq 3 ]] && echo "ok   --rules /dev/zero" || fail "--rules /dev/zero: exit $rc"
+one_error_line "--rules /dev/zero" /dev/zero
+timeout 20 "$BIN" check --budget /dev/zero "$DATA/small_bf16.pickle" >"$T/out" 2>"$T/err"; rc=$?
+[[ $rc -eq 3 ]] && echo "ok   --budget /dev/zero" || fail "--budget /dev/zero: exit $rc"
+one_error_line "--budget /dev/zero" /dev/zero
+timeout 20 "$BIN" report --rules "$T/nowriter.fifo" "$DATA/small_bf16.pickle" >"$T/out" 2>"$T/err"; rc=$?
+[[ $rc -eq 3 ]] && echo "ok   --rules FIFO without a writer" || fail "--rules FIFO without a writer: exit $rc"
+one_error_line "--rules FIFO without a writer" "$T/nowriter.fifo"
+timeout 20 "$BIN" check --budget "$T/nowriter.fifo" "$DATA/small_bf16.pickle" >"$T/out" 2>"$T/err"; rc=$?
+[[ $rc -eq 3 ]] && echo "ok   --budget FIFO without a writer" || fail "--budget FIFO without a writer: exit $rc"
+one_error_line "--budget FIFO without a writer" "$T/nowriter.fifo"
+# --max-input-bytes holds for plain files too; bytes after a gzip stream are refused.
+"$BIN" report --max-input-bytes 1000 "$DATA/small_bf16.pickle" >"$T/out" 2>"$T/err"; rc=$?
+[[ $rc -eq 3 ]] && grep -q -- "--max-input-bytes" "$T/err" && echo "ok   --max-input-bytes on a plain file" \
+  || fail "--max-input-bytes on a plain file: exit $rc"
+{ gzip -c "$DATA/small_bf16.pickle"; printf 'junk'; } >"$T/trailing.gz"
+"$BIN" report "$T/trailing.gz" >"$T/out" 2>"$T/err"; rc=$?
+[[ $rc -eq 3 ]] && grep -q "4 bytes after the end of the gzip stream" "$T/err" && echo "ok   bytes after a gzip stream" \
+  || fail "bytes after a gzip stream: exit $rc"
+one_error_line "bytes after a gzip stream" "$T/trailing.gz"
+{ head -c 50000 "$DATA/small_bf16.pickle" | gzip -c; tail -c +50001 "$DATA/small_bf16.pickle" | gzip -c; } >"$T/members.gz"
+"$BIN" report "$T/members.gz" >"$T/out" 2>"$T/err"; rc=$?
+[[ $rc -eq 0 ]] && grep -q "^PEAK" "$T/out" && echo "ok   two gzip members" || fail "two gzip members: exit $rc"
 
 # A file that shrinks while it is read: the memory-mapped gzip path faults
 # (SIGBUS) and the plain-pickle path reads short. Either way exit 3 and one

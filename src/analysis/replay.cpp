@@ -21,8 +21,9 @@
 #include <unordered_map>
 
 #include "analysis/addr_map.hpp"
-#include "util/hugepages.hpp"
 #include "snapdiff/analysis/replay.hpp"
+#include "snapdiff/error.hpp"
+#include "util/hugepages.hpp"
 
 namespace snapdiff {
 
@@ -58,9 +59,37 @@ namespace {
 enum class BS : uint8_t { Free, Alloc, Pending };
 
 // Counter updates wrap instead of overflowing (no undefined behaviour on
-// hostile sizes; real sizes never come near 2^63).
+// hostile sizes). The readers refuse any size beyond kMaxDeviceBytes and
+// the counters are checked against it after every event (check_total), so
+// they never come near a wrap: a few hundred sizes just below 2^56 once
+// summed to a negative peak, 257 dumped segments to a reserved total of
+// 1000 bytes.
 inline void wadd(int64_t& c, uint64_t v) { c = int64_t(uint64_t(c) + v); }
 inline void wsub(int64_t& c, uint64_t v) { c = int64_t(uint64_t(c) - v); }
+
+inline bool beyond_device(int64_t c) {
+  return c > int64_t(kMaxDeviceBytes) || c < -int64_t(kMaxDeviceBytes);
+}
+// All three within +-2^50: one comparison (each shifted into [0, 2^51]; the
+// OR of such values passes 2^51 only when one is beyond, or at the very
+// edge, where check_counters decides).
+inline bool maybe_beyond(const Counters& c) {
+  constexpr uint64_t k = kMaxDeviceBytes;
+  return ((uint64_t(c.requested) + k) | (uint64_t(c.allocated) + k) | (uint64_t(c.reserved) + k)) >= 2 * k;
+}
+// `where`: "event 17" or "before the first event"; `what`: "allocated".
+[[noreturn, gnu::noinline]] void refuse_total(int device, const std::string& where, const char* what, int64_t v) {
+  throw InputError("device " + std::to_string(device) + ", " + where + ": the " + what + " bytes come to " +
+                   std::to_string(v) + ", beyond what any device holds (2^50 bytes): the input is corrupt");
+}
+inline void check_total(int device, const std::string& where, const char* what, int64_t v) {
+  if (beyond_device(v)) refuse_total(device, where, what, v);
+}
+void check_counters(int device, const std::string& where, const Counters& c) {
+  check_total(device, where, "requested", c.requested);
+  check_total(device, where, "allocated", c.allocated);
+  check_total(device, where, "reserved", c.reserved);
+}
 
 struct RBlock {
   uint64_t addr, size, requested, stream;
@@ -148,6 +177,12 @@ class Replayer {
     return id;
   }
   bool seg_expandable(int32_t s) const { return s >= 0 && segs_[size_t(s)].expandable; }
+  // The counters after each addition of the rebuilt initial state (sizes at
+  // most 2^50 each: one check per addition keeps every sum from wrapping).
+  void guard_initial() const {
+    if (beyond_device(c_.requested) || beyond_device(c_.allocated) || beyond_device(c_.reserved))
+      check_counters(dev_.index, "before the first event", c_);
+  }
 
   void do_alloc(size_t i, const Event& e);
   void do_free_requested(size_t i, uint64_t addr, bool quiet);
@@ -430,6 +465,7 @@ void Replayer::reconstruct_initial_state() {
     segs_.push_back({s0.addr, s0.size, s0.expandable, true});
     if (!s0.expandable) seg_by_addr_.put(s0.addr, uint32_t(sid));
     wadd(c_.reserved, s0.size);
+    guard_initial();
     uint64_t cur = s0.addr, end = s0.addr + s0.size;
     while (pi < pre.size() && pre[pi].addr < s0.addr) {  // outside every segment
       ++pi;
@@ -458,6 +494,7 @@ void Replayer::reconstruct_initial_state() {
         wadd(c_.requested, p.requested);
         wadd(c_.allocated, size);
         ++out.pre_trace_allocations;
+        guard_initial();
       }
       cur = p.addr + size;
     }
@@ -475,8 +512,10 @@ void Replayer::reconstruct_initial_state() {
       wadd(c_.requested, p.requested);
       wadd(c_.allocated, size);
       ++out.pre_trace_allocations;
+      guard_initial();
     }
   }
+  check_counters(dev_.index, "before the first event", c_);
   out.baseline = c_;
 }
 
@@ -494,6 +533,9 @@ void Replayer::finish_end_check() {
         wadd(ck.dump.requested, b.requested_size);
       }
     }
+    // Each size is at most 2^50 (the readers): checked per segment, no sum wraps.
+    if (beyond_device(ck.dump.requested) || beyond_device(ck.dump.allocated) || beyond_device(ck.dump.reserved))
+      check_counters(dev_.index, "the dumped segments", ck.dump);
   }
   ck.dump_segments = dev_.segments.size();
   for (const RSeg& s : segs_) ck.replay_segments += s.live ? 1 : 0;
@@ -535,6 +577,7 @@ ReportedLive reported_pre_trace(const Device& dev, DeviceReplay* out) {
       if (live.find(e.addr) == detail::AddrMap::kNone) {
         r.pre.push_back({e.addr, e.size, e.size, e.stream, e.stack, -1});
         wadd(pre_sum, e.size);
+        check_total(dev.index, "event " + std::to_string(i), "freed-before-the-trace", pre_sum);
       } else {
         live.erase(e.addr);
       }
@@ -585,6 +628,8 @@ DeviceReplay replay_reported(const Device& dev) {
     if (e.kind == EventKind::Alloc) wadd(sum, e.size), any_alloc = true;
     else if (e.kind == EventKind::FreeRequested) wsub(sum, e.size);
     else if (e.kind == EventKind::Oom) ++out.oom_events;
+    if (beyond_device(sum)) [[unlikely]]
+      refuse_total(dev.index, "event " + std::to_string(i), "allocated (summed from the events)", sum);
     const int64_t alloc = dev.reported_allocated[i];
     if (alloc != sum) {
       ++out.inconsistencies;
@@ -677,6 +722,10 @@ DeviceReplay replay_with_peak_state(const Trace& trace, const Device& dev, Alloc
   for (size_t i = 0; i < n; ++i) {
     r.step(i);
     const Counters& c = r.counters();
+    // No counter beyond what a device holds (the replay of the same events
+    // up to the peak, below, and allocator_state_at's, stay within too).
+    if (maybe_beyond(c)) [[unlikely]]
+      check_counters(dev.index, "event " + std::to_string(i), c);
     r.out.requested.push_back(c.requested);
     r.out.allocated.push_back(c.allocated);
     r.out.reserved.push_back(c.reserved);

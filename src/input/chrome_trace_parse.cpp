@@ -4,6 +4,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <condition_variable>
 #include <cstring>
@@ -409,6 +410,14 @@ struct Shard {
     last_thread = id;
     return id;
   }
+  // Resident bytes of what this shard built (the memory bound).
+  uint64_t bytes() const {
+    return uint64_t(ranges.size()) * sizeof(RangeRec) + uint64_t(mem.size()) * sizeof(MemRec) +
+           uint64_t(launches.size()) * sizeof(LaunchRec) + uint64_t(gpu.size()) * sizeof(GpuRec) +
+           uint64_t(flows.size()) * sizeof(FlowRec) + names.memory_bytes() +
+           uint64_t(name_first.size()) * (sizeof(uint64_t) + 1) +
+           uint64_t(threads.size()) * (sizeof(TKey) + sizeof(uint64_t) + 64);
+  }
   void reserve(uint64_t decoded_bytes, unsigned parts) {
     const uint64_t b = decoded_bytes / (parts ? parts : 1);
     // Upper estimates: Kineto writes no event of these kinds in fewer bytes.
@@ -478,7 +487,7 @@ inline void Shard::on_event(const Parsed& ev, uint64_t index, const std::string&
       throw InputError(path() + ".args", std::string(oom ? "[OutOfMemory]" : "[memory]") + " event without \"Bytes\"");
     if (!oom && !ev.has_addr) throw InputError(path() + ".args", "[memory] event without \"Addr\"");
     // Sizes beyond any device: refused, so that no sum of them can overflow.
-    constexpr int64_t kMaxBytes = int64_t(1) << 40, kMaxTotal = int64_t(1) << 50;
+    constexpr int64_t kMaxBytes = int64_t(1) << 40, kMaxTotal = int64_t(kMaxDeviceBytes);
     if (ev.bytes > kMaxBytes || ev.bytes < -kMaxBytes)
       throw InputError(path() + ".args.Bytes", "implausible size " + std::to_string(ev.bytes) + " (more than 1 TiB)");
     if (ev.has_alloc && (ev.total_alloc < 0 || ev.total_alloc > kMaxTotal))
@@ -559,7 +568,7 @@ class EventReader {
 
   // forced_workers: parser threads besides the reading one (-1: chosen from
   // the machine and the input's size).
-  void read(ByteStream& in, const ProgressFn& progress, int forced_workers);
+  void read(ByteStream& in, const ProgressFn& progress, int forced_workers, const MemoryBudget& budget);
   Records take();
 
  private:
@@ -627,7 +636,7 @@ void EventReader::on_member(const std::string& key, const std::string& value) {
   }
 }
 
-void EventReader::read(ByteStream& in, const ProgressFn& progress, int forced_workers) {
+void EventReader::read(ByteStream& in, const ProgressFn& progress, int forced_workers, const MemoryBudget& budget) {
   // Threads: the main thread splits the stream into batches of complete
   // events and parses some of them itself; the others go to workers. Small
   // inputs are parsed on the main thread alone.
@@ -652,7 +661,15 @@ void EventReader::read(ByteStream& in, const ProgressFn& progress, int forced_wo
   std::deque<std::unique_ptr<Batch>> queue, spare;
   bool done = false;
   const size_t kMaxQueued = 2 * (workers ? workers : 1);
+  // The memory bound: the records the shards hold, times what building the
+  // Trace from them and analysing it adds (kRecordCost), summed as batches
+  // are parsed. Once over, no more batches are parsed and the reading
+  // thread refuses at the element it reached.
+  std::atomic<uint64_t> held{0};
+  std::atomic<bool> over{false};
   auto run_batch = [&](Shard& sh, const Batch& b) {
+    if (over.load(std::memory_order_relaxed)) return;
+    const uint64_t before = budget.bounded() ? sh.bytes() : 0;
     try {
       sh.parse(b, array_path);
     } catch (...) {
@@ -663,6 +680,11 @@ void EventReader::read(ByteStream& in, const ProgressFn& progress, int forced_wo
         sh.error_index = at;
         sh.error = std::current_exception();
       }
+    }
+    if (budget.bounded()) {
+      const uint64_t grown = sh.bytes() - before;
+      const uint64_t now = held.fetch_add(grown, std::memory_order_relaxed) + grown;
+      if (budget.over(now * kRecordCost)) over.store(true, std::memory_order_relaxed);
     }
   };
   std::vector<std::thread> pool;
@@ -715,6 +737,13 @@ void EventReader::read(ByteStream& in, const ProgressFn& progress, int forced_wo
     // a batch (about 4 MiB of events), parsed while the next one is read.
     JsonArrayStreamer js(in, "traceEvents", size_t(4) << 20);
     js.set_handoff(true);
+    // One value must fit in a buffer that doubles: a quarter of the room.
+    if (budget.bounded())
+      js.set_max_value(size_t(std::clamp<uint64_t>(budget.room() / 4, uint64_t(8) << 20, uint64_t(1) << 30)));
+    auto refuse_if_over = [&] {
+      if (over.load(std::memory_order_relaxed))
+        budget.refuse_at(js.array_path() + "[" + std::to_string(js.index()) + "]");
+    };
     // Batches are reused with their item lists (a fresh list per batch
     // would be a fresh mapping to fault in every time).
     std::vector<std::unique_ptr<Batch>> batch_pool;
@@ -748,6 +777,7 @@ void EventReader::read(ByteStream& in, const ProgressFn& progress, int forced_wo
     for (;;) {
       auto item = js.next();
       flush_retired();
+      refuse_if_over();
       if (item == JsonArrayStreamer::Item::End) break;
       if (item == JsonArrayStreamer::Item::Member) {
         on_member(js.key(), js.value());
@@ -766,12 +796,20 @@ void EventReader::read(ByteStream& in, const ProgressFn& progress, int forced_wo
       cur->buf = js.release_buffer();
       submit(std::move(cur));
     }
+    refuse_if_over();
     if (!js.saw_array()) throw InputError(std::string("$"), "not a Chrome trace: no \"traceEvents\" array");
     t_.source.decoded_bytes = js.position();
   } catch (...) {
     split_error = std::current_exception();
   }
   stop_workers();
+  if (!split_error && over.load()) {
+    try {
+      budget.refuse_at(array_path.empty() ? std::string("$.traceEvents") : array_path);
+    } catch (...) {
+      split_error = std::current_exception();
+    }
+  }
   // A parse error comes from an element before the point the splitter
   // reached: report the earliest one.
   const Shard* first = nullptr;
@@ -894,16 +932,17 @@ Records EventReader::take() {
 
 }  // namespace
 
-Records read_events(ByteStream& in, Trace& t, const ProgressFn& progress, int workers) {
+Records read_events(ByteStream& in, Trace& t, const ProgressFn& progress, int workers, const MemoryBudget& budget) {
   EventReader r(t);
-  r.read(in, progress, workers);
+  r.read(in, progress, workers, budget);
   return r.take();
 }
 
 }  // namespace chrome_trace
 
-void read_chrome_trace(ByteStream& in, Trace& out, const LoadOptions& opts) {
-  chrome_trace::build_trace(chrome_trace::read_events(in, out, opts.progress, opts.trace_reader_workers), out);
+void read_chrome_trace(ByteStream& in, Trace& out, const LoadOptions& opts, uint64_t held) {
+  const MemoryBudget budget(opts, held);
+  chrome_trace::build_trace(chrome_trace::read_events(in, out, opts.progress, opts.trace_reader_workers, budget), out);
 }
 
 }  // namespace snapdiff::detail

@@ -8,6 +8,11 @@ namespace snapdiff::detail {
 
 bool is_gzip(const uint8_t* p, size_t n) { return n >= 2 && p[0] == 0x1f && p[1] == 0x8b; }
 
+std::string gzip_trailing_message(uint64_t bytes) {
+  return std::to_string(bytes) + (bytes == 1 ? " byte" : " bytes") +
+         " after the end of the gzip stream (not another gzip member): the file is damaged or not one gzip file";
+}
+
 std::vector<uint8_t> gunzip(const uint8_t* p, size_t n, uint64_t max_out, const char* limit_option) {
   std::vector<uint8_t> out;
   z_stream zs{};
@@ -40,10 +45,15 @@ std::vector<uint8_t> gunzip(const uint8_t* p, size_t n, uint64_t max_out, const 
     in_off += in_before - zs.avail_in;
     produced += out_before - zs.avail_out;
     if (rc == Z_STREAM_END) {
-      // Concatenated members: continue when more gzip data follows.
+      // Concatenated members (legal gzip): continue when another follows;
+      // anything else after the stream is refused.
       if (in_off < n && is_gzip(p + in_off, n - in_off)) {
         inflateReset(&zs);
         continue;
+      }
+      if (in_off < n) {
+        inflateEnd(&zs);
+        throw InputError(in_off, gzip_trailing_message(n - in_off));
       }
       break;
     }

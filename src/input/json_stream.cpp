@@ -3,6 +3,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "input/file_source.hpp"
 #include "snapdiff/error.hpp"
 
 namespace snapdiff::detail {
@@ -101,10 +103,12 @@ class GzipStream final : public ByteStream {
       }
       if (!started_member_) {
         // A new member must start with the gzip magic; anything else after a
-        // complete member is ignored (as gzip(1) warns and stops).
+        // complete member is refused (gzip(1) warns about "trailing
+        // garbage"; here it means a damaged file).
         if (member_count_ > 0 && !(zs_.avail_in >= 2 ? gzip_magic(zs_.next_in, zs_.avail_in) : zs_.next_in[0] == 0x1f)) {
-          done_ = true;
-          break;
+          const uint64_t at = in_total_ - zs_.avail_in;
+          const uint64_t total = src_->progress_total();
+          throw InputError(at, gzip_trailing_message(total > at ? total - at : zs_.avail_in));
         }
         started_member_ = true;
       }
@@ -200,6 +204,17 @@ std::unique_ptr<ByteStream> memory_byte_stream(const uint8_t* p, size_t n, bool 
   return std::make_unique<GzipStream>(std::move(plain), max_decoded);
 }
 
+uint64_t json_token_bound(std::string_view text) {
+  static const auto table = [] {
+    std::array<uint8_t, 256> t{};
+    for (unsigned char c : std::string_view(",[]{}:\"")) t[c] = 1;
+    return t;
+  }();
+  uint64_t n = 0;
+  for (unsigned char c : text) n += table[c];
+  return n;
+}
+
 std::string peek(ByteStream& in, size_t n) {
   std::string out(n, '\0');
   size_t got = 0;
@@ -276,9 +291,12 @@ Buffer JsonArrayStreamer::release_buffer() {
 bool JsonArrayStreamer::fill() {
   if (eof_) return false;
   const size_t cap = buf_.size() - kPadding;
-  if (handoff_ && pos_ > 0 && end_ + (cap >> 2) > cap) {
+  if (handoff_ && handed_ && pos_ > 0 && end_ + (cap >> 2) > cap) {
     // Retire the buffer (its elements stay where they are) and carry the
-    // unread tail over to a new one.
+    // unread tail over to a new one. Only a buffer an element was handed
+    // out from is retired: one that held only whitespace or members is
+    // compacted below, so that megabytes of spaces between two elements
+    // never pile up retired buffers (they are taken only between elements).
     Buffer nb;
     if (!spare_.empty()) {
       nb = std::move(spare_.back());
@@ -292,13 +310,17 @@ bool JsonArrayStreamer::fill() {
     base_ += pos_;
     end_ -= pos_;
     pos_ = 0;
+    handed_ = false;
   } else if (pos_ > 0 && end_ + (cap >> 2) > cap) {
     compact();
   }
   if (end_ == cap) {  // one value larger than the buffer: grow it
     // Only traceEvents is streamed: any one value (an event, another
-    // top-level member) must fit in memory, and 1 GiB is beyond any real one.
-    if (cap >= (size_t(1) << 30)) fail_at(base_ + pos_, "a single JSON value larger than 1 GiB");
+    // top-level member) must fit in memory; 1 GiB is beyond any real one,
+    // and the memory bound may allow less (set_max_value).
+    if (cap >= max_value_)
+      fail_at(base_ + pos_, "a single JSON value larger than " + std::to_string(max_value_ >> 20) + " MiB" +
+                                (max_value_ < (size_t(1) << 30) ? " (the memory limit; raise it with --max-memory)" : ""));
     buf_.resize(cap * 2 + kPadding);
   }
   const size_t room = buf_.size() - kPadding - end_;
@@ -519,6 +541,7 @@ JsonArrayStreamer::Item JsonArrayStreamer::next() {
         size_ = e - pos_;
         offset_ = base_ + pos_;
         index_ = next_index_++;
+        handed_ = true;
         pos_ = e;
         state_ = State::AfterElement;
         return Item::Element;

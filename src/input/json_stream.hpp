@@ -56,6 +56,12 @@ std::unique_ptr<ByteStream> file_byte_stream(int fd, uint64_t file_size, bool gz
 // Bytes in memory (not copied; they must outlive the stream), inflated when gzip.
 std::unique_ptr<ByteStream> memory_byte_stream(const uint8_t* p, size_t n, bool gzip, uint64_t max_decoded);
 
+// An upper bound on the tokens of a JSON text: its brackets, braces,
+// commas, colons and quotes (every value but the first of an array or
+// object follows one). What a DOM of the text takes is bounded by it: the
+// readers that build one count it first, against the memory bound.
+uint64_t json_token_bound(std::string_view text);
+
 // The first n bytes of a stream (fewer at its end, or where reading fails:
 // format detection works on what could be read, and the reader that follows
 // reports the error).
@@ -105,6 +111,9 @@ class JsonArrayStreamer {
   Buffer release_buffer();
   // A buffer to reuse for a later generation.
   void give_spare(Buffer&& b) { spare_.push_back(std::move(b)); }
+  // The largest single value (an element, a member) the buffer grows to
+  // hold: 1 GiB unless the memory bound allows less. Beyond it: InputError.
+  void set_max_value(size_t bytes) { max_value_ = bytes; }
 
  private:
   enum class State { Start, Members, AfterMember, Array, AfterElement, Done };
@@ -134,6 +143,8 @@ class JsonArrayStreamer {
   uint64_t index_ = 0, next_index_ = 0, offset_ = 0;
   std::string key_, value_;
   bool handoff_ = false;
+  bool handed_ = false;  // an element was handed out from buf_ (hand-off mode retires it, never moves it)
+  size_t max_value_ = size_t(1) << 30;
   uint64_t generation_ = 0;
   std::vector<Buffer> retired_, spare_;
 };

@@ -1,6 +1,7 @@
 // The top-level readers. An input is opened once (Source), its format told
 // from its first decoded bytes, never from its name (detect), and read by the
 // reader of that format (kReaders).
+#include <algorithm>
 #include <cstdio>
 #include <iterator>
 
@@ -36,8 +37,12 @@ const uint8_t* bytes_of(std::string_view s) { return reinterpret_cast<const uint
 // Each reads either the whole decoded input held in memory (`text`), or a
 // regular file as it is stored, through its descriptor.
 
-void read_pickle_text(std::string_view text, const LoadOptions& opts, Trace& out) {
-  read_torch_pickle(bytes_of(text), text.size(), out, opts.progress);
+// `held`: bytes of the input held in memory besides the text being parsed
+// in place (a decoded gzip buffer, a pipe's buffer), counted against the
+// memory bound as the reader counts what it builds.
+void read_pickle_text(std::string_view text, const LoadOptions& opts, uint64_t held, Trace& out) {
+  detail::read_torch_pickle_bounded(bytes_of(text), text.size(), out, opts.progress,
+                                    detail::MemoryBudget(opts, held, detail::kProgramMemoryBytes));
 }
 
 // A plain pickle in a regular file is parsed as it is read, in chunks through
@@ -47,14 +52,26 @@ void read_pickle_file(Source& src, const LoadOptions& opts, Trace& out) {
   out.source.file_bytes = src.size();
   out.source.decoded_bytes = src.size();
   detail::check_memory(predicted_memory_bytes(src.size(), false), opts);
-  detail::read_torch_pickle_fd(src.fd(), src.size(), out, opts.progress);
+  detail::read_torch_pickle_fd(src.fd(), src.size(), out, opts.progress,
+                               detail::MemoryBudget(opts, 0, detail::kProgramMemoryBytes));
 }
 
-void read_snap_text(std::string_view text, const LoadOptions&, Trace& out) { read_snap(text, out); }
+// A .snap is parsed into a JSON DOM: refused first when the DOM would pass
+// the memory bound. A DOM takes at most about 32 bytes a token (an empty
+// object: its value, its map, the comma), plus the strings' bytes; a real
+// .snap about 5 bytes a byte of text, which the prediction (9) covers.
+constexpr uint64_t kSnapDomBytesPerToken = 32;
+void read_snap_text(std::string_view text, const LoadOptions& opts, uint64_t held, Trace& out) {
+  if (opts.max_memory_bytes)
+    detail::check_memory(detail::kFixedMemoryBytes + std::max<uint64_t>(held, text.size()) +  // a mapping is resident too
+                             detail::json_token_bound(text) * kSnapDomBytesPerToken,
+                         opts);
+  read_snap(text, out);
+}
 
-void read_chrome_trace_text(std::string_view text, const LoadOptions& opts, Trace& out) {
+void read_chrome_trace_text(std::string_view text, const LoadOptions& opts, uint64_t held, Trace& out) {
   auto in = detail::memory_byte_stream(bytes_of(text), text.size(), false, opts.max_decoded_bytes);
-  detail::read_chrome_trace(*in, out, opts);
+  detail::read_chrome_trace(*in, out, opts, held);
 }
 
 // A Chrome trace in a regular file (plain or gzip) is streamed, never held
@@ -82,11 +99,11 @@ void read_chrome_trace_file(Source& src, const LoadOptions& opts, Trace& out) {
                    "time, without the allocations themselves; give it with --memory-timeline beside the Chrome "
                    "trace of the same run (snapdiff report TRACE --memory-timeline FILE)");
 }
-[[noreturn]] void refuse_timeline_text(std::string_view, const LoadOptions&, Trace&) { refuse_timeline(); }
+[[noreturn]] void refuse_timeline_text(std::string_view, const LoadOptions&, uint64_t, Trace&) { refuse_timeline(); }
 [[noreturn]] void refuse_timeline_file(Source&, const LoadOptions&, Trace&) { refuse_timeline(); }
 
 // Empty and Unknown.
-[[noreturn]] void refuse_text(std::string_view text, const LoadOptions&, Trace&) {
+[[noreturn]] void refuse_text(std::string_view text, const LoadOptions&, uint64_t, Trace&) {
   if (text.empty()) throw InputError(uint64_t(0), "empty file");
   char hex[8];
   std::snprintf(hex, sizeof hex, "0x%02x", unsigned(uint8_t(text[0])));
@@ -101,7 +118,7 @@ struct FormatReader {
   // predicted_memory_bytes(decoded bytes, json), plus the decoded buffer when
   // the input is gzip; refused beyond --max-memory before it is read.
   bool json;
-  void (*read_text)(std::string_view text, const LoadOptions& opts, Trace& out);
+  void (*read_text)(std::string_view text, const LoadOptions& opts, uint64_t held, Trace& out);
   // A regular file stored plain (from_plain_file) or gzip (from_gzip_file) is
   // read straight from its descriptor instead; read_file checks its own
   // prediction first.
@@ -128,7 +145,7 @@ constexpr bool readers_in_format_order() {
 }
 static_assert(readers_in_format_order(), "kReaders has one entry per InputFormat, in its order");
 
-Trace read_source(Source& src, const LoadOptions& opts) {
+Trace read_format(Source& src, const LoadOptions& opts) {
   const FormatReader& reader = kReaders[size_t(src.format())];
   Trace t;
   if (src.regular_file() && (src.gzip() ? reader.from_gzip_file : reader.from_plain_file)) {
@@ -140,8 +157,12 @@ Trace read_source(Source& src, const LoadOptions& opts) {
   t.source.gzip = src.gzip();
   t.source.decoded_bytes = text.size();
   detail::check_memory((src.gzip() ? text.size() : 0) + predicted_memory_bytes(text.size(), reader.json), opts);
+  // Held while the text is read: the decoded buffer and the stored bytes
+  // (mapped or not, they are resident) for gzip; a pipe's buffer. A mapped
+  // plain file is released behind the reader (below).
+  const uint64_t held = src.gzip() ? t.source.file_bytes + text.size() : (src.mapped() ? 0 : text.size());
   if (!src.mapped() || src.gzip()) {
-    reader.read_text(text, opts, t);
+    reader.read_text(text, opts, held, t);
     return t;
   }
   // Plain file, memory-mapped: parsed in place, dropping pages behind the
@@ -151,7 +172,15 @@ Trace read_source(Source& src, const LoadOptions& opts) {
     src.release_before(size_t(done) > (size_t(1) << 20) ? size_t(done) - (size_t(1) << 20) : 0);
     if (opts.progress) opts.progress(done, total);
   };
-  reader.read_text(text, o, t);
+  reader.read_text(text, o, 0, t);
+  return t;
+}
+
+// Read, the model is held to the bound once more with what analysing it
+// takes (the reader counted only what it built).
+Trace read_source(Source& src, const LoadOptions& opts) {
+  Trace t = read_format(src, opts);
+  detail::check_memory(detail::analysis_memory_bytes(t), opts);
   return t;
 }
 
@@ -169,7 +198,7 @@ Trace load_trace_from_memory(std::string_view bytes, const std::string& name, co
 
 Trace load_trace(const std::string& path, const LoadOptions& opts) {
   try {
-    Source src = Source::open(path);
+    Source src = Source::open(path, opts);
     return read_source(src, opts);
   } catch (InputError& e) {
     e.set_file(path);

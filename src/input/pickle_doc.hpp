@@ -4,8 +4,6 @@
 // list) and by the builder that walks the rest of the document.
 #pragma once
 
-#include <sys/mman.h>
-
 #include <bit>
 #include <cstdint>
 #include <new>
@@ -14,8 +12,10 @@
 #include <utility>
 #include <vector>
 
+#include "input/memory_budget.hpp"
 #include "snapdiff/input/input.hpp"
 #include "snapdiff/model/model.hpp"
+#include "util/pod_vec.hpp"
 
 namespace snapdiff::detail {
 
@@ -31,85 +31,6 @@ struct Value {
   uint64_t v = 0;
   int64_t i() const { return int64_t(v); }
   double f() const { return std::bit_cast<double>(v); }
-};
-
-// A growable array of trivially copyable values in its own anonymous mapping:
-// large ones are backed by transparent huge pages (page faults are a large
-// part of parsing a big snapshot otherwise) and grow with mremap, which moves
-// page tables instead of copying bytes. Grown items are left uninitialised.
-template <class T>
-class PodVec {
-  static_assert(std::is_trivially_copyable_v<T>);
-
- public:
-  PodVec() = default;
-  ~PodVec() { release(); }
-  PodVec(const PodVec&) = delete;
-  PodVec& operator=(const PodVec&) = delete;
-
-  T* data() { return p_; }
-  const T* data() const { return p_; }
-  size_t size() const { return n_; }
-  size_t capacity() const { return cap_; }
-  bool empty() const { return n_ == 0; }
-  T& operator[](size_t i) { return p_[i]; }
-  const T& operator[](size_t i) const { return p_[i]; }
-  T& back() { return p_[n_ - 1]; }
-  T* begin() { return p_; }
-  T* end() { return p_ + n_; }
-  void reserve(size_t n) {
-    if (n > cap_) grow_to(n);
-  }
-  // New items (if any) are not initialised.
-  void resize(size_t n) {
-    if (n > cap_) grow_to(n);
-    n_ = n;
-  }
-  void push_back(const T& v) {
-    if (n_ == cap_) grow_to(n_ + 1);
-    p_[n_++] = v;
-  }
-  // Only when size() < capacity().
-  void push_back_unchecked(const T& v) { p_[n_++] = v; }
-  void pop_back() { --n_; }
-  void clear() { n_ = 0; }
-  void swap(PodVec& o) {
-    std::swap(p_, o.p_);
-    std::swap(n_, o.n_);
-    std::swap(cap_, o.cap_);
-    std::swap(bytes_, o.bytes_);
-  }
-
- private:
-  [[gnu::noinline]] void grow_to(size_t want) {
-    size_t ncap = cap_ * 2 > want ? cap_ * 2 : want;
-    size_t bytes = round_bytes(ncap * sizeof(T));
-    if (bytes / sizeof(T) < want) throw std::bad_alloc();
-    void* q;
-    if (!p_) {
-      q = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    } else {
-      q = ::mremap(p_, bytes_, bytes, MREMAP_MAYMOVE);
-    }
-    if (q == MAP_FAILED) throw std::bad_alloc();
-    if (bytes >= kHuge) ::madvise(q, bytes, MADV_HUGEPAGE);
-    p_ = static_cast<T*>(q);
-    bytes_ = bytes;
-    cap_ = bytes / sizeof(T);
-  }
-  static size_t round_bytes(size_t b) {
-    if (b < (size_t(64) << 10)) return size_t(64) << 10;
-    if (b < kHuge) return (b + 4095) & ~size_t(4095);
-    return (b + kHuge - 1) & ~(kHuge - 1);
-  }
-  void release() {
-    if (p_) ::munmap(p_, bytes_);
-    p_ = nullptr;
-    n_ = cap_ = bytes_ = 0;
-  }
-  static constexpr size_t kHuge = size_t(2) << 20;
-  T* p_ = nullptr;
-  size_t n_ = 0, cap_ = 0, bytes_ = 0;
 };
 
 // 24 bytes; there is one per dict/list/tuple of the input (millions).
@@ -160,8 +81,29 @@ struct PickleDoc {
   Value root;
   int protocol = 0;
 
+  // The memory bound (memory_budget.hpp). What the reader holds is counted
+  // as it goes: the document's containers, pool items (their high-water
+  // mark: pages once written stay resident) and events; the VM's own memo,
+  // stack and read buffer (vm_bytes, updated by the VM at each check); and
+  // the model built so far (Trace::memory_bytes: strings, frames, stacks,
+  // events, segments, blocks).
+  MemoryBudget budget;
+  uint64_t vm_bytes = 0;
+  uint64_t pool_high = 0;  // items, list_pool + dict_pool
+
   const Value* items(const Container& c) const {
     return (c.kind() == VT::Dict ? dict_pool.data() : list_pool.data()) + c.off;
+  }
+  uint64_t doc_bytes() {
+    const uint64_t pools = uint64_t(list_pool.size()) + dict_pool.size();
+    if (pools > pool_high) pool_high = pools;
+    return uint64_t(conts.size()) * sizeof(Container) + pool_high * sizeof(Value) +
+           uint64_t(events.size()) * sizeof(Event) + vm_bytes;
+  }
+  // Refuses (InputError at `offset`) when what is held, plus `more` bytes
+  // about to be built, passes the bound.
+  void check_memory(const Trace& t, uint64_t offset, uint64_t more = 0) {
+    if (budget.bounded()) budget.check(doc_bytes() + t.memory_bytes() + more, offset);
   }
 };
 
@@ -196,8 +138,12 @@ class Converter {
 };
 
 // read_torch_pickle() for `size` bytes read from `fd` in chunks (a plain
-// file: no mapping, no copy of the whole input).
-void read_torch_pickle_fd(int fd, uint64_t size, Trace& out, const ProgressFn& progress);
+// file: no mapping, no copy of the whole input), held to `budget`.
+void read_torch_pickle_fd(int fd, uint64_t size, Trace& out, const ProgressFn& progress, const MemoryBudget& budget);
+// read_torch_pickle() held to `budget` (which counts the input's buffer
+// as held already when it is one).
+void read_torch_pickle_bounded(const uint8_t* data, size_t size, Trace& out, const ProgressFn& progress,
+                               const MemoryBudget& budget);
 
 // Builds the Trace from a parsed document (root value). Trace entries are
 // event-backed dicts already converted while parsing.

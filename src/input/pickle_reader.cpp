@@ -71,7 +71,7 @@ class VM {
     memo_.reserve(total_ / 32 + 16);
     doc_.events.reserve(total_ / 40 + 16);  // an entry takes >= ~45 bytes even with every key memoized
     advise_hugepages(doc_.events.data(), doc_.events.capacity() * sizeof(Event));
-    stack_.reserve(4096);
+    stack_.reserve(kStackReserve);
   }
 
  private:
@@ -92,7 +92,12 @@ class VM {
     size_t have = n_ - pos_;
     size_t need_cap = std::max(k, kChunk);
     if (buf_.size() < need_cap) {
-      // k is at most what the input holds (checked above).
+      // k is at most what the input holds (checked above). A buffer beyond
+      // the usual chunk holds one long string: count it before it exists.
+      if (need_cap > kChunk) {
+        account();
+        doc_.check_memory(conv_.trace(), op_off_, std::max(need_cap, 2 * buf_.size()));
+      }
       PodVec<uint8_t> nb;
       nb.resize(std::max(need_cap, 2 * buf_.size()));
       if (have) std::memcpy(nb.data(), p_ + pos_, have);
@@ -120,6 +125,7 @@ class VM {
       n_ += size_t(r);
       unread -= uint64_t(r);
     }
+    set_run_end();
     return n_ - pos_ >= k;
   }
   template <size_t K>
@@ -254,6 +260,7 @@ class VM {
       c.off = uint32_t(doc_.events.size());
       c.size = 0;
       c.cap = 0;
+      if (doc_.events.size() == doc_.events.capacity()) grow_events();
       doc_.events.push_back(ev);
       return;
     }
@@ -282,6 +289,14 @@ class VM {
     }
   }
 
+  // The events array outgrew its reservation: growing it copies every
+  // event once, old and new arrays resident together for a moment.
+  [[gnu::noinline]] void grow_events() {
+    const size_t n = doc_.events.size();
+    doc_.check_memory(conv_.trace(), op_off_, uint64_t(n) * sizeof(Event));
+    doc_.events.reserve(n < 1024 ? 1024 : 2 * n);
+  }
+
   Value make_tuple(const Value* items, size_t k) {
     Value t = new_container(VT::Tuple);
     Container& c = doc_.conts[t.v];
@@ -292,6 +307,8 @@ class VM {
   }
 
   Value make_str(std::string_view s, VT t = VT::Str) {
+    if (s.size() >= kLongString) [[unlikely]]
+      doc_.check_memory(conv_.trace(), op_off_, s.size());
     Value v;
     v.t = t;
     v.v = conv_.trace().strings.intern(s);
@@ -335,19 +352,30 @@ class VM {
     else v.v = p;
     return v;
   }
+  // Python's pickler numbers memo slots 0, 1, 2, ...: the dense array.
+  // Indices past its end (pickletools.optimize leaves gaps; a crafted file
+  // names 2^32 - 1) fill a short gap or go to a map, never to an array
+  // resized to the index; either way they are counted at once.
   void memo_put(uint64_t idx, const Value& v) {
     size_t n = memo_.size();
     if (idx == n) {
       memo_.push_back(memo_word(v));
     } else if (idx < n) {
       memo_[size_t(idx)] = memo_word(v);
-    } else if (idx < (uint64_t(1) << 26) && idx <= n + (1u << 20)) {
+    } else {
+      memo_put_beyond(idx, v);
+    }
+  }
+  [[gnu::noinline]] void memo_put_beyond(uint64_t idx, const Value& v) {
+    size_t n = memo_.size();
+    if (idx - n <= kMaxMemoGap) {
       memo_.resize(size_t(idx) + 1);
       for (size_t i = n; i < size_t(idx); ++i) memo_[i] = kAbsentWord;
       memo_[size_t(idx)] = memo_word(v);
     } else {
       sparse_memo_[idx] = v;
     }
+    account();
   }
   Value memo_get(uint64_t idx) {
     if (idx < memo_.size()) {
@@ -362,6 +390,55 @@ class VM {
     return it->second;
   }
   size_t memo_count() const { return memo_.size() + sparse_memo_.size(); }
+
+  // The memory bound: the VM's own structures into doc_.vm_bytes, then the
+  // check of everything held (PickleDoc::check_memory). Called every
+  // kBudgetStride bytes of input (no opcode builds more than about 40 bytes
+  // per byte of input, so at most a few MiB pass between two checks), and
+  // at once where one opcode can build more (a long string, a memo gap, a
+  // large stack interned).
+  void account() {
+    if (!doc_.budget.bounded()) return;
+    // The read buffer's usual chunk and the stack's first reservation are
+    // part of the fixed share (kFixedMemoryBytes): only growth beyond counts.
+    auto beyond = [](uint64_t bytes, uint64_t fixed) { return bytes > fixed ? bytes - fixed : 0; };
+    doc_.vm_bytes = uint64_t(memo_.size()) * sizeof(uint64_t) + uint64_t(memo_spill_.capacity()) * sizeof(Value) +
+                    uint64_t(sparse_memo_.size()) * kSparseMemoNodeBytes +
+                    uint64_t(sparse_memo_.bucket_count()) * sizeof(void*) +
+                    beyond(uint64_t(stack_.capacity()) * sizeof(Value), kStackReserve * sizeof(Value)) +
+                    uint64_t(marks_.capacity()) * sizeof(size_t) + beyond(buf_.size(), kChunk);
+    doc_.check_memory(conv_.trace(), op_off_);
+  }
+  // Progress and the memory check, due when the input position reaches
+  // next_check_ (one comparison per opcode, as progress alone had).
+  [[gnu::noinline]] void checkpoint() {
+    const uint64_t at = base_ + pos_;
+    if (at >= next_progress_) {
+      next_progress_ = at + (uint64_t(16) << 20);
+      if (progress_) progress_(at, total_);
+    }
+    if (doc_.budget.bounded()) {
+      op_off_ = at;
+      account();
+      next_budget_ = at + kBudgetStride;
+    }
+    next_check_ = std::min(next_progress_, next_budget_);
+    set_run_end();
+  }
+  // Where a run of BINGETs stops: the end of the bytes in view, or the next
+  // check. Set whenever either moves.
+  void set_run_end() {
+    run_end_ = next_check_ - base_ < n_ ? size_t(next_check_ - base_) : n_;
+  }
+  size_t run_end_ = 0;
+  static constexpr uint64_t kBudgetStride = uint64_t(64) << 10;
+  static constexpr size_t kStackReserve = 4096;
+  static constexpr size_t kLongString = size_t(1) << 20;
+  static constexpr uint64_t kMaxMemoGap = 4096;
+  static constexpr uint64_t kSparseMemoNodeBytes = 64;  // unordered_map node (key, Value, next, malloc)
+  uint64_t next_progress_ = uint64_t(16) << 20;
+  uint64_t next_budget_ = 0;
+  uint64_t next_check_ = 0;
 
   // The bytes in view: p_[0, n_) is input [base_, base_ + n_); pos_ is
   // relative to p_, op_off_ absolute.
@@ -463,13 +540,12 @@ Value VM::parse_decimal(std::string_view s, bool is_long) {
 
 Value VM::run() {
   if (total_ == 0) fail(0, "empty input");
-  uint64_t next_progress = uint64_t(16) << 20;
+  next_budget_ = doc_.budget.bounded() ? 0 : UINT64_MAX;
+  next_check_ = std::min(next_progress_, next_budget_);
+  set_run_end();
   for (;;) {
     if (pos_ >= n_ && !fill(1)) fail(base_ + pos_, "truncated input: no STOP opcode before the end");
-    if (base_ + pos_ >= next_progress) {
-      next_progress = base_ + pos_ + (uint64_t(16) << 20);
-      if (progress_) progress_(base_ + pos_, total_);
-    }
+    if (base_ + pos_ >= next_check_) checkpoint();
     if (stack_.size() == stack_.capacity()) stack_.reserve(stack_.size() + 1);
     op_off_ = base_ + pos_;
     uint8_t op = p_[pos_++];
@@ -625,9 +701,10 @@ Value VM::run() {
       case 'h': case 'j': {  // BINGET, LONG_BINGET
         // Runs of these (the frames of a stack) are most of a snapshot: take
         // a whole run here rather than one opcode per dispatch.
+        // The run stops at the next check too (it may push millions).
         for (;;) {
           push(memo_get(op == 'h' ? read_le<1>() : read_le<4>()));
-          if (pos_ >= n_) break;
+          if (pos_ >= run_end_) break;
           uint8_t nx = p_[pos_];
           if (nx != 'h' && nx != 'j') break;
           if (stack_.size() == stack_.capacity()) break;
@@ -663,10 +740,24 @@ Value VM::run() {
 }  // namespace detail
 
 namespace detail {
-void read_torch_pickle_fd(int fd, uint64_t size, Trace& out, const ProgressFn& progress) {
+void read_torch_pickle_fd(int fd, uint64_t size, Trace& out, const ProgressFn& progress, const MemoryBudget& budget) {
   PickleDoc doc;
+  doc.budget = budget;
   Converter conv(doc, out);
   VM vm(fd, size, doc, conv, progress);
+  vm.reserve_for_input();
+  doc.root = vm.run();
+  out.source.format = "torch-pickle";
+  out.source.format_detail = "pickle protocol " + std::to_string(doc.protocol);
+  build_trace_from_doc(doc, conv, out);
+}
+
+void read_torch_pickle_bounded(const uint8_t* data, size_t size, Trace& out, const ProgressFn& progress,
+                               const MemoryBudget& budget) {
+  PickleDoc doc;
+  doc.budget = budget;
+  Converter conv(doc, out);
+  VM vm(data, size, doc, conv, progress);
   vm.reserve_for_input();
   doc.root = vm.run();
   out.source.format = "torch-pickle";
@@ -676,14 +767,7 @@ void read_torch_pickle_fd(int fd, uint64_t size, Trace& out, const ProgressFn& p
 }  // namespace detail
 
 void read_torch_pickle(const uint8_t* data, size_t size, Trace& out, const ProgressFn& progress) {
-  detail::PickleDoc doc;
-  detail::Converter conv(doc, out);
-  detail::VM vm(data, size, doc, conv, progress);
-  vm.reserve_for_input();
-  doc.root = vm.run();
-  out.source.format = "torch-pickle";
-  out.source.format_detail = "pickle protocol " + std::to_string(doc.protocol);
-  detail::build_trace_from_doc(doc, conv, out);
+  detail::read_torch_pickle_bounded(data, size, out, progress, detail::MemoryBudget());
 }
 
 }  // namespace snapdiff

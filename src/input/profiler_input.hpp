@@ -12,7 +12,9 @@
 
 namespace snapdiff::detail {
 
-// Streams a Chrome trace into `out` (opts: progress, trace_reader_workers).
-void read_chrome_trace(ByteStream& in, Trace& out, const LoadOptions& opts);
+// Streams a Chrome trace into `out` (opts: progress, trace_reader_workers,
+// and the memory bound, which `held` bytes of the input held in memory
+// count against first).
+void read_chrome_trace(ByteStream& in, Trace& out, const LoadOptions& opts, uint64_t held = 0);
 
 }  // namespace snapdiff::detail

@@ -160,6 +160,10 @@ void write_snap_file(const Trace& t, const std::string& path, bool gzip) {
 
 namespace {
 
+constexpr const char* kTooLarge = "implausibly large size: more than any device holds (2^50 bytes)";
+constexpr const char* kSumTooLarge =
+    "the device's dumped sizes sum to more than any device holds (2^50 bytes): the file is corrupt";
+
 class SnapReader {
  public:
   explicit SnapReader(Trace& t) : t_(t) {}
@@ -372,8 +376,8 @@ class SnapReader {
       x.free_bytes = u64_at(free_b, p, "free_bytes", i);
       x.total_bytes = u64_at(total_b, p, "total_bytes", i);
       x.reserved_bytes = u64_at(reserved_b, p, "reserved_bytes", i);
-      if (x.total_bytes >> 56) fail(at(p, "total_bytes", i), "implausibly large size");
-      if (x.reserved_bytes >> 56) fail(at(p, "reserved_bytes", i), "implausibly large size");
+      if (x.total_bytes > kMaxDeviceBytes) fail(at(p, "total_bytes", i), kTooLarge);
+      if (x.reserved_bytes > kMaxDeviceBytes) fail(at(p, "reserved_bytes", i), kTooLarge);
       if (x.free_bytes > x.total_bytes) fail(at(p, "free_bytes", i), "more free bytes than total bytes");
       x.label = str_at(label, p, "label", i);
     }
@@ -417,7 +421,7 @@ class SnapReader {
       }
       e.addr = num_u64(addr[i], ep + ".addr" + ix);
       e.size = num_u64(size[i], ep + ".size" + ix);
-      if (e.size >> 56) fail(ep + ".size" + ix, "implausibly large size");
+      if (e.size > kMaxDeviceBytes) fail(ep + ".size" + ix, kTooLarge);
       uint64_t s = num_u64(stream[i], ep + ".stream" + ix);
       if (s >= sv.size()) fail(ep + ".stream" + ix, "stream index out of range");
       e.stream = sv[s];
@@ -430,6 +434,10 @@ class SnapReader {
     const J& blocks = arr(d, "blocks", p + ".blocks");
     const J& segs = arr(d, "segments", p + ".segments");
     uint64_t next_block = 0;
+    // Sums per device, as the replay makes them: at most what a device holds.
+    uint64_t sum_total = 0, sum_blocks = 0;
+    dev.segments.reserve(segs.size());
+    dev.blocks.reserve(blocks.size());
     for (size_t i = 0; i < segs.size(); ++i) {
       std::string sp = p + ".segments[" + std::to_string(i) + "]";
       const J& s = segs[i];
@@ -440,8 +448,11 @@ class SnapReader {
       sg.allocated_size = num_u64(s[2], sp + "[2]");
       sg.active_size = num_u64(s[3], sp + "[3]");
       sg.requested_size = num_u64(s[4], sp + "[4]");
-      if ((sg.total_size | sg.allocated_size | sg.active_size | sg.requested_size) >> 56)
-        fail(sp, "implausibly large size");
+      if (sg.total_size > kMaxDeviceBytes || sg.allocated_size > kMaxDeviceBytes || sg.active_size > kMaxDeviceBytes ||
+          sg.requested_size > kMaxDeviceBytes)
+        fail(sp, kTooLarge);
+      sum_total += sg.total_size;
+      if (sum_total > kMaxDeviceBytes) fail(sp + "[1]", kSumTooLarge);
       sg.stream = num_u64(s[5], sp + "[5]");
       sg.small_pool = num_i64(s[6], sp + "[6]") != 0;
       sg.expandable = num_i64(s[7], sp + "[7]") != 0;
@@ -460,7 +471,9 @@ class SnapReader {
         blk.addr = num_u64(bj[0], bp + "[0]");
         blk.size = num_u64(bj[1], bp + "[1]");
         blk.requested_size = num_u64(bj[2], bp + "[2]");
-        if ((blk.size | blk.requested_size) >> 56) fail(bp, "implausibly large size");
+        if (blk.size > kMaxDeviceBytes || blk.requested_size > kMaxDeviceBytes) fail(bp, kTooLarge);
+        sum_blocks += blk.size;
+        if (sum_blocks > kMaxDeviceBytes) fail(bp + "[1]", kSumTooLarge);
         blk.stack = stack(bj[3], bp + "[3]");
         uint64_t st = num_u64(bj[4], bp + "[4]");
         if (st > 2) fail(bp + "[4]", "unknown block state");

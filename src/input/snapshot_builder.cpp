@@ -52,6 +52,12 @@ const Value* Converter::get(const Container& d, StrId k) const {
 }
 
 namespace {
+constexpr const char* kMaxDeviceText = "2^50 bytes";
+// Out of line: apply_entry_items runs once per trace entry.
+[[noreturn, gnu::cold, gnu::noinline]] void size_error(uint64_t src_off, uint64_t size) {
+  throw InputError(src_off, "field 'size' is negative or implausibly large (" + std::to_string(int64_t(size)) +
+                                "): more than any device holds (" + kMaxDeviceText + ")");
+}
 [[noreturn]] void type_error(uint64_t src_off, std::string_view key, const Value& v, const char* want) {
   throw InputError(src_off, "field '" + std::string(key) + "' is a " + vt_name(v.t) + ", expected " + want);
 }
@@ -115,6 +121,8 @@ StackId Converter::stack_of(const Value& lv) {
   Container& l = doc_.conts[lv.v];
   // Tuples never change, and a list is frozen below: the id stays valid.
   if (l.has(Container::kStackCached)) return l.cached;
+  // Interning a long stack builds up to a node per frame at once.
+  if (l.size > 4096) doc_.check_memory(trace_, l.src_off(), uint64_t(l.size) * 64);
   scratch_.resize(l.size);
   const Value* items = doc_.list_pool.data() + l.off;
   FrameId* out = scratch_.data();
@@ -149,7 +157,7 @@ void Converter::apply_entry_items(const Value* it, size_t pairs, uint64_t src_of
     const Value& v = it[2 * i + 1];
     if (k.t != VT::Str) continue;
     StrId key = StrId(k.v);
-    auto as_u64 = [&](uint64_t* out) {
+    auto as_u64 = [&](uint64_t* out) __attribute__((always_inline)) {
       if (v.t == VT::Int || v.t == VT::UInt64) *out = v.v;
       else if (v.t == VT::BigInt)
         throw InputError(src_off, "field '" + std::string(trace_.strings.get(key)) + "' does not fit in 64 bits");
@@ -169,9 +177,10 @@ void Converter::apply_entry_items(const Value* it, size_t pairs, uint64_t src_of
       as_u64(&ev.addr);
     } else if (key == k_size) {
       as_u64(&ev.size);
-      // Sizes are summed in 64-bit counters: anything this large is corrupt.
-      if (ev.size >> 56) throw InputError(src_off, "field 'size' is negative or implausibly large (" +
-                                                      std::to_string(int64_t(ev.size)) + ")");
+      // Sizes are summed: beyond what any device holds is corrupt (and could
+      // wrap a 64-bit sum).
+      if (ev.size > kMaxDeviceBytes) [[unlikely]]
+        size_error(src_off, ev.size);
     } else if (key == k_stream) {
       as_u64(&ev.stream);
     } else if (key == k_time_us) {
@@ -242,10 +251,72 @@ class Builder {
 
   void segments(const Value& v) {
     const Container& l = list(v, "segments", 0);
+    reserve_segments(l);
     for (uint32_t i = 0; i < l.size; ++i) {
       const Value item = doc_.items(l)[i];
       segment(dict(item, "segment", l.src_off()));
     }
+  }
+
+  // The segments and blocks the list names, counted per device before any
+  // is built: a memo can list one segment, or one block, any number of
+  // times for two bytes each. Refused when they pass the memory bound;
+  // otherwise their arrays are made at their final size (no doubling).
+  void reserve_segments(const Container& l) {
+    struct Count {
+      int device;
+      uint64_t segments, blocks;
+    };
+    std::vector<Count> counts;
+    uint64_t total = 0;
+    const StrId k_device = s("device"), k_blocks = s("blocks");
+    for (uint32_t i = 0; i < l.size; ++i) {
+      const Value item = doc_.items(l)[i];
+      if (item.t != VT::Dict) continue;  // refused below, where it is read
+      const Container& d = doc_.conts[item.v];
+      int64_t dev = 0;
+      if (const Value* x = conv_.get(d, k_device); x && x->t == VT::Int) dev = x->i();
+      uint64_t blocks = 0;
+      if (const Value* b = conv_.get(d, k_blocks); b && (b->t == VT::List || b->t == VT::Tuple))
+        blocks = doc_.conts[b->v].size;
+      size_t k = 0;
+      while (k < counts.size() && counts[k].device != int(dev)) ++k;
+      if (k == counts.size()) counts.push_back({int(dev), 0, 0});
+      ++counts[k].segments;
+      counts[k].blocks += blocks;
+      total += sizeof(Segment) + blocks * sizeof(Block);
+      if (doc_.budget.over(total)) doc_.check_memory(out_, d.src_off(), total);
+    }
+    doc_.check_memory(out_, l.src_off(), total);
+    for (const Count& c : counts) {
+      if (c.device < -1 || c.device > 1 << 20) continue;  // refused in segment()
+      Device& dv = out_.device(c.device);
+      dv.segments.reserve(dv.segments.size() + c.segments);
+      dv.blocks.reserve(dv.blocks.size() + c.blocks);
+    }
+  }
+
+  // Sizes at dump time, summed per device where they are read.
+  struct DumpSums {
+    int device;
+    uint64_t total = 0, allocated = 0, active = 0, requested = 0, blocks = 0, block_requested = 0;
+  };
+  DumpSums& sums_of(int device) {
+    for (DumpSums& x : sums_)
+      if (x.device == device) return x;
+    sums_.push_back({device});
+    return sums_.back();
+  }
+  static void add_checked(uint64_t& sum, uint64_t v, uint64_t off, int device, const char* what) {
+    sum += v;  // both at most 2^50: no wrap
+    if (sum > kMaxDeviceBytes)
+      throw InputError(off, std::string("the ") + what + " of device " + std::to_string(device) +
+                                " sum to more than any device holds (" + kMaxDeviceText + "): the snapshot is corrupt");
+  }
+  static void size_checked(uint64_t v, uint64_t off, const char* what) {
+    if (v > kMaxDeviceBytes)
+      throw InputError(off, std::string(what) + " is negative or implausibly large (" + std::to_string(int64_t(v)) +
+                                "): more than any device holds (" + kMaxDeviceText + ")");
   }
 
   void segment(const Container& d) {
@@ -304,12 +375,23 @@ class Builder {
       }
     }
     seg.block_count = uint32_t(devr.blocks.size() - seg.first_block);
-    // Sizes are summed in 64-bit counters: anything this large is corrupt.
-    if ((seg.total_size | seg.allocated_size | seg.active_size | seg.requested_size) >> 56)
-      throw InputError(d.src_off(), "segment size is negative or implausibly large");
-    for (uint32_t j = seg.first_block; j < devr.blocks.size(); ++j)
-      if ((devr.blocks[j].size | devr.blocks[j].requested_size) >> 56)
-        throw InputError(d.src_off(), "block size is negative or implausibly large");
+    // Sizes are summed (dump totals, the replay's counters): each, and each
+    // device's sums, at most what a device holds, so that no sum wraps.
+    size_checked(seg.total_size, d.src_off(), "segment 'total_size'");
+    size_checked(seg.allocated_size, d.src_off(), "segment 'allocated_size'");
+    size_checked(seg.active_size, d.src_off(), "segment 'active_size'");
+    size_checked(seg.requested_size, d.src_off(), "segment 'requested_size'");
+    DumpSums& sum = sums_of(int(dev));
+    add_checked(sum.total, seg.total_size, d.src_off(), int(dev), "segments' total_size");
+    add_checked(sum.allocated, seg.allocated_size, d.src_off(), int(dev), "segments' allocated_size");
+    add_checked(sum.active, seg.active_size, d.src_off(), int(dev), "segments' active_size");
+    add_checked(sum.requested, seg.requested_size, d.src_off(), int(dev), "segments' requested_size");
+    for (uint32_t j = seg.first_block; j < devr.blocks.size(); ++j) {
+      size_checked(devr.blocks[j].size, d.src_off(), "block 'size'");
+      size_checked(devr.blocks[j].requested_size, d.src_off(), "block 'requested_size'");
+      add_checked(sum.blocks, devr.blocks[j].size, d.src_off(), int(dev), "blocks' sizes");
+      add_checked(sum.block_requested, devr.blocks[j].requested_size, d.src_off(), int(dev), "blocks' requested sizes");
+    }
     devr.segments.push_back(seg);
   }
 
@@ -331,6 +413,9 @@ class Builder {
         doc_.events.clear();
         continue;
       }
+      // A memo can list one entry any number of times: counted before the
+      // copies are made.
+      doc_.check_memory(out_, tl.src_off(), uint64_t(tl.size) * sizeof(Event));
       dev.events.reserve(tl.size);
       for (uint32_t j = 0; j < tl.size; ++j) {
         const Container& ed = dict(items[j], "trace entry", tl.src_off());
@@ -385,6 +470,8 @@ class Builder {
 
   void annotations(const Value& v) {
     const Container& l = doc_.conts[v.v];
+    doc_.check_memory(out_, l.src_off(), uint64_t(l.size) * sizeof(Annotation));
+    out_.annotations.reserve(out_.annotations.size() + l.size);
     for (uint32_t i = 0; i < l.size; ++i) {
       const Value item = doc_.items(l)[i];
       if (item.t != VT::Dict) continue;
@@ -406,6 +493,7 @@ class Builder {
   Converter& conv_;
   Trace& out_;
   bool legacy_history_ = false;
+  std::vector<DumpSums> sums_;
 };
 
 }  // namespace

@@ -15,7 +15,18 @@
 
 namespace snapdiff::detail {
 
-Source::Source(const std::string& path) {
+namespace {
+
+[[noreturn]] void refuse_input_bytes(uint64_t limit, bool at_offset) {
+  const std::string msg = "the input holds more than " + std::to_string(limit) +
+                          " bytes (the limit; raise it with --max-input-bytes)";
+  if (at_offset) throw InputError(limit, msg);
+  throw InputError(msg);
+}
+
+}  // namespace
+
+Source::Source(const std::string& path, const LoadOptions& opts) {
   // O_NONBLOCK: opening a FIFO without a writer does not wait here.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw InputError(std::string("cannot open: ") + std::strerror(errno));
@@ -39,6 +50,9 @@ Source::Source(const std::string& path) {
         r = ::pread(fd_, magic, sizeof magic, 0);
       } while (r < 0 && errno == EINTR);
       gzip_ = r == 2 && is_gzip(magic, 2);
+      // Plain: the stored bytes are the decoded ones (gzip is bounded as it
+      // is inflated).
+      if (!gzip_ && size_ > opts.max_decoded_bytes) refuse_input_bytes(opts.max_decoded_bytes, false);
       format_ = detect(peek(*file_byte_stream(fd_, size_, gzip_, UINT64_MAX), kDetectBytes));
     } catch (...) {
       ::close(fd_);
@@ -51,7 +65,7 @@ Source::Source(const std::string& path) {
   int flags = ::fcntl(fd, F_GETFL);
   if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   try {
-    read_to_end(fd);
+    read_to_end(fd, opts.max_decoded_bytes, opts);
   } catch (...) {
     ::close(fd);
     throw;
@@ -75,18 +89,34 @@ Source::~Source() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void Source::read_to_end(int fd) {
+void Source::read_to_end(int fd, uint64_t max_bytes, const LoadOptions& opts) {
+  // The buffer grows by mremap (no copy: resident is what was read). One
+  // byte past the limit is read to tell "exactly the limit" from "more".
+  const MemoryBudget budget(opts);
   buffer_.clear();
-  uint8_t tmp[1 << 16];
+  size_t n = 0;
   for (;;) {
-    ssize_t r = ::read(fd, tmp, sizeof tmp);
+    if (n == buffer_.size()) {
+      size_t grow = n < (size_t(1) << 16) ? size_t(1) << 16 : n * 2;
+      if (budget.bounded() && grow > budget.room() + 1) grow = size_t(budget.room() + 1);
+      if (grow <= n) grow = n + 1;
+      buffer_.resize(grow);
+    }
+    size_t want = buffer_.size() - n;
+    if (max_bytes < UINT64_MAX && uint64_t(n) + want > max_bytes + 1) want = size_t(max_bytes + 1 - n);
+    // Never more than one byte past the memory bound's room either.
+    if (budget.bounded() && uint64_t(n) + want > budget.room() + 1) want = size_t(budget.room() + 1 - n);
+    ssize_t r = ::read(fd, buffer_.data() + n, want);
     if (r < 0) {
       if (errno == EINTR) continue;
-      throw InputError(buffer_.size(), std::string("read failed: ") + std::strerror(errno));
+      throw InputError(n, std::string("read failed: ") + std::strerror(errno));
     }
     if (r == 0) break;
-    buffer_.insert(buffer_.end(), tmp, tmp + r);
+    n += size_t(r);
+    if (n > max_bytes) refuse_input_bytes(max_bytes, true);
+    budget.check(n, n);
   }
+  buffer_.resize(n);
 }
 
 std::string_view Source::bytes() {
@@ -98,7 +128,7 @@ std::string_view Source::bytes() {
         ::madvise(map_, size_, MADV_SEQUENTIAL);
         data_ = static_cast<const uint8_t*>(map_);
       } else {
-        read_to_end(fd_);
+        read_to_end(fd_, UINT64_MAX, LoadOptions{});
         data_ = buffer_.data();
         size_ = buffer_.size();
       }
@@ -128,7 +158,10 @@ std::string_view Source::decoded(const LoadOptions& opts) {
     if (opts.max_memory_bytes) {
       const uint64_t fixed = predicted_memory_bytes(0, false);
       check_memory(fixed, opts);
-      const uint64_t by_memory = opts.max_memory_bytes > fixed ? (opts.max_memory_bytes - fixed) / 2 : 0;
+      // The stored bytes are held too (a pipe's buffer; a mapping is paged).
+      const uint64_t held = map_ ? 0 : stored.size();
+      const uint64_t left = opts.max_memory_bytes - fixed > held ? opts.max_memory_bytes - fixed - held : 0;
+      const uint64_t by_memory = left / 2;
       if (by_memory < cap) {
         cap = by_memory;
         cap_option = "--max-memory";
@@ -140,22 +173,42 @@ std::string_view Source::decoded(const LoadOptions& opts) {
   return std::string_view(reinterpret_cast<const char*>(inflated_.data()), inflated_.size());
 }
 
-namespace {
-
-std::string gib_text(uint64_t b) {
+std::string memory_text(uint64_t b) {
   char buf[32];
   if (b >= (uint64_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", double(b) / double(uint64_t(1) << 30));
-  else std::snprintf(buf, sizeof buf, "%.0f MiB", double(b) / double(uint64_t(1) << 20));
+  else if (b >= (uint64_t(1) << 20)) std::snprintf(buf, sizeof buf, "%.0f MiB", double(b) / double(uint64_t(1) << 20));
+  else std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(b));
   return buf;
 }
 
-}  // namespace
-
 void check_memory(uint64_t predicted, const LoadOptions& opts) {
   if (opts.max_memory_bytes == 0 || predicted <= opts.max_memory_bytes) return;
-  throw InputError("reading and analysing this input needs about " + gib_text(predicted) +
-                   " of memory, more than the limit of " + gib_text(opts.max_memory_bytes) +
+  throw InputError("reading and analysing this input needs about " + memory_text(predicted) +
+                   " of memory, more than the limit of " + memory_text(opts.max_memory_bytes) +
                    " (raise it with --max-memory)");
 }
+
+uint64_t analysis_memory_bytes(const Trace& t) {
+  uint64_t b = kProgramMemoryBytes + t.memory_bytes();
+  for (const Device& d : t.devices)
+    b += d.events.size() * kAnalysisBytesPerEvent + d.blocks.size() * kAnalysisBytesPerBlock +
+         d.segments.size() * kAnalysisBytesPerSegment;
+  return b;
+}
+
+MemoryBudget::MemoryBudget(const LoadOptions& opts, uint64_t held, uint64_t fixed) : limit_(opts.max_memory_bytes) {
+  if (limit_ == 0) return;
+  const uint64_t used = fixed + held;
+  room_ = limit_ > used ? limit_ - used : 0;
+}
+
+std::string MemoryBudget::message() const {
+  return "reading this input needs more than the limit of " + memory_text(limit_) +
+         " of memory (raise it with --max-memory)";
+}
+
+void MemoryBudget::refuse(uint64_t offset) const { throw InputError(offset, message()); }
+
+void MemoryBudget::refuse_at(const std::string& json_path) const { throw InputError(json_path, message()); }
 
 }  // namespace snapdiff::detail

@@ -2,7 +2,10 @@
 //
 // A regular file stays open: the readers that stream (plain pickles, Chrome
 // traces) read it with pread(), the others map it whole. Anything else (a
-// pipe, a character device) is read to its end when opened. Bytes already
+// pipe, a character device) is read to its end when opened, at most
+// --max-input-bytes of it and no more than --max-memory leaves room for (an
+// endless /dev/zero or `yes |` is refused, not read until memory runs out).
+// A plain regular file larger than --max-input-bytes is refused. Bytes already
 // in memory are used in place. The first decoded bytes (inflated when the
 // input is gzip) are read once, when the source is made, and detect() names
 // the format from them.
@@ -14,15 +17,19 @@
 #include <vector>
 
 #include "input/detect.hpp"
+#include "input/memory_budget.hpp"
 #include "snapdiff/input/input.hpp"
+#include "util/pod_vec.hpp"
 
 namespace snapdiff::detail {
 
 class Source {
  public:
   // Opens `path`. Throws InputError (no file name set) when the file cannot
-  // be opened, is a directory, or cannot be read.
-  static Source open(const std::string& path) { return Source(path); }
+  // be opened, is a directory, or cannot be read, or holds more than
+  // opts.max_decoded_bytes (a plain file or anything not a regular file), or
+  // (not a regular file) more than opts.max_memory_bytes leaves room for.
+  static Source open(const std::string& path, const LoadOptions& opts = {}) { return Source(path, opts); }
   // Bytes in memory, not copied: they must outlive the source.
   static Source of_bytes(std::string_view bytes) { return Source(bytes); }
   ~Source();
@@ -52,9 +59,11 @@ class Source {
   std::string_view decoded(const LoadOptions& opts);
 
  private:
-  explicit Source(const std::string& path);
+  Source(const std::string& path, const LoadOptions& opts);
   explicit Source(std::string_view bytes);
-  void read_to_end(int fd);  // into buffer_: pipes, or a file that cannot be mapped
+  // Into buffer_: pipes, or a file that cannot be mapped; refuses more than
+  // max_bytes (--max-input-bytes) and what passes the memory bound.
+  void read_to_end(int fd, uint64_t max_bytes, const LoadOptions& opts);
 
   int fd_ = -1;
   uint64_t size_ = 0;
@@ -64,7 +73,7 @@ class Source {
   bool have_bytes_ = false;
   void* map_ = nullptr;
   size_t released_ = 0;
-  std::vector<uint8_t> buffer_;
+  PodVec<uint8_t> buffer_;
   std::vector<uint8_t> inflated_;
   bool inflated_done_ = false;
 };

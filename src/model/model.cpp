@@ -28,6 +28,7 @@ StrId StringTable::intern(std::string_view s) {
   char* dst = chunks_.back().get() + chunk_used_;
   if (!s.empty()) std::memcpy(dst, s.data(), s.size());
   chunk_used_ += s.size();
+  stored_ += s.size();
   std::string_view stored(dst, s.size());
   StrId id = StrId(views_.size());
   views_.push_back(stored);
@@ -174,6 +175,20 @@ FrameId Trace::intern_frame(const Frame& f) {
   frames.push_back(f);
   frame_index_.emplace(f, id);
   return id;
+}
+
+uint64_t Trace::memory_bytes() const {
+  uint64_t b = strings.memory_bytes() + stacks.memory_bytes() + uint64_t(frames.size()) * (sizeof(Frame) + 56);
+  for (const Device& d : devices)
+    b += sizeof(Device) + d.events.size() * sizeof(Event) + d.segments.size() * sizeof(Segment) +
+         d.blocks.size() * sizeof(Block) + (d.reported_allocated.size() + d.reported_reserved.size()) * sizeof(int64_t) +
+         d.event_op.size() * sizeof(uint32_t);
+  b += annotations.size() * sizeof(Annotation) + kernels.size() * sizeof(KernelLaunch) +
+       device_memory.size() * sizeof(DeviceMemorySample) + ops.size() * sizeof(TraceOp) +
+       op_kernels.size() * sizeof(uint32_t) + host_memory.size() * sizeof(HostMemoryEvent);
+  for (const auto& [k, v] : settings.raw) b += 64 + k.size() + v.size();
+  for (const auto& [k, v] : metadata) b += 64 + k.size() + v.size();
+  return b;
 }
 
 size_t Trace::event_count() const {

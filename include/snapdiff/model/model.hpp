@@ -29,6 +29,12 @@ using StackId = uint32_t;  // node of Trace::stacks; 0 is the empty stack
 constexpr int64_t kNoTime = std::numeric_limits<int64_t>::min();
 constexpr int64_t kNoLine = -1;
 
+// More bytes than any device holds (1 PiB): a size, address range or total
+// of an input beyond it is an input error, refused where it is read or
+// summed. Every sum of up to 2^13 such values fits in 63 bits, so counters
+// checked against it never wrap.
+constexpr uint64_t kMaxDeviceBytes = uint64_t(1) << 50;
+
 // Interned UTF-8 strings (bytes kept as given; lone surrogates untouched).
 class StringTable {
  public:
@@ -38,10 +44,15 @@ class StringTable {
   size_t size() const { return views_.size(); }
   // Returns the id if already interned, else UINT32_MAX.
   StrId find(std::string_view s) const;
+  // Resident bytes of the table (the strings, their views and the index),
+  // an upper estimate for the memory bound.
+  uint64_t memory_bytes() const { return stored_ + uint64_t(views_.size()) * kBytesPerString; }
 
  private:
+  static constexpr uint64_t kBytesPerString = 72;  // view 16, index node 48 (malloc'd), bucket 8
   std::vector<std::unique_ptr<char[]>> chunks_;
   size_t chunk_used_ = 0, chunk_cap_ = 0;
+  uint64_t stored_ = 0;
   std::vector<std::string_view> views_;
   std::unordered_map<std::string_view, StrId> index_;
 };
@@ -71,6 +82,11 @@ class StackTable {
   // Frames innermost first.
   std::vector<FrameId> frames(StackId id) const;
   size_t depth(StackId id) const;
+  // Resident bytes (nodes, their index, the interned sequences), an upper
+  // estimate for the memory bound.
+  uint64_t memory_bytes() const {
+    return uint64_t(nodes_.size()) * 48 + uint64_t(seq_index_.size()) * 64 + uint64_t(seq_frames_.size()) * 4;
+  }
 
  private:
   std::vector<Node> nodes_;
@@ -258,6 +274,9 @@ struct Trace {
 
   FrameId intern_frame(const Frame& f);
   size_t event_count() const;
+  // Resident bytes of everything above (element sizes times counts, string
+  // and stack tables, indexes): what the memory bound counts for a model.
+  uint64_t memory_bytes() const;
   Device& device(int index);  // creates it if absent
   const Device* find_device(int index) const;
 
