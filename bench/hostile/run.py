@@ -281,7 +281,23 @@ def main():
         for p in probes:
             d = os.path.join(root, p.name)
             os.mkdir(d)
-            p.make(d)
+            # Inputs are built in a child process: Linux carries a process's
+            # peak RSS across fork and exec, so the runner must stay small.
+            pid = os.fork()
+            if pid == 0:
+                code = 0
+                try:
+                    p.make(d)
+                except BaseException as e:
+                    sys.stderr.write("probe %s: make failed: %r\n" % (p.name, e))
+                    code = 1
+                os._exit(code)
+            _, st = os.waitpid(pid, 0)
+            if os.waitstatus_to_exitcode(st) != 0:
+                print("FAIL %-34s could not build its input" % p.name)
+                failed += 1
+                shutil.rmtree(d, ignore_errors=True)
+                continue
             r = run_probe(binary, p, d, a.timeout)
             problems = judge(p, r, d, not a.no_rss)
             status = "ok" if not problems else "FAIL"

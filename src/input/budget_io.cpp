@@ -8,6 +8,7 @@
 
 #include "snapdiff/error.hpp"
 #include "util/read_file.hpp"
+#include "util/json_depth.hpp"
 
 namespace snapdiff {
 
@@ -87,6 +88,7 @@ Budget parse_budget(const std::string& text, const std::string& name) {
   BudgetReader rd{name};
   json j;
   try {
+    detail::check_json_depth(text);
     j = json::parse(text);
   } catch (const json::parse_error& e) {
     std::string what = e.what();

@@ -7,6 +7,7 @@
 #include "input/file_source.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input/input.hpp"
+#include "util/json_depth.hpp"
 #include "util/output_file.hpp"
 
 namespace snapdiff {
@@ -495,6 +496,7 @@ class SnapReader {
 
 void read_snap(std::string_view text, Trace& out) {
   J j;
+  detail::check_json_depth(text);
   try {
     j = J::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
