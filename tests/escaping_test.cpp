@@ -32,7 +32,7 @@ const std::string kPayload =
     "\nFAKE LINE: peak 0 B"
     "\n::error::pwned"
     "\r\t" + std::string(1, '\0') + "\x7f\xc2\x9b" "31m\xe2\x80\xae"
-    "<!--|`x` & <b> \\ %0A"
+    "<!--|`x` & <b> \\ %0A &#27;&#0;"
     "\xc3\xbf";
 
 // Whether s is well-formed UTF-8 with no control character but '\n' (and,
@@ -264,6 +264,36 @@ TEST_CASE("every renderer on names that hold every payload: nothing reaches a te
     CHECK(parsed.find("CODE") != std::string::npos);
     CHECK(md.rfind("### snapdiff: `run\\n::error::pwned\\x1b[2J\\xff.pickle` \xe2\x86\x92 ", 0) == 0);
   }
+}
+
+TEST_CASE("profiler traces: op and kernel names escaped in the by-op, by-kernel and kernel lines", "[report]") {
+  // JSON carries the controls as \u escapes; "\u00ff" stands for the payload's marker.
+  nlohmann::json payload = kPayload;
+  std::string p = payload.dump();  // a quoted JSON string
+  p = p.substr(1, p.size() - 2);
+  const std::string text =
+      R"({"schemaVersion": 1, "baseTimeNanoseconds": 1700000000000000000, "traceEvents": [)"
+      R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm)" + p + R"(", "pid": 1, "tid": 1, "ts": 11.0, "dur": 5.0},)"
+      R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 13.0, "dur": 1.0, "args": {"correlation": 7}},)"
+      R"({"ph": "X", "cat": "kernel", "name": "gemm)" + p + R"(", "pid": 0, "tid": 7, "ts": 14.0, "dur": 1.0, "args": {"correlation": 7, "stream": 7, "device": 0}},)"
+      R"({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 12.0, "s": "t",)"
+      R"( "args": {"Device Type": 1, "Device Id": 0, "Addr": 1024, "Bytes": 512, "Total Allocated": 512, "Total Reserved": 2097152}}]})";
+  const Trace t = load_trace_from_memory(text, "hostile.json");
+  const Analysis a = analyze(t, {});
+  const Report r = report_view(a);
+  REQUIRE(!r.devices.empty());
+  REQUIRE(r.devices[0].has_ops);
+  const std::string out = render_text(r);
+  CHECK(terminal_clean(out));
+  CHECK(no_forged_line(out));
+  CHECK(out.find("aten::mm\\x1b[2J") != std::string::npos);
+  // (A kernel is shown by its short name: "(...)", "<...>" and what precedes "::" dropped.)
+  CHECK(out.find("  next kernel B\\n::error::pwned\\r\\t\\x00") != std::string::npos);
+  CHECK(terminal_clean(render_json(r)));
+  CHECK_NOTHROW(nlohmann::json::parse(render_json(r)));
+  const std::string html = render_html(r, [&](const ChartOptions& o) { return chart_series(a, t, o); });
+  CHECK(terminal_clean(html));
+  CHECK(html.find("<!--|") == std::string::npos);
 }
 
 TEST_CASE("check: verdict, JSON, JUnit and GitHub annotations with hostile file, threshold and category names",

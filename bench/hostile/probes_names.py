@@ -30,6 +30,7 @@ PAYLOAD = ("\x1b[2J\x1b[H"             # clear the screen, cursor home
            "\n::error::pwned"           # a GitHub Actions workflow command
            "\r\x00\x7f\u009b31m\u202e"  # CR, NUL, DEL, C1 CSI, a bidi override
            "<!--|`x` & <b>"             # Markdown/HTML breakers
+           "&#27;&#0;"                  # entities Graphviz would decode into an ESC and a NUL
            "\u00ff")                    # -> a 0xFF byte
 MARK, FF = "\u00ff".encode(), b"\xffA"
 

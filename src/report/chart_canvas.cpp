@@ -43,11 +43,17 @@ std::string display_text(std::string_view s) { return terminal_safe(s); }
 // A DOT double-quoted string: quotes and backslashes escaped; newlines as
 // Graphviz's "\n" escape; the other control characters and bytes outside
 // UTF-8 as display_name shows them ("\x00": Graphviz reads a NUL as the end
-// of its input, and a label or tooltip of the SVG must be well-formed XML).
+// of its input, and a label or tooltip of the SVG must be well-formed XML);
+// '&' as "&amp;": Graphviz decodes entities in labels and tooltips, so a
+// name holding "&#27;" would put a raw ESC into the SVG.
 std::string quoted(std::string_view raw) {
   const std::string s = display_text(raw);
   std::string o = "\"";
   for (char ch : s) {
+    if (ch == '&') {
+      o += "&amp;";
+      continue;
+    }
     if (ch == '"' || ch == '\\') o += '\\';
     if (ch == '\n') {
       o += "\\n";
