@@ -277,6 +277,8 @@ def _dot(d, r):
     data = open(os.path.join(d, "x.dot"), "rb").read()
     if b"\x00" in data or b"\x1b" in data or b"\xff" in data:
         return "the DOT holds a NUL, an ESC or a 0xFF byte"
+    if re.search(rb"^(// )?(::|FAKE LINE)", data, re.M):
+        return "a line of the DOT (or of its comment) starts where a name's line break put it"
     return _text_problems(data, "the DOT")
 
 
@@ -363,6 +365,8 @@ def probes(scale):
         ["check", "--max-peak", "1B", "--junit", "j.xml", EVIL_NAME], exit=1, check=_junit)
     add("names-filename-check-github", "the same, check with GITHUB_ACTIONS=true", _make_evil_name,
         ["check", "--max-peak", "1B", EVIL_NAME], exit=1, env=gha, check=_stdout_text(annotations=1))
+    add("names-filename-chart-dot", "the same, chart -o x.dot (the name is in the title and the comment lines)",
+        _make_evil_name, ["chart", "--kind", "timeline", "-o", "x.dot", EVIL_NAME], exit=0, check=_dot)
     add("names-filename-chart-svg", "the same, chart -o x.svg (the name is in the chart's title)", _make_evil_name,
         ["chart", "--kind", "timeline", "-o", "x.svg", EVIL_NAME], exit=0,
         check=lambda d, r: _svg_ok(d, "x.svg"))

@@ -295,7 +295,7 @@ std::string device_name(const ChartSeries& s) { return s.device >= 0 ? "cuda:" +
 
 std::string base_name(std::string_view path) {
   size_t cut = path.find_last_of('/');
-  return std::string(cut == std::string_view::npos ? path : path.substr(cut + 1));
+  return display_name(cut == std::string_view::npos ? path : path.substr(cut + 1));
 }
 
 double draw_title(Canvas& c, double x, double y, const std::string& title, const std::string& subtitle) {
