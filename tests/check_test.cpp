@@ -488,7 +488,7 @@ TEST_CASE("JUnit XML: one testcase per threshold, escaped", "[report][check]") {
   for (size_t p = x.find("<failure "); p != std::string::npos; p = x.find("<failure ", p + 1)) ++failures;
   CHECK(cases == 5);
   CHECK(failures == 2);
-  CHECK(x.find("runs/&lt;a&amp;b&gt; &quot;q&quot; &apos;x&apos;?.pickle") != std::string::npos);
+  CHECK(x.find("runs/&lt;a&amp;b&gt; &quot;q&quot; &apos;x&apos;\\x01.pickle") != std::string::npos);  // a control byte as text
   CHECK(x.find("<a&b>") == std::string::npos);
   CHECK(x.find('\x01') == std::string::npos);
   CHECK(xml_escape("a<b>&\"'") == "a&lt;b&gt;&amp;&quot;&apos;");

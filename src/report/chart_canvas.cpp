@@ -1,6 +1,8 @@
 // The pinned-position DOT canvas and the pieces every chart shares.
 #include "report/chart_canvas.hpp"
 
+#include "report/format.hpp"
+
 #include "snapdiff/model/frame_names.hpp"
 
 #include <algorithm>
@@ -34,11 +36,24 @@ std::string inches(double pt) {
 // A tooltip of at most a few KB: the names in it come from the input.
 std::string tooltip_text(std::string_view s) { return capped_for_display(std::string(s), 4000); }
 
+// Text for a label, a tooltip or a comment: as display_name writes it, but
+// for its line breaks.
+std::string display_text(std::string_view s) { return terminal_safe(s); }
+
 // A DOT double-quoted string: quotes and backslashes escaped; newlines as
-// Graphviz's "\n" escape.
-std::string quoted(std::string_view s) {
+// Graphviz's "\n" escape; the other control characters and bytes outside
+// UTF-8 as display_name shows them ("\x00": Graphviz reads a NUL as the end
+// of its input, and a label or tooltip of the SVG must be well-formed XML);
+// '&' as "&amp;": Graphviz decodes entities in labels and tooltips, so a
+// name holding "&#27;" would put a raw ESC into the SVG.
+std::string quoted(std::string_view raw) {
+  const std::string s = display_text(raw);
   std::string o = "\"";
   for (char ch : s) {
+    if (ch == '&') {
+      o += "&amp;";
+      continue;
+    }
     if (ch == '"' || ch == '\\') o += '\\';
     if (ch == '\n') {
       o += "\\n";
@@ -87,7 +102,7 @@ void Canvas::line(const std::vector<Pt>& pts, std::string_view color, double pen
 std::string Canvas::to_dot(std::string_view graph_id, std::string_view comment) const {
   std::ostringstream o;
   std::istringstream cm{std::string(comment)};
-  for (std::string l; std::getline(cm, l);) o << "// " << l << "\n";
+  for (std::string l; std::getline(cm, l);) o << "// " << display_name(l) << "\n";
   o << "// Every element is pinned: render with `neato -n2 -Tsvg` (or any Graphviz tool: layout=nop2).\n";
   o << "digraph snapdiff {\n";
   o << "  graph [layout=nop2, id=" << quoted(graph_id) << ", bgcolor=\"#ffffff\", pad=0, outputorder=nodesfirst, "
@@ -280,7 +295,7 @@ std::string device_name(const ChartSeries& s) { return s.device >= 0 ? "cuda:" +
 
 std::string base_name(std::string_view path) {
   size_t cut = path.find_last_of('/');
-  return std::string(cut == std::string_view::npos ? path : path.substr(cut + 1));
+  return display_name(cut == std::string_view::npos ? path : path.substr(cut + 1));
 }
 
 double draw_title(Canvas& c, double x, double y, const std::string& title, const std::string& subtitle) {

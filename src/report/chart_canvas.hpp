@@ -110,7 +110,9 @@ struct XScale {
 // "cuda:0", or "no device" when the series has none.
 std::string device_name(const ChartSeries& s);
 
-// The input's file name without directories (titles never show paths).
+// The input's file name without directories (titles never show paths), as
+// display_name shows it: it goes into titles, labels and the DOT's comment
+// lines, where a line break must not start a line of its own.
 std::string base_name(std::string_view path);
 
 // Shared drawing: a title line and a subtitle; returns the y below them.

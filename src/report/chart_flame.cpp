@@ -63,14 +63,16 @@ double draw_boxes(Canvas& c, const FlameGraph& g, double x0, double pw, double y
                            with_commas(uint64_t(g.total)) + " B)";
       if (g.diff) s.tooltip = "all memory live at each run's peak\n" + label;
     } else {
-      const std::string loc = b.location.empty() ? "" : " (" + b.location + ")";
-      for (const std::string& cand : {b.label + loc + "  " + bytes_text, b.label + "  " + bytes_text, b.label}) {
+      // Fitted as it will be drawn: a control byte in a name is drawn as its escape.
+      const std::string name = display_name(b.label);
+      const std::string loc = b.location.empty() ? "" : " (" + display_name(b.location) + ")";
+      for (const std::string& cand : {name + loc + "  " + bytes_text, name + "  " + bytes_text, name}) {
         if (text_width(cand, 9) <= avail) {
           label = cand;
           break;
         }
       }
-      if (label.empty()) label = fit_text(b.label, avail, 9);
+      if (label.empty()) label = fit_text(name, avail, 9);
     }
     s.label = label;
     c.box(bx0, by, bx1 - bx0, kRow - 1, s);

@@ -20,6 +20,8 @@ namespace {
 
 
 std::string with_commas(int64_t v) { return detail::with_commas_signed(v); }
+// Names as text (report/format.hpp).
+std::string dn(std::string_view s) { return detail::display_name(s); }
 std::string pct_change(int64_t delta, int64_t base) { return detail::change_percent(delta, base, 2, "+0.00%", "n/a"); }
 
 bool is_percent(const std::string& t) { return !t.empty() && t.back() == '%'; }
@@ -107,8 +109,9 @@ const char* verdict(CheckStatus s) {
 
 std::string peak_line(const PeakFigures& f, Metric m) {
   std::string s = std::string(metric_name(m)) + " peak " + human_bytes(f.peak(m)) + " (" + with_commas(f.peak(m)) + " B)";
-  if (!f.phase.empty() && f.phase != "pre-trace") s += ", iteration " + std::to_string(f.iteration) + " " + f.phase;
-  if (f.history != "complete") s += ", history " + f.history;
+  // A budget file's phase and history are free text (the reader checks their values, not their bytes).
+  if (!f.phase.empty() && f.phase != "pre-trace") s += ", iteration " + std::to_string(f.iteration) + " " + dn(f.phase);
+  if (f.history != "complete") s += ", history " + dn(f.history);
   return s;
 }
 
@@ -126,15 +129,15 @@ std::string render_check_text(const CheckResult& r) {
   if (failed) o += ", " + std::to_string(failed) + " failed";
   if (warned) o += ", " + std::to_string(warned) + " warned";
   o += ")\n";
-  o += "  candidate  " + r.candidate.name + "\n             " + peak_line(r.candidate, r.metric) + "\n";
+  o += "  candidate  " + dn(r.candidate.name) + "\n             " + peak_line(r.candidate, r.metric) + "\n";
   if (r.baseline)
-    o += "  baseline   " + r.baseline->name + (r.baseline_kind == "budget" ? "  [budget]" : "") + "\n             " +
+    o += "  baseline   " + dn(r.baseline->name) + (r.baseline_kind == "budget" ? "  [budget]" : "") + "\n             " +
          peak_line(*r.baseline, r.metric) + "\n";
   o += "\n";
   std::vector<std::array<std::string, 5>> rows;
   rows.push_back({"THRESHOLD", "LIMIT", "MEASURED", "MARGIN", "STATUS"});
   for (const CheckItem& it : r.items)
-    rows.push_back({it.name, limit_cell(it), measured_cell(it, r), margin_cell(it), status_cell(it.status)});
+    rows.push_back({dn(it.name), dn(limit_cell(it)), dn(measured_cell(it, r)), margin_cell(it), status_cell(it.status)});
   size_t w[4] = {0, 0, 0, 0};
   for (const auto& row : rows)
     for (size_t c = 0; c < 4; ++c) w[c] = std::max(w[c], row[c].size());
@@ -146,7 +149,7 @@ std::string render_check_text(const CheckResult& r) {
     if (it.status == CheckStatus::Pass) continue;
     if (!any) o += "\n";
     any = true;
-    o += std::string("  ") + status_cell(it.status) + " " + it.name + ": " + describe(it, r) + "\n";
+    o += std::string("  ") + status_cell(it.status) + " " + dn(it.name) + ": " + dn(describe(it, r)) + "\n";
   }
   // What moved most at the peak, when there is something to compare with.
   if (r.baseline && !r.baseline->categories.empty()) {
@@ -163,11 +166,11 @@ std::string render_check_text(const CheckResult& r) {
     });
     if (!d.empty()) {
       o += "\n  largest changes at the peak (requested bytes by category, vs the baseline): ";
-      for (size_t i = 0; i < d.size() && i < 4; ++i) o += (i ? ", " : "") + d[i].second + " " + human_delta(d[i].first);
+      for (size_t i = 0; i < d.size() && i < 4; ++i) o += (i ? ", " : "") + dn(d[i].second) + " " + human_delta(d[i].first);
       o += "\n";
     }
   }
-  return o;
+  return detail::terminal_safe(o);
 }
 
 std::string render_check_json(const CheckResult& r) {
@@ -223,27 +226,31 @@ std::string render_check_json(const CheckResult& r) {
                   {"passed", r.count(CheckStatus::Pass)},
                   {"warned", r.count(CheckStatus::Warn)},
                   {"failed", r.count(CheckStatus::Fail)}};
-  return j.dump(2) + "\n";
+  // Invalid UTF-8 in a name becomes U+FFFD (docs/reliability.md).
+  return detail::json_safe(j.dump(2, ' ', false, ordered_json::error_handler_t::replace)) + "\n";
 }
 
 std::string render_check_junit(const CheckResult& r) {
   std::string n = std::to_string(r.items.size()), f = std::to_string(r.count(CheckStatus::Fail));
   std::string o = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   o += "<testsuites name=\"snapdiff check\" tests=\"" + n + "\" failures=\"" + f + "\" errors=\"0\" skipped=\"0\" time=\"0\">\n";
-  o += "  <testsuite name=\"" + xml_escape("snapdiff check: " + r.candidate.name) + "\" tests=\"" + n +
+  // Names shown as display_name shows them (a newline as \n, not a space
+  // in an attribute), then escaped for XML.
+  o += "  <testsuite name=\"" + xml_escape("snapdiff check: " + dn(r.candidate.name)) + "\" tests=\"" + n +
        "\" failures=\"" + f + "\" errors=\"0\" skipped=\"0\" time=\"0\">\n";
   o += "    <properties>\n";
   auto prop = [&](const std::string& k, const std::string& v) {
     o += "      <property name=\"" + xml_escape(k) + "\" value=\"" + xml_escape(v) + "\"/>\n";
   };
   prop("metric", metric_name(r.metric));
-  prop("candidate", r.candidate.name);
-  if (r.baseline) prop("baseline", r.baseline->name);
+  prop("candidate", dn(r.candidate.name));
+  if (r.baseline) prop("baseline", dn(r.baseline->name));
   o += "    </properties>\n";
   for (const CheckItem& it : r.items) {
-    o += "    <testcase classname=\"snapdiff.check\" name=\"" + xml_escape(it.name) + "\" time=\"0\"";
-    std::string text = describe(it, r);
-    std::string detail = "limit: " + limit_cell(it) + "\nmeasured: " + measured_cell(it, r) + "\nmargin: " + margin_cell(it) + "\n";
+    o += "    <testcase classname=\"snapdiff.check\" name=\"" + xml_escape(dn(it.name)) + "\" time=\"0\"";
+    std::string text = dn(describe(it, r));
+    std::string detail = "limit: " + dn(limit_cell(it)) + "\nmeasured: " + dn(measured_cell(it, r)) + "\nmargin: " +
+                         margin_cell(it) + "\n";
     if (it.status == CheckStatus::Pass) {
       o += "/>\n";
       continue;
@@ -260,26 +267,11 @@ std::string render_check_junit(const CheckResult& r) {
   return o;
 }
 
+// One line per annotation whatever the names hold: display_name, then
+// GitHub's escapes (report/format.hpp).
 std::string render_check_github(const CheckResult& r) {
-  auto esc_data = [](const std::string& s) {
-    std::string o;
-    for (char c : s) {
-      if (c == '%') o += "%25";
-      else if (c == '\r') o += "%0D";
-      else if (c == '\n') o += "%0A";
-      else o += c;
-    }
-    return o;
-  };
-  auto esc_prop = [&](const std::string& s) {
-    std::string o;
-    for (char c : esc_data(s)) {
-      if (c == ':') o += "%3A";
-      else if (c == ',') o += "%2C";
-      else o += c;
-    }
-    return o;
-  };
+  const auto esc_data = detail::github_message;
+  const auto esc_prop = detail::github_property;
   std::string o;
   for (const CheckItem& it : r.items) {
     if (it.status == CheckStatus::Pass) continue;

@@ -19,6 +19,11 @@ using detail::wrap;
 
 using J = nlohmann::ordered_json;
 
+// Names as text (report/format.hpp): escaped for a terminal, or for Markdown.
+std::string dn(std::string_view s) { return detail::display_name(s); }
+using detail::markdown_code;
+using detail::markdown_text;
+
 
 
 
@@ -34,10 +39,10 @@ std::string render_diff_text(const Diff& d) {
   std::ostringstream o;
   const DeviceView* da = top(d.a);
   const DeviceView* db = top(d.b);
-  o << "snapdiff diff\n  A: " << d.a_name << "\n  B: " << d.b_name << "\n";
+  o << "snapdiff diff\n  A: " << dn(d.a_name) << "\n  B: " << dn(d.b_name) << "\n";
   if (!da || !db) {
     o << "\n(one of the inputs has no device data)\n";
-    return o.str();
+    return detail::terminal_safe(o.str());
   }
   o << "\nPEAK                      A            B        DELTA\n";
   const PeakPoint* pa[3] = {&da->peak_requested, &da->peak_allocated, &da->peak_reserved};
@@ -51,7 +56,7 @@ std::string render_diff_text(const Diff& d) {
 
   o << "\nFINDINGS\n";
   if (d.findings.empty()) o << "  none: no difference reaches 1% of the peak\n";
-  for (const Finding& f : d.findings) o << wrap("  * ", finding_text(f), 100);
+  for (const Finding& f : d.findings) o << wrap("  * ", dn(finding_text(f)), 100);
 
   o << "\nCATEGORIES AT EACH PEAK          A            B        DELTA\n";
   int64_t ta = 0, tb = 0;
@@ -59,7 +64,7 @@ std::string render_diff_text(const Diff& d) {
     ta += c.a;
     tb += c.b;
     if (c.a == 0 && c.b == 0) continue;
-    o << "  " << pad_right(c.name, 22) << pad_left(human_bytes(c.a), 12) << " " << pad_left(human_bytes(c.b), 12) << " "
+    o << "  " << pad_right(dn(c.name), 22) << pad_left(human_bytes(c.a), 12) << " " << pad_left(human_bytes(c.b), 12) << " "
       << pad_left(human_delta(c.delta()), 12) << "\n";
   }
   o << "  " << pad_right("TOTAL", 22) << pad_left(human_bytes(ta), 12) << " " << pad_left(human_bytes(tb), 12) << " "
@@ -79,11 +84,12 @@ std::string render_diff_text(const Diff& d) {
   o << "         DELTA            A            B  CATEGORY             SITE\n";
   for (const SiteDelta& s : d.sites)
     o << "  " << pad_left(human_delta(s.delta()), 12) << " " << pad_left(human_bytes(s.a), 12) << " "
-      << pad_left(human_bytes(s.b), 12) << "  " << pad_right(s.category, 19) << "  " << marker(s) << s.display << "\n";
+      << pad_left(human_bytes(s.b), 12) << "  " << pad_right(dn(s.category), 19) << "  " << marker(s) << dn(s.display)
+      << "\n";
   if (d.other_sites.a || d.other_sites.b)
     o << "  " << pad_left(human_delta(d.other_sites.delta()), 12) << " " << pad_left(human_bytes(d.other_sites.a), 12) << " "
       << pad_left(human_bytes(d.other_sites.b), 12) << "  " << pad_right("", 19) << "  [other sites]\n";
-  return o.str();
+  return detail::terminal_safe(o.str());
 }
 
 std::string render_diff_json(const Diff& d) {
@@ -125,15 +131,16 @@ std::string render_diff_json(const Diff& d) {
   j["other_sites"] = {{"a_bytes", d.other_sites.a}, {"b_bytes", d.other_sites.b}, {"delta_bytes", d.other_sites.delta()}};
   j["findings"] = J::array();
   for (const Finding& f : d.findings) j["findings"].push_back({{"kind", std::string(code_name(f.code))}, {"message", finding_text(f)}, {"bytes", f.bytes}});
-  return j.dump(2) + "\n";
+  // Invalid UTF-8 in a name becomes U+FFFD (docs/reliability.md).
+  return detail::json_safe(j.dump(2, ' ', false, J::error_handler_t::replace)) + "\n";
 }
 
 std::string render_diff_markdown(const Diff& d) {
   std::ostringstream o;
   const DeviceView* da = top(d.a);
   const DeviceView* db = top(d.b);
-  o << "### snapdiff: `" << d.a_name << "` → `" << d.b_name << "`\n\n";
-  if (!da || !db) return o.str() + "One of the inputs has no device data.\n";
+  o << "### snapdiff: " << markdown_code(d.a_name) << " → " << markdown_code(d.b_name) << "\n\n";
+  if (!da || !db) return detail::terminal_safe(o.str() + "One of the inputs has no device data.\n");
   o << "| peak | A | B | Δ | % |\n|---|---:|---:|---:|---:|\n";
   const PeakPoint* pa[3] = {&da->peak_requested, &da->peak_allocated, &da->peak_reserved};
   const PeakPoint* pb[3] = {&db->peak_requested, &db->peak_allocated, &db->peak_reserved};
@@ -143,23 +150,20 @@ std::string render_diff_markdown(const Diff& d) {
       << human_delta(d.peak_delta[i]) << " | " << pct(d.peak_delta[i], pa[i]->bytes) << " |\n";
   o << "\n";
   if (d.findings.empty()) o << "No difference reaches 1% of the peak.\n";
-  for (const Finding& f : d.findings) o << "- " << finding_text(f) << "\n";
+  for (const Finding& f : d.findings) o << "- " << markdown_text(finding_text(f)) << "\n";
   o << "\n<details><summary>Categories at each peak</summary>\n\n| category | A | B | Δ |\n|---|---:|---:|---:|\n";
   for (const CategoryDelta& c : d.categories)
-    if (c.a || c.b) o << "| " << c.name << " | " << human_bytes(c.a) << " | " << human_bytes(c.b) << " | " << human_delta(c.delta()) << " |\n";
+    if (c.a || c.b) o << "| " << markdown_text(c.name) << " | " << human_bytes(c.a) << " | " << human_bytes(c.b) << " | " << human_delta(c.delta()) << " |\n";
   o << "\n</details>\n\n<details><summary>Phases</summary>\n\n| iteration | phase | A | B | Δ |\n|---:|---|---:|---:|---:|\n";
   for (const PhaseDelta& p : d.phases)
     o << "| " << p.iteration << " | " << phase_name(p.phase) << " | " << (p.in_a ? human_bytes(p.a_peak) : "–") << " | "
       << (p.in_b ? human_bytes(p.b_peak) : "–") << " | " << (p.in_a && p.in_b ? human_delta(p.b_peak - p.a_peak) : "") << " |\n";
   o << "\n</details>\n\n<details><summary>Sites</summary>\n\n| Δ | A | B | category | site |\n|---:|---:|---:|---|---|\n";
-  for (const SiteDelta& s : d.sites) {
-    std::string site = s.display;
-    for (size_t p = 0; (p = site.find('|', p)) != std::string::npos; p += 2) site.replace(p, 1, "\\|");
-    o << "| " << human_delta(s.delta()) << " | " << human_bytes(s.a) << " | " << human_bytes(s.b) << " | " << s.category
-      << " | " << marker(s) << "`" << site << "` |\n";
-  }
+  for (const SiteDelta& s : d.sites)
+    o << "| " << human_delta(s.delta()) << " | " << human_bytes(s.a) << " | " << human_bytes(s.b) << " | "
+      << markdown_text(s.category) << " | " << marker(s) << markdown_code(s.display) << " |\n";
   o << "\n</details>\n";
-  return o.str();
+  return detail::terminal_safe(o.str());
 }
 
 }  // namespace snapdiff

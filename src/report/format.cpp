@@ -1,5 +1,7 @@
 #include "report/format.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 #include <string>
@@ -67,15 +69,30 @@ std::string compact_percent(double share) {
   return b;
 }
 
+namespace {
+
+// Floor division and remainder (the remainder in [0, d)): times before 1970
+// are negative, and truncation would put their milliseconds before the second.
+int64_t floor_div(int64_t a, int64_t d) { return a / d - (a % d < 0 ? 1 : 0); }
+int64_t floor_mod(int64_t a, int64_t d) { return a % d < 0 ? a % d + d : a % d; }
+
+// The first and the last microsecond that print as a date (years 1 to 9999:
+// four digits, and within what gmtime_r converts everywhere).
+constexpr int64_t kFirstDateUs = -62135596800LL * 1000000;       // 0001-01-01 00:00:00 UTC
+constexpr int64_t kLastDateUs = 253402300800LL * 1000000 - 1;    // 9999-12-31 23:59:59.999999 UTC
+
+}  // namespace
+
 std::string utc_time(int64_t us, bool milliseconds) {
   if (us == kNoTime) return "?";
-  const time_t secs = time_t(us / 1000000);
+  if (us < kFirstDateUs || us > kLastDateUs) return "time_us " + std::to_string(us);
+  const time_t secs = time_t(floor_div(us, 1000000));
   struct tm tmv {};
-  gmtime_r(&secs, &tmv);
-  char b[48];
+  if (!gmtime_r(&secs, &tmv)) return "time_us " + std::to_string(us);
+  char b[64];
   if (milliseconds)
     std::snprintf(b, sizeof b, "%04d-%02d-%02d %02d:%02d:%02d.%03d UTC", tmv.tm_year + 1900, tmv.tm_mon + 1,
-                  tmv.tm_mday, tmv.tm_hour, tmv.tm_min, tmv.tm_sec, int((us % 1000000) / 1000));
+                  tmv.tm_mday, tmv.tm_hour, tmv.tm_min, tmv.tm_sec, int(floor_mod(us, 1000000) / 1000));
   else
     std::snprintf(b, sizeof b, "%04d-%02d-%02d %02d:%02d:%02d UTC", tmv.tm_year + 1900, tmv.tm_mon + 1, tmv.tm_mday,
                   tmv.tm_hour, tmv.tm_min, tmv.tm_sec);
@@ -83,34 +100,279 @@ std::string utc_time(int64_t us, bool milliseconds) {
 }
 
 std::string seconds(int64_t us) {
-  char b[32];
+  char b[48];
   std::snprintf(b, sizeof b, "%.3f s", double(us) / 1e6);
   return b;
+}
+
+namespace {
+
+// |to - from| without overflow (it can be up to 2^64 - 1), and its sign.
+uint64_t distance(int64_t from_us, int64_t to_us, bool* negative) {
+  *negative = to_us < from_us;
+  return *negative ? uint64_t(from_us) - uint64_t(to_us) : uint64_t(to_us) - uint64_t(from_us);
+}
+
+}  // namespace
+
+std::string seconds_between(int64_t from_us, int64_t to_us) {
+  bool neg = false;
+  const double d = double(distance(from_us, to_us, &neg));
+  char b[64];
+  std::snprintf(b, sizeof b, "%.3f s", (neg ? -d : d) / 1e6);
+  return b;
+}
+
+std::string signed_seconds_between(int64_t from_us, int64_t to_us) {
+  std::string s = seconds_between(from_us, to_us);
+  return s[0] == '-' ? s : "+" + s;
+}
+
+std::string time_span(int64_t first_us, int64_t last_us, bool milliseconds) {
+  std::string s = utc_time(first_us, milliseconds);
+  if (first_us == kNoTime || last_us == kNoTime) return s;
+  if (last_us >= first_us) return s + " + " + seconds_between(first_us, last_us);
+  return s + " - " + seconds_between(last_us, first_us) + " (the times go backwards)";
+}
+
+int64_t clamped_difference(int64_t from_us, int64_t to_us) {
+  bool neg = false;
+  const uint64_t d = distance(from_us, to_us, &neg);
+  if (!neg) return d > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(d);
+  return d >= uint64_t(1) << 63 ? INT64_MIN : -int64_t(d);
+}
+
+// ---------------------------------------------------------------------------
+// Names.
+
+namespace {
+
+// The length (1-4) of the well-formed UTF-8 sequence at s[i] and its code
+// point, or 0 when the byte there starts none (Unicode's Table 3-7: no
+// overlong forms, no surrogates, nothing above U+10FFFF).
+size_t utf8_at(std::string_view s, size_t i, uint32_t* cp) {
+  const auto b = [&](size_t k) { return uint8_t(s[i + k]); };
+  const uint8_t c = b(0);
+  if (c < 0x80) {
+    *cp = c;
+    return 1;
+  }
+  const size_t left = s.size() - i;
+  const auto cont = [&](size_t k, uint8_t lo = 0x80, uint8_t hi = 0xBF) { return k < left && b(k) >= lo && b(k) <= hi; };
+  if (c >= 0xC2 && c <= 0xDF) {
+    if (!cont(1)) return 0;
+    *cp = uint32_t(c & 0x1F) << 6 | (b(1) & 0x3F);
+    return 2;
+  }
+  if (c >= 0xE0 && c <= 0xEF) {
+    const uint8_t lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    if (!cont(1, lo, hi) || !cont(2)) return 0;
+    *cp = uint32_t(c & 0x0F) << 12 | uint32_t(b(1) & 0x3F) << 6 | (b(2) & 0x3F);
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    const uint8_t lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    if (!cont(1, lo, hi) || !cont(2) || !cont(3)) return 0;
+    *cp = uint32_t(c & 0x07) << 18 | uint32_t(b(1) & 0x3F) << 12 | uint32_t(b(2) & 0x3F) << 6 | (b(3) & 0x3F);
+    return 4;
+  }
+  return 0;
+}
+
+// Characters that act on a terminal, break a line or reorder what is shown:
+// C0, DEL, C1, the line and paragraph separators, the bidirectional marks,
+// embeddings, overrides and isolates.
+bool acts(uint32_t cp) {
+  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x061C || cp == 0x200E || cp == 0x200F ||
+         (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+void hex_byte(std::string& o, uint8_t c) {
+  static const char* digits = "0123456789abcdef";
+  o += "\\x";
+  o += digits[c >> 4];
+  o += digits[c & 15];
+}
+
+// "\\u202e": only ever a code point of the BMP here.
+void u_escape(std::string& o, uint32_t cp) {
+  static const char* digits = "0123456789abcdef";
+  o += "\\u";
+  for (int shift = 12; shift >= 0; shift -= 4) o += digits[(cp >> shift) & 15];
+}
+
+// display_name's escape of one character that acts (or of a byte outside UTF-8).
+void escape_acting(std::string& o, uint32_t cp) {
+  switch (cp) {
+    case '\n': o += "\\n"; return;
+    case '\r': o += "\\r"; return;
+    case '\t': o += "\\t"; return;
+    default: break;
+  }
+  if (cp < 0x20 || cp == 0x7F) hex_byte(o, uint8_t(cp));
+  else u_escape(o, cp);
+}
+
+// Whether s needs no escaping at all: printable ASCII (and '\n' when kept).
+bool plain_ascii(std::string_view s, bool keep_newlines) {
+  for (char ch : s) {
+    const uint8_t c = uint8_t(ch);
+    if (c >= 0x20 && c < 0x7F) continue;
+    if (c == '\n' && keep_newlines) continue;
+    return false;
+  }
+  return true;
+}
+
+// Calls emit(code point, bytes) for each well-formed character and
+// bad(byte) for each byte that is not part of one.
+template <class Emit, class Bad>
+void each_char(std::string_view s, Emit emit, Bad bad) {
+  for (size_t i = 0; i < s.size();) {
+    uint32_t cp = 0;
+    const size_t n = utf8_at(s, i, &cp);
+    if (n == 0) {
+      bad(uint8_t(s[i]));
+      ++i;
+      continue;
+    }
+    emit(cp, s.substr(i, n));
+    i += n;
+  }
+}
+
+std::string escape_text(std::string_view s, bool keep_newlines) {
+  if (plain_ascii(s, keep_newlines)) return std::string(s);
+  std::string o;
+  o.reserve(s.size() + 16);
+  each_char(
+      s,
+      [&](uint32_t cp, std::string_view bytes) {
+        if (cp == '\n' && keep_newlines) o += '\n';
+        else if (acts(cp)) escape_acting(o, cp);
+        else o.append(bytes);
+      },
+      [&](uint8_t c) { hex_byte(o, c); });
+  return o;
+}
+
+}  // namespace
+
+std::string display_name(std::string_view s) { return escape_text(s, false); }
+std::string terminal_safe(std::string_view s) { return escape_text(s, true); }
+
+std::string json_safe(std::string json) {
+  bool any = false;
+  for (char ch : json)
+    if (uint8_t(ch) >= 0x7F) {
+      any = true;
+      break;
+    }
+  if (!any) return json;
+  std::string o;
+  o.reserve(json.size() + 16);
+  each_char(
+      json,
+      [&](uint32_t cp, std::string_view bytes) {
+        // C0 characters never appear raw inside a dumped string (nlohmann
+        // escapes them); the raw '\n' and spaces are the indentation.
+        if (cp >= 0x7F && acts(cp)) u_escape(o, cp);
+        else o.append(bytes);
+      },
+      [&](uint8_t) { o += "\\ufffd"; });  // not reached: the dump replaced them
+  return o;
+}
+
+std::string markdown_text(std::string_view s) {
+  const std::string t = display_name(s);
+  std::string o;
+  o.reserve(t.size());
+  for (char ch : t) {
+    switch (ch) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '|': o += "\\|"; break;
+      case '\\': o += "\\\\"; break;
+      case '`': o += "\\`"; break;
+      default: o += ch;
+    }
+  }
+  return o;
+}
+
+std::string markdown_code(std::string_view s) {
+  std::string t = display_name(s);
+  std::string body;
+  body.reserve(t.size());
+  size_t run = 0, longest = 0;
+  for (char ch : t) {
+    run = ch == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+    if (ch == '|') body += "\\|";
+    else body += ch;
+  }
+  const std::string fence(longest + 1, '`');
+  // A span that starts or ends with a backtick needs a space inside its
+  // fence (CommonMark strips one from each side).
+  const bool pad = !body.empty() && (body.front() == '`' || body.back() == '`');
+  if (body.empty()) return "` `";
+  return fence + (pad ? " " : "") + body + (pad ? " " : "") + fence;
+}
+
+std::string github_message(std::string_view s) {
+  std::string o;
+  for (char c : display_name(s)) {
+    if (c == '%') o += "%25";
+    else if (c == '\r') o += "%0D";
+    else if (c == '\n') o += "%0A";
+    else o += c;
+  }
+  return o;
+}
+
+std::string github_property(std::string_view s) {
+  std::string o;
+  for (char c : github_message(s)) {
+    if (c == ':') o += "%3A";
+    else if (c == ',') o += "%2C";
+    else o += c;
+  }
+  return o;
 }
 
 std::string escape(std::string_view s, Markup m) {
   std::string o;
   o.reserve(s.size());
-  for (char ch : s) {
-    switch (ch) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'':
-        if (m == Markup::Html) o += "&#39;";
-        else if (m == Markup::Xml) o += "&apos;";
-        else o += ch;
-        break;
-      case '\n':
-        o += m == Markup::DotLabel ? ' ' : ch;
-        break;
-      default:
-        // XML 1.0 forbids most control characters, even escaped.
-        if (m == Markup::Xml && static_cast<unsigned char>(ch) < 0x20 && ch != '\t' && ch != '\r') o += '?';
-        else o += ch;
-    }
-  }
+  each_char(
+      s,
+      [&](uint32_t cp, std::string_view bytes) {
+        switch (cp) {
+          case '&': o += "&amp;"; return;
+          case '<': o += "&lt;"; return;
+          case '>': o += "&gt;"; return;
+          case '"': o += "&quot;"; return;
+          case '\'':
+            if (m == Markup::Html) o += "&#39;";
+            else if (m == Markup::Xml) o += "&apos;";
+            else o += '\'';
+            return;
+          case '\n':
+          case '\t':
+          case '\r':
+            // XML keeps them (the text of a JUnit failure has lines); a
+            // label draws them as spaces; HTML shows them as display_name does.
+            if (m == Markup::Xml) o += char(cp);
+            else if (m == Markup::DotLabel) o += ' ';
+            else escape_acting(o, cp);
+            return;
+          default: break;
+        }
+        // XML 1.0 also forbids U+FFFE and U+FFFF.
+        if (acts(cp) || (m == Markup::Xml && (cp == 0xFFFE || cp == 0xFFFF))) escape_acting(o, cp);
+        else o.append(bytes);
+      },
+      [&](uint8_t c) { hex_byte(o, c); });
   return o;
 }
 

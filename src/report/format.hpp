@@ -19,14 +19,65 @@ std::string change_percent(int64_t delta, int64_t base, int decimals, std::strin
                            std::string_view fresh);
 // A share for tables and tooltips: "12%", "8.5%" (one decimal below 10%).
 std::string compact_percent(double share);
-// "2026-11-30 11:03:54.542 UTC" (with milliseconds) or without; "?" for kNoTime.
+// "2026-11-30 11:03:54.542 UTC" (with milliseconds) or without; "?" for
+// kNoTime; a time outside the years 1-9999 as its number: "time_us 9223372036854775807".
 std::string utc_time(int64_t us, bool milliseconds);
 // "1.234 s".
 std::string seconds(int64_t us);
+// The time from `from_us` to `to_us` in seconds, "1.234 s" (negative when
+// `to_us` is earlier), computed without overflow for any two int64 times.
+std::string seconds_between(int64_t from_us, int64_t to_us);
+// The same with its sign always: "+1.234 s", "-0.500 s".
+std::string signed_seconds_between(int64_t from_us, int64_t to_us);
+// A recording's time span: "2026-11-30 11:03:54.542 UTC + 12.345 s" (utc_time,
+// then the time to the last event); "... - 1.000 s (the times go backwards)"
+// when the last event is earlier; just the first time when the last is kNoTime.
+std::string time_span(int64_t first_us, int64_t last_us, bool milliseconds);
+// to_us - from_us in microseconds, clamped to the int64 range.
+int64_t clamped_difference(int64_t from_us, int64_t to_us);
 
-// Text for markup: HTML (& < > " ' as entities), XML (the same with &apos;,
-// and the control characters XML 1.0 forbids as '?'), or a Graphviz
-// HTML-like label (no apostrophe entity, newlines as spaces).
+// ---------------------------------------------------------------------------
+// Names are bytes: a frame, file, op or category name, user metadata, a rule,
+// the input's file name. Every renderer passes them through one of these
+// (docs/reliability.md, "Names, messages and terminals").
+//
+// Text for a terminal or a CI log: every byte that could act on a terminal
+// or start a line is shown as an escape: \n \r \t; \xNN for the other C0
+// bytes, DEL and each byte that is not part of valid UTF-8; \u0080-\u009f
+// for the C1 controls (when they are valid UTF-8); \u2028 \u2029 and the
+// bidirectional controls (\u202a-\u202e, \u2066-\u2069) likewise. Valid
+// UTF-8 otherwise passes unchanged, so ordinary names print as they are.
+std::string display_name(std::string_view s);
+// The same for a whole rendered text, keeping its own line breaks ('\n'):
+// the last step of every text renderer, so that no control byte reaches a
+// terminal even from a name a renderer forgot (line breaks in names are
+// display_name's job).
+std::string terminal_safe(std::string_view s);
+// nlohmann's dump with invalid UTF-8 replaced by U+FFFD (error_handler_t::replace)
+// gives valid UTF-8; this writes the DEL, C1, line-separator and bidi
+// characters left in it as \u escapes (JSON strings only hold them, so the
+// document means the same), leaving the JSON free of control characters.
+std::string json_safe(std::string json);
+// Markdown (GitHub Flavored): plain text in a paragraph, list item or table
+// cell: display_name, then & < > as entities, | \ ` as backslash escapes.
+std::string markdown_text(std::string_view s);
+// A code span: display_name, | as \| (GFM unescapes it inside tables too),
+// fenced with a run of backticks longer than any in the name.
+std::string markdown_code(std::string_view s);
+// GitHub Actions workflow commands: a message (display_name, then % \r \n
+// as %25 %0D %0A) and a property value (also : and , as %3A %2C).
+std::string github_message(std::string_view s);
+std::string github_property(std::string_view s);
+
+// Text for markup: HTML (& < > " ' as entities), XML (the same with &apos;),
+// or a Graphviz HTML-like label (no apostrophe entity). Every character
+// display_name escapes is written as it writes it (\x1b, \n, \u0085, \xff
+// for a byte outside UTF-8): XML 1.0 forbids most control characters even
+// as character references and the JUnit file declares UTF-8, and Graphviz
+// reads a NUL as the end of its input. Except: XML keeps tab, newline and
+// carriage return (the text of a JUnit failure has lines; names reach it
+// through display_name already), a label draws them as spaces; XML also
+// escapes U+FFFE and U+FFFF, which it forbids (\ufffe).
 enum class Markup : uint8_t { Html, Xml, DotLabel };
 std::string escape(std::string_view s, Markup m);
 

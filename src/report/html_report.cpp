@@ -22,7 +22,6 @@ using detail::with_commas;
 
 
 std::string esc(std::string_view s) { return detail::escape(s, detail::Markup::Html); }
-std::string utc_time(int64_t us) { return detail::utc_time(us, false); }
 using detail::seconds;
 std::string pct_of(int64_t part, int64_t whole) { return whole > 0 ? detail::compact_percent(double(part) / double(whole)) : "–"; }
 std::string signed_pct(int64_t delta, int64_t base) { return detail::change_percent(delta, base, 1, "", "new"); }
@@ -188,11 +187,12 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSo
   o << "</div>\n<table class=\"kv\">\n";
   o << "<tr><th>events</th><td>" << with_commas(d.events) << ", " << d.streams << (d.streams == 1 ? " stream" : " streams");
   if (d.first_time_us != kNoTime)
-    o << ", " << esc(utc_time(d.first_time_us)) << " + " << esc(seconds(d.last_time_us - d.first_time_us));
+    o << ", " << esc(detail::time_span(d.first_time_us, d.last_time_us, false));
   o << "</td></tr>\n";
   if (pk.event_index >= 0) {
     o << "<tr><th>when</th><td>event " << with_commas(uint64_t(pk.event_index)) << " of " << with_commas(d.events);
-    if (pk.time_us != kNoTime && d.first_time_us != kNoTime) o << ", t = +" << esc(seconds(pk.time_us - d.first_time_us));
+    if (pk.time_us != kNoTime && d.first_time_us != kNoTime)
+      o << ", t = " << esc(detail::signed_seconds_between(d.first_time_us, pk.time_us));
     o << ", " << esc(phase_words(d.peak_phase, d.peak_iteration))
       << " <span class=\"muted\">(the requested peak: the moment the live tensors are largest)</span></td></tr>\n";
     o << "<tr><th>reached by</th><td>" << event_kind_name(d.peak_event.kind) << " of "
@@ -201,7 +201,7 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSo
     auto kernel = [&](const char* label, const std::optional<KernelRef>& k) {
       if (!k || r.kernel_launches == 0) return;
       o << "<tr><th>" << label << "</th><td><code>" << esc(k->name) << "</code> ("
-        << esc(seconds(k->time_us - pk.time_us)) << " from the peak)</td></tr>\n";
+        << esc(detail::seconds_between(pk.time_us, k->time_us)) << " from the peak)</td></tr>\n";
     };
     kernel("last kernel", d.kernel_before);
     kernel("next kernel", d.kernel_after);

@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "report/format.hpp"
 #include "report/profiler_report.hpp"
 #include "snapdiff/report/report.hpp"
 
@@ -276,7 +277,9 @@ std::string render_json(const Report& r) {
   }
   j["warnings"] = J::array();
   for (const Warning& w : r.warnings) j["warnings"].push_back({{"code", std::string(code_name(w.code))}, {"message", warning_text(w)}});
-  return j.dump(2) + "\n";
+  // Names are bytes: invalid UTF-8 in one becomes U+FFFD, and the controls
+  // JSON lets stand raw are written as \u escapes (docs/reliability.md).
+  return detail::json_safe(j.dump(2, ' ', false, J::error_handler_t::replace)) + "\n";
 }
 
 }  // namespace snapdiff

@@ -18,6 +18,8 @@ using J = nlohmann::ordered_json;
 
 std::string commas(uint64_t v) { return with_commas(v); }
 std::string percent(int64_t part, int64_t whole) { return share_percent(part, whole); }
+// Every name printed as text goes through display_name (report/format.hpp).
+std::string dn(std::string_view s) { return display_name(s); }
 
 
 
@@ -44,16 +46,17 @@ std::string clip(const std::string& s, size_t w) {
   return out + "...";
 }
 
-// "1.234 s later" / "0.5 ms earlier" from a to b.
-std::string seconds_between(int64_t a, int64_t b) {
+// "1.234 s after the peak" / "0.5 ms before the peak" from a to b (the
+// difference taken without overflow).
+std::string time_from_peak(int64_t a, int64_t b) {
   if (a == kNoTime || b == kNoTime) return "at another time";
-  const int64_t dt = b - a;
-  const double ad = double(dt < 0 ? -dt : dt);
+  const bool before = b < a;
+  const double ad = double(before ? uint64_t(a) - uint64_t(b) : uint64_t(b) - uint64_t(a));
   char buf[48];
   if (ad < 1e3) std::snprintf(buf, sizeof buf, "%.0f us", ad);
   else if (ad < 1e6) std::snprintf(buf, sizeof buf, "%.1f ms", ad / 1e3);
   else std::snprintf(buf, sizeof buf, "%.3f s", ad / 1e6);
-  return std::string(buf) + (dt < 0 ? " before the peak" : " after the peak");
+  return std::string(buf) + (before ? " before the peak" : " after the peak");
 }
 
 std::string wrap_text(const std::string& lead, const std::string& text, size_t w) {
@@ -134,7 +137,7 @@ std::string profiler_input_text(const Report& r) {
     o << "  cpu memory  " << commas(r.host_memory_events) << " events of the CPU allocator, largest total "
       << human_bytes(r.host_peak_bytes) << " (not replayed)\n";
   for (const TraceJoinDevice& j : r.join.devices) {
-    o << "  trace       " << r.join.trace_name << ": cuda:" << j.device << ", " << commas(j.matched) << " of "
+    o << "  trace       " << dn(r.join.trace_name) << ": cuda:" << j.device << ", " << commas(j.matched) << " of "
       << commas(j.snapshot_allocs) << " allocations tied to the trace's, " << commas(j.with_op) << " of them inside an op";
     if (j.method == "time") {
       char b[96];
@@ -148,7 +151,7 @@ std::string profiler_input_text(const Report& r) {
     }
   }
   if (r.join.devices.empty() && !r.join.trace_name.empty())
-    o << "  trace       " << r.join.trace_name << ": no device in common with the snapshot, nothing joined\n";
+    o << "  trace       " << dn(r.join.trace_name) << ": no device in common with the snapshot, nothing joined\n";
   return o.str();
 }
 
@@ -197,8 +200,8 @@ std::string ops_text(const DeviceView& d) {
   o << "       BYTES       %   COUNT  CATEGORY             OP -> KERNEL                                                              CALLED FROM\n";
   for (const OpRow& r : d.by_op)
     o << "  " << lpad(human_bytes(r.bytes), 10) << "  " << percent(r.bytes, total) << "  " << lpad(commas(r.count), 6)
-      << "  " << rpad(cat_name(d, r.category), 19) << "  " << rpad(clip(op_kernel(r), 72), 72) << "  "
-      << where(r) << "\n";
+      << "  " << rpad(dn(cat_name(d, r.category)), 19) << "  " << rpad(clip(dn(op_kernel(r)), 72), 72) << "  "
+      << dn(where(r)) << "\n";
   if (d.other_ops.count > 0)
     o << "  " << lpad(human_bytes(d.other_ops.bytes), 10) << "  " << percent(d.other_ops.bytes, total) << "  "
       << lpad(commas(d.other_ops.count), 6) << "  " << rpad("", 19) << "  [" << commas(d.ops_rows - d.by_op.size())
@@ -208,9 +211,9 @@ std::string ops_text(const DeviceView& d) {
   o << "       BYTES       %   COUNT  CATEGORY             KERNEL                                                                    LAUNCHED BY\n";
   for (const OpRow& r : d.by_kernel)
     o << "  " << lpad(human_bytes(r.bytes), 10) << "  " << percent(r.bytes, total) << "  " << lpad(commas(r.count), 6)
-      << "  " << rpad(cat_name(d, r.category), 19) << "  "
-      << rpad(clip(r.kernel.empty() ? "(no kernel: the op launched none)" : r.kernel, 72), 72) << "  "
-      << op_or_none(r.other) << "\n";
+      << "  " << rpad(dn(cat_name(d, r.category)), 19) << "  "
+      << rpad(clip(r.kernel.empty() ? "(no kernel: the op launched none)" : dn(r.kernel), 72), 72) << "  "
+      << dn(op_or_none(r.other)) << "\n";
   if (d.other_kernels.count > 0)
     o << "  " << lpad(human_bytes(d.other_kernels.bytes), 10) << "  " << percent(d.other_kernels.bytes, total) << "  "
       << lpad(commas(d.other_kernels.count), 6) << "  " << rpad("", 19) << "  ["
@@ -224,7 +227,7 @@ std::string placement_text(const DeviceView& d, const TimelineMoment& m) {
   std::ostringstream o;
   std::vector<std::pair<int64_t, std::string>> by_cat;
   for (size_t i = 0; i < m.unknown_by_category.size(); ++i)
-    if (m.unknown_by_category[i] > 0) by_cat.push_back({m.unknown_by_category[i], d.category_names[i]});
+    if (m.unknown_by_category[i] > 0) by_cat.push_back({m.unknown_by_category[i], dn(d.category_names[i])});
   std::sort(by_cat.begin(), by_cat.end(), [](auto& a, auto& b) { return a.first > b.first; });
   o << "    ";
   for (size_t i = 0; i < by_cat.size(); ++i) o << (i ? ", " : "") << by_cat[i].second << " " << human_bytes(by_cat[i].first);
@@ -234,8 +237,8 @@ std::string placement_text(const DeviceView& d, const TimelineMoment& m) {
   int64_t shown = 0;
   for (const OpRow& p : m.placements) {
     shown += p.bytes;
-    o << "    " << lpad(human_bytes(p.bytes), 10) << "  " << rpad(cat_name(d, p.category), 19) << "  "
-      << rpad(clip(op_kernel(p), 72), 72) << "  " << where(p) << "\n";
+    o << "    " << lpad(human_bytes(p.bytes), 10) << "  " << rpad(dn(cat_name(d, p.category)), 19) << "  "
+      << rpad(clip(dn(op_kernel(p)), 72), 72) << "  " << dn(where(p)) << "\n";
   }
   if (m.placed > shown) o << "    " << lpad(human_bytes(m.placed - shown), 10) << "  " << rpad("", 19) << "  [other ops]\n";
   if (m.before_profiler > 0)
@@ -264,7 +267,7 @@ std::string timeline_text(const Report& r) {
   const DeviceView* d = nullptr;
   for (const DeviceView& x : r.devices)
     if (x.device == c.device) d = &x;
-  o << "\nPYTORCH'S MEMORY TIMELINE  cuda:" << c.device << "  (" << c.name << ": export_memory_timeline"
+  o << "\nPYTORCH'S MEMORY TIMELINE  cuda:" << c.device << "  (" << dn(c.name) << ": export_memory_timeline"
     << (c.raw ? ", raw" : "") << ")\n";
   if (!d || c.moments.empty()) {
     o << "  nothing to compare: the input has no allocations on this device\n";
@@ -282,7 +285,7 @@ std::string timeline_text(const Report& r) {
   o << "    PYTORCH'S CATEGORY          BYTES     SNAPDIFF'S CATEGORY          BYTES\n";
   std::vector<std::pair<std::string, int64_t>> ours;
   for (size_t i = 0; i < m.snapdiff.size(); ++i)
-    if (m.snapdiff[i] != 0) ours.push_back({d->category_names[i], m.snapdiff[i]});
+    if (m.snapdiff[i] != 0) ours.push_back({dn(d->category_names[i]), m.snapdiff[i]});
   std::sort(ours.begin(), ours.end(), [](auto& a, auto& b) { return a.second > b.second; });
   const size_t rows = std::max(size_t(MemoryTimeline::kCategories), ours.size());
   for (size_t i = 0; i < rows; ++i) {
@@ -316,12 +319,12 @@ std::string timeline_text(const Report& r) {
     const TimelineMoment& x = c.moments[k];
     o << "\n"
       << wrap_text("  ", "Its unknown is largest elsewhere: " + hb(x.unknown) + " (of " + hb(x.pytorch_total) + ") in " +
-                             when_text(x) + ", " + seconds_between(m.time_us, x.time_us) + "; snapdiff places it as:",
+                             when_text(x) + ", " + time_from_peak(m.time_us, x.time_us) + "; snapdiff places it as:",
                    100)
       << placement_text(*d, x);
   }
   o << wrap_text("  ", "(" + commas(m.allocations_matched) + " of " + commas(m.allocations) +
-                          " of the trace's allocations up to the peak tied to the timeline; " + c.method + ")",
+                          " of the trace's allocations up to the peak tied to the timeline; " + dn(c.method) + ")",
                   100);
   return o.str();
 }

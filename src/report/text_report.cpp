@@ -18,11 +18,11 @@ namespace {
 using detail::pad_left;
 using detail::pad_right;
 using detail::wrap;
-using detail::seconds;
 using detail::with_commas;
+// Every name printed goes through display_name (report/format.hpp).
+std::string dn(std::string_view s) { return detail::display_name(s); }
 
 std::string pct(int64_t part, int64_t whole) { return detail::share_percent(part, whole); }
-std::string utc_time(int64_t us) { return detail::utc_time(us, true); }
 
 
 
@@ -36,17 +36,18 @@ std::string hex(uint64_t v) {
 
 
 // "inner <- caller <- caller" from the innermost user frame outward, at most n frames.
-std::string site_text(const SiteFrames& s, size_t n) { return detail::site_line(s, n, " <- "); }
+std::string site_text(const SiteFrames& s, size_t n) { return dn(detail::site_line(s, n, " <- ")); }
 
 // "40 us after the peak", "1.5 ms before the peak", "at the peak's time".
-std::string offset_from_peak(int64_t dt) {
-  if (dt == 0) return "at the peak's time";
-  const uint64_t a = dt < 0 ? uint64_t(0) - uint64_t(dt) : uint64_t(dt);
+std::string offset_from_peak(int64_t time_us, int64_t peak_us) {
+  if (time_us == peak_us) return "at the peak's time";
+  const bool before = time_us < peak_us;
+  const uint64_t a = before ? uint64_t(peak_us) - uint64_t(time_us) : uint64_t(time_us) - uint64_t(peak_us);
   char b[48];
   if (a < 1000) std::snprintf(b, sizeof b, "%llu us", (unsigned long long)a);
   else if (a < 1000000) std::snprintf(b, sizeof b, "%.1f ms", double(a) / 1e3);
   else std::snprintf(b, sizeof b, "%.3f s", double(a) / 1e6);
-  return std::string(b) + (dt < 0 ? " before the peak" : " after the peak");
+  return std::string(b) + (before ? " before the peak" : " after the peak");
 }
 
 std::string signed_seconds(int64_t us) {
@@ -59,13 +60,13 @@ std::string signed_seconds(int64_t us) {
 
 std::string render_text(const Report& r) {
   std::ostringstream o;
-  o << "snapdiff report: " << r.input_name << "\n\n";
+  o << "snapdiff report: " << dn(r.input_name) << "\n\n";
   o << "INPUT\n";
-  o << "  format      " << r.source.format;
-  if (!r.source.format_detail.empty()) o << " (" << r.source.format_detail << ")";
+  o << "  format      " << dn(r.source.format);
+  if (!r.source.format_detail.empty()) o << " (" << dn(r.source.format_detail) << ")";
   if (r.source.gzip) o << ", gzip";
   o << ", " << human_bytes(int64_t(r.source.file_bytes)) << "\n";
-  if (!r.source.shape.empty()) o << "  shape       " << r.source.shape << "\n";
+  if (!r.source.shape.empty()) o << "  shape       " << dn(r.source.shape) << "\n";
   o << "  devices     ";
   for (size_t i = 0; i < r.devices.size(); ++i) o << (i ? ", " : "") << "cuda:" << r.devices[i].device;
   if (r.devices.empty()) o << "none";
@@ -84,7 +85,7 @@ std::string render_text(const Report& r) {
     o << "\nPEAK  cuda:" << d.device << "  (" << with_commas(d.events) << " events, " << d.streams
       << (d.streams == 1 ? " stream" : " streams");
     if (d.first_time_us != kNoTime)
-      o << ", " << utc_time(d.first_time_us) << " + " << seconds(d.last_time_us - d.first_time_us);
+      o << ", " << detail::time_span(d.first_time_us, d.last_time_us, true);
     o << ")\n";
     auto line = [&](const char* name, const PeakPoint& p) {
       o << "  " << name << pad_left(human_bytes(p.bytes), 11) << "  " << pad_left(with_commas(uint64_t(p.bytes)), 17)
@@ -103,11 +104,12 @@ std::string render_text(const Report& r) {
     const PeakPoint& pk = d.peak_requested;
     if (pk.event_index >= 0) {
       o << "  when        event " << with_commas(uint64_t(pk.event_index)) << " of " << with_commas(d.events);
-      if (pk.time_us != kNoTime && d.first_time_us != kNoTime) o << ", t = +" << seconds(pk.time_us - d.first_time_us);
+      if (pk.time_us != kNoTime && d.first_time_us != kNoTime)
+        o << ", t = " << detail::signed_seconds_between(d.first_time_us, pk.time_us);
       if (d.peak_iteration > 0) o << ", iteration " << d.peak_iteration;
       o << ", " << phase_name(d.peak_phase) << "  (the requested peak: the moment the live tensors are largest)\n";
       o << "  reached by  " << event_kind_name(d.peak_event.kind) << " of " << human_bytes(int64_t(d.peak_event.size))
-        << " at " << (d.peak_user_frame ? d.peak_user_frame->label : std::string("<no stack recorded>")) << "\n";
+        << " at " << (d.peak_user_frame ? dn(d.peak_user_frame->label) : std::string("<no stack recorded>")) << "\n";
       if (r.kernel_launches > 0 && pk.time_us != kNoTime) {
         auto kernel = [&](const char* label, const std::optional<KernelRef>& k, const char* none) {
           o << "  " << label << " ";
@@ -115,9 +117,9 @@ std::string render_text(const Report& r) {
             o << none << "\n";
             return;
           }
-          o << k->display << "  (" << offset_from_peak(k->time_us - pk.time_us);
+          o << dn(k->display) << "  (" << offset_from_peak(k->time_us, pk.time_us);
           if (k->stream != 0) o << ", stream 0x" << hex(k->stream);
-          o << ")  in " << k->scope << "\n";
+          o << ")  in " << dn(k->scope) << "\n";
         };
         kernel("last kernel", d.kernel_before, "none launched at or before the peak");
         kernel("next kernel", d.kernel_after, "none launched after the peak");
@@ -126,7 +128,7 @@ std::string render_text(const Report& r) {
 
     if (!d.findings.empty()) {
       o << "\nEXPLANATION  cuda:" << d.device << "\n";
-      for (const Finding& fd : d.findings) o << wrap("  * ", finding_text(fd), 100);
+      for (const Finding& fd : d.findings) o << wrap("  * ", dn(finding_text(fd)), 100);
     }
 
     o << "\nAT THE PEAK BY CATEGORY  cuda:" << d.device << "\n";
@@ -142,7 +144,7 @@ std::string render_text(const Report& r) {
       for (auto& row : rows)
         o << "  " << pad_left(human_bytes(row.first), 10) << "  " << pct(row.first, total) << "  "
           << pad_left(with_commas(d.category_allocations[row.second]), 7) << " "
-          << pad_left(with_commas(d.category_sites[row.second]), 7) << "  " << d.category_names[row.second] << "\n";
+          << pad_left(with_commas(d.category_sites[row.second]), 7) << "  " << dn(d.category_names[row.second]) << "\n";
       o << "  " << pad_left(human_bytes(total), 10) << "  " << pct(total, total) << "  "
         << pad_left(with_commas(d.peak_live_allocations), 7) << " " << pad_left("", 7) << "  TOTAL (= requested peak)\n";
     }
@@ -151,7 +153,7 @@ std::string render_text(const Report& r) {
       << " allocations, " << human_bytes(d.peak_live_requested) << " requested)\n";
     o << "       BYTES       %   COUNT  CATEGORY             SITE (innermost user frame <- callers)\n";
     for (const SiteRow& s : d.sites) {
-      std::string cat = s.category >= 0 ? s.category_name : "?";
+      std::string cat = s.category >= 0 ? dn(s.category_name) : "?";
       o << "  " << pad_right(pad_left(human_bytes(s.requested_bytes), 10) + "  " + pct(s.requested_bytes, d.peak_live_requested) +
                               "  " + pad_left(with_commas(s.count), 6) + "  " + cat, 47)
         << "  " << site_text(s.site, 3) << "\n";
@@ -166,7 +168,7 @@ std::string render_text(const Report& r) {
     o << detail::ops_text(d);
 
     if (!d.phases.empty()) {
-      o << "\nPHASES  cuda:" << d.device << "  (found from " << d.phase_evidence << ")\n";
+      o << "\nPHASES  cuda:" << d.device << "  (found from " << dn(d.phase_evidence) << ")\n";
       o << "  ITER  PHASE           EVENTS         START        PEAK        RISE  LARGEST AT THE PHASE PEAK\n";
       // Long runs: the first two iterations, the peak's, and the last one.
       std::set<int> shown = {0, 1, 2, d.peak_iteration, d.iterations};
@@ -189,7 +191,7 @@ std::string render_text(const Report& r) {
         size_t big = 0;
         for (size_t i = 0; i < ps.categories.size(); ++i)
           if (ps.categories[i] > ps.categories[big]) big = i;
-        std::string largest = ps.categories.empty() ? "" : d.category_names[big] + " " + human_bytes(ps.categories[big]);
+        std::string largest = ps.categories.empty() ? "" : dn(d.category_names[big]) + " " + human_bytes(ps.categories[big]);
         o << "  " << pad_left(std::to_string(ps.iteration), 4) << "  " << pad_right(phase_name(ps.phase), 10)
           << pad_left(std::to_string(ps.start_event) + "-" + std::to_string(ps.end_event), 15) << "  "
           << pad_left(human_bytes(ps.start_requested), 10) << "  " << pad_left(human_bytes(ps.peak_requested), 10) << "  "
@@ -227,7 +229,7 @@ std::string render_text(const Report& r) {
         << " block that set the peak)\n";
     for (const FreeSizeClass& c : f.classes)
       if (c.blocks > 0)
-        o << "    free " << pad_right(c.label, 16) << pad_left(human_bytes(c.bytes), 10) << "   (" << with_commas(c.blocks)
+        o << "    free " << pad_right(dn(c.label), 16) << pad_left(human_bytes(c.bytes), 10) << "   (" << with_commas(c.blocks)
           << (c.blocks == 1 ? " block)\n" : " blocks)\n");
     o << "  allocated - requested  " << pad_left(human_bytes(f.internal), 10)
       << "   (rounding and unsplit block remainders)\n";
@@ -255,20 +257,20 @@ std::string render_text(const Report& r) {
       o << "  " << pad_right("cuda:" + std::to_string(m.device), 6) << "  "
         << pad_left(m.since_first_event_us != kNoTime ? signed_seconds(m.since_first_event_us) : std::string("?"), 10)
         << "  " << pad_left(human_bytes(m.used_bytes), 10) << "  " << pad_left(human_bytes(m.reserved_bytes), 10) << "  "
-        << pad_left(human_bytes(m.outside_bytes), 10) << "  " << (m.label.empty() ? "-" : m.label) << "\n";
+        << pad_left(human_bytes(m.outside_bytes), 10) << "  " << (m.label.empty() ? "-" : dn(m.label)) << "\n";
     o << "  outside the allocator: min " << human_bytes(r.outside_min_bytes) << ", max "
       << human_bytes(r.outside_max_bytes) << "  (CUDA context, library handles and modules)\n";
   }
   if (!r.explain_query.empty()) {
-    o << "\nEXPLAIN " << r.explain_query << "  (" << r.explain_total << (r.explain_total == 1 ? " match" : " matches")
+    o << "\nEXPLAIN " << dn(r.explain_query) << "  (" << r.explain_total << (r.explain_total == 1 ? " match" : " matches")
       << (r.explain_total > r.explain.size() ? ", first " + std::to_string(r.explain.size()) + " shown" : "") << ")\n";
     if (r.explain.empty()) o << "  nothing matches: give an address (0x... or decimal) or a frame (function, file:line)\n";
     for (const ExplainItem& it : r.explain) {
-      o << "  " << it.category << "  <- rule " << it.rule;
+      o << "  " << dn(it.category) << "  <- rule " << dn(it.rule);
       if (it.count > 1) o << "   (" << with_commas(it.count) << " allocations, " << human_bytes(it.bytes) << ")";
       else o << "   (" << human_bytes(int64_t(it.requested)) << " at 0x" << hex(it.addr) << ")";
       o << "\n";
-      o << wrap("      why: ", it.evidence, 100);
+      o << wrap("      why: ", dn(it.evidence), 100);
       o << "      allocated: " << (it.alloc_event < 0 ? std::string("before the recorded history")
                                                      : "event " + std::to_string(it.alloc_event) + ", " +
                                                            phase_name(it.alloc_phase) +
@@ -283,9 +285,10 @@ std::string render_text(const Report& r) {
   }
   if (!r.warnings.empty()) {
     o << "\nWARNINGS\n";
-    for (const Warning& w : r.warnings) o << "  [" << code_name(w.code) << "] " << warning_text(w) << "\n";
+    for (const Warning& w : r.warnings) o << "  [" << code_name(w.code) << "] " << dn(warning_text(w)) << "\n";
   }
-  return o.str();
+  // The last guard: no control byte reaches a terminal, whatever a section printed.
+  return detail::terminal_safe(o.str());
 }
 
 }  // namespace snapdiff
