@@ -280,7 +280,7 @@ def probes(scale):
               ["report", "s.pickle", "-o", "out.fifo"], exit=2, one_line=True,
               check=_all(_err_is("cannot write out.fifo: no process is reading the named pipe"), _fifo_intact)),
         Probe("out-fifo-reader", o, "`-o FIFO` with a reader: written in place, the FIFO stays", reader.make,
-              ["report", "s.pickle", "-o", "out.fifo"], exit=0, check=reader.check),
+              ["report", "s.pickle", "-o", "out.fifo"], exit=0, check=reader.check, make_here=True),
         Probe("out-socket", o, "`-o SOCKET`: refused, the socket stays", _make_socket,
               ["report", "s.pickle", "-o", "out.sock"], exit=2, one_line=True,
               check=_all(_err_is("cannot write out.sock: it is a socket"), _socket_intact)),

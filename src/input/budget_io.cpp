@@ -89,6 +89,11 @@ Budget parse_budget(const std::string& text, const std::string& name) {
   json j;
   try {
     detail::check_json_depth(text);
+  } catch (InputError& e) {
+    e.set_file(name);
+    throw;
+  }
+  try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
     std::string what = e.what();
@@ -208,7 +213,7 @@ std::string write_budget_json(const Budget& b) {
   s["peak_iteration"] = b.peak.iteration;
   s["snapdiff_version"] = b.snapdiff_version.empty() ? std::string(SNAPDIFF_VERSION) : b.snapdiff_version;
   j["source"] = s;
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";  // names that are not UTF-8: U+FFFD
 }
 
 }  // namespace snapdiff

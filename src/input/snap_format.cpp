@@ -146,7 +146,9 @@ std::string write_snap_json(const Trace& t) {
                           {"free_bytes", free_b},             {"total_bytes", total_b},   {"reserved_bytes", reserved_b},
                           {"label", label}};
   }
-  return j.dump();
+  // JSON text is UTF-8: a name holding other bytes is written with U+FFFD in
+  // their place (docs/formats.md), as every JSON output of snapdiff does.
+  return j.dump(-1, ' ', false, J::error_handler_t::replace);
 }
 
 void write_snap_file(const Trace& t, const std::string& path, bool gzip) {
