@@ -42,12 +42,31 @@ bool parse_phase(const std::string& s, Phase* p) {
   return false;
 }
 
-Pattern compile(const std::string& re, const std::string& path) {
+std::string n_commas(uint64_t v) {
+  std::string s = std::to_string(v), out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i && (s.size() - i) % 3 == 0) out += ',';
+    out += s[i];
+  }
+  return out;
+}
+
+// `program` counts the compiled size of every pattern of the rule set so far.
+Pattern compile(const std::string& re, const std::string& path, int64_t& program) {
+  if (re.size() > RuleSet::kMaxPatternBytes)
+    fail(path, "pattern of " + n_commas(re.size()) + " bytes: at most " + n_commas(RuleSet::kMaxPatternBytes));
+  Pattern p;
   try {
-    return Pattern(re);
+    p = Pattern(re);
   } catch (const std::invalid_argument& e) {
     fail(path, std::string("invalid regular expression (RE2 syntax): ") + e.what());
   }
+  program += p.program_size();
+  if (program > RuleSet::kMaxProgramSize)
+    fail(path, "the rules' patterns compile to more than " + n_commas(uint64_t(RuleSet::kMaxProgramSize)) +
+                   " RE2 instructions together (this one has " + n_commas(uint64_t(p.program_size())) +
+                   "): use fewer or smaller patterns, e.g. smaller repetition counts");
+  return p;
 }
 
 std::string str_field(const J& j, const char* key, const std::string& path, bool required) {
@@ -112,12 +131,15 @@ void RuleSet::add_json(const std::string& text, const std::string& origin) {
   if (str_field(j, "format", "$", true) != "snapdiff.rules") fail("$.format", "expected \"snapdiff.rules\"");
   if (!j.contains("version") || !j["version"].is_number_integer()) fail("$.version", "missing");
   if (j["version"].get<int64_t>() > 1) fail("$.version", "rules format version newer than this snapdiff reads (1)");
+  int64_t program = program_size;
   std::vector<PhaseHint> new_hints;
   if (j.contains("phase_hints")) {
     const J& h = j["phase_hints"];
     if (!h.is_array()) fail("$.phase_hints", "expected an array");
     for (size_t i = 0; i < h.size(); ++i) {
       std::string p = "$.phase_hints[" + std::to_string(i) + "]";
+      if (hints.size() + i >= kMaxHints)
+        fail(p, "more than " + n_commas(kMaxHints) + " phase hints (the built-in ones included)");
       if (!h[i].is_object()) fail(p, "expected an object");
       PhaseHint ph;
       std::string phase = str_field(h[i], "phase", p, true);
@@ -125,8 +147,8 @@ void RuleSet::add_json(const std::string& text, const std::string& origin) {
       ph.name_re = str_field(h[i], "name", p, false);
       ph.file_re = str_field(h[i], "file", p, false);
       if (ph.name_re.empty() && ph.file_re.empty()) fail(p, "a hint needs \"name\" or \"file\"");
-      if (!ph.name_re.empty()) ph.name = compile(ph.name_re, p + ".name"), ph.has_name = true;
-      if (!ph.file_re.empty()) ph.file = compile(ph.file_re, p + ".file"), ph.has_file = true;
+      if (!ph.name_re.empty()) ph.name = compile(ph.name_re, p + ".name", program), ph.has_name = true;
+      if (!ph.file_re.empty()) ph.file = compile(ph.file_re, p + ".file", program), ph.has_file = true;
       new_hints.push_back(std::move(ph));
     }
   }
@@ -136,6 +158,7 @@ void RuleSet::add_json(const std::string& text, const std::string& origin) {
     if (!r.is_array()) fail("$.rules", "expected an array");
     for (size_t i = 0; i < r.size(); ++i) {
       std::string p = "$.rules[" + std::to_string(i) + "]";
+      if (rules.size() + i >= kMaxRules) fail(p, "more than " + n_commas(kMaxRules) + " rules (the built-in ones included)");
       if (!r[i].is_object()) fail(p, "expected an object");
       Rule rule;
       rule.origin = origin;
@@ -155,12 +178,12 @@ void RuleSet::add_json(const std::string& text, const std::string& origin) {
           if (k == "frame_name") {
             if (!v.is_string()) fail(kp, "expected a regular expression");
             rule.frame_name_re = v.get<std::string>();
-            rule.frame_name = compile(rule.frame_name_re, kp);
+            rule.frame_name = compile(rule.frame_name_re, kp, program);
             rule.has_frame_name = true;
           } else if (k == "frame_file") {
             if (!v.is_string()) fail(kp, "expected a regular expression");
             rule.frame_file_re = v.get<std::string>();
-            rule.frame_file = compile(rule.frame_file_re, kp);
+            rule.frame_file = compile(rule.frame_file_re, kp, program);
             rule.has_frame_file = true;
           } else if (k == "alloc_phase") {
             rule.alloc_phases = uint8_t(phase_bits(v, kp, nullptr));
@@ -202,6 +225,7 @@ void RuleSet::add_json(const std::string& text, const std::string& origin) {
   hints = std::move(new_hints);
   new_rules.insert(new_rules.end(), std::make_move_iterator(rules.begin()), std::make_move_iterator(rules.end()));
   rules = std::move(new_rules);
+  program_size = program;
 }
 
 void RuleSet::add_file(const std::string& path) {
