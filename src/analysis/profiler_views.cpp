@@ -30,31 +30,38 @@ uint32_t kernel_begin(const Trace& t, uint32_t op) {
   return op < t.ops.size() ? t.ops[op].first_kernel : uint32_t(t.op_kernels.size());
 }
 
-uint32_t producer_op(const Trace& t, uint32_t op) {
-  for (uint32_t o = op; o != kNoOp && o < t.ops.size(); o = t.ops[o].parent)
-    if (kernel_begin(t, t.ops[o].subtree_end) > kernel_begin(t, o)) return o;
-  return op;
-}
-
-
 // Where an op was called from when no Python frame says it: its outermost
 // enclosing op (the autograd node of a backward op, "AddmmBackward0").
-std::string caller_of(const Trace& t, uint32_t op) {
+std::string caller_of(const Trace& t, const OpTree& ops, uint32_t op) {
   if (op == kNoOp || op >= t.ops.size()) return "";
-  uint32_t root = op;
-  while (t.ops[root].parent != kNoOp) root = t.ops[root].parent;
+  const uint32_t root = ops.root[op];
   if (root == op) return "";
   return capped_for_display(short_native_name(std::string(t.strings.get(t.ops[root].name))));
 }
 
 }  // namespace
 
-OpContext op_context(const Trace& t, const Device& dev, int64_t alloc_event) {
+OpTree::OpTree(const Trace& t) {
+  const size_t n = t.ops.size();
+  std::vector<uint32_t> launching(n, kNoOp);  // innermost op at or above with kernels (kNoOp: none)
+  producer.resize(n);
+  root.resize(n);
+  for (uint32_t o = 0; o < n; ++o) {
+    const uint32_t p = t.ops[o].parent;
+    const bool up = p != kNoOp && p < o;  // (an op's enclosing op comes before it)
+    const bool launches = kernel_begin(t, t.ops[o].subtree_end) > kernel_begin(t, o);
+    launching[o] = launches ? o : up ? launching[p] : kNoOp;
+    producer[o] = launching[o] == kNoOp ? o : launching[o];
+    root[o] = up ? root[p] : o;
+  }
+}
+
+OpContext op_context(const Trace& t, const OpTree& ops, const Device& dev, int64_t alloc_event) {
   OpContext c;
   if (alloc_event < 0 || dev.event_op.size() <= size_t(alloc_event)) return c;
   const uint32_t op = dev.event_op[size_t(alloc_event)];
   if (op == kNoOp || op >= t.ops.size()) return c;
-  c.op = producer_op(t, op);
+  c.op = ops.producer[op];
   const int64_t when = dev.events[size_t(alloc_event)].time_us;
   const uint32_t b = kernel_begin(t, c.op), e = kernel_begin(t, t.ops[c.op].subtree_end);
   // Compute kernels first: a memset or copy an op starts with (zeroing a
@@ -140,20 +147,21 @@ void truncate(std::vector<OpRow>& rows, OpRow& other, size_t top) {
 
 }  // namespace
 
-void ops_at_peak(const Trace& t, const FrameTable& ft, const Device& dev, DeviceAnalysis& d, size_t top) {
+void ops_at_peak(const Trace& t, const FrameTable& ft, const OpTree& ops, const Device& dev, DeviceAnalysis& d,
+                 size_t top) {
   if (t.ops.empty() || dev.event_op.empty()) return;
   d.has_ops = true;
   const Attribution& at = d.attr;
   std::map<std::pair<std::string, FrameId>, RowAcc> by_op, by_kernel;
   for (uint32_t id : at.live_at(d.peak_index)) {
     const Allocation& al = at.allocations[id];
-    OpContext c = op_context(t, dev, al.alloc_event);
+    OpContext c = op_context(t, ops, dev, al.alloc_event);
     std::string op = c.op != kNoOp ? capped_for_display(std::string(t.strings.get(t.ops[c.op].name)))
                      : al.alloc_event < 0 ? before_label(dev)
                                           : std::string();
     std::string kernel = c.kernel >= 0 ? kernel_display_name(t.strings.get(t.kernels[size_t(c.kernel)].name)) : std::string();
     FrameId py = ft.innermost_python(c.op != kNoOp ? t.ops[c.op].stack : al.stack);
-    const std::string caller = caller_of(t, c.op);
+    const std::string caller = caller_of(t, ops, c.op);
     add_to(by_op, op, py, kernel, caller, al, at.categories.size());
     add_to(by_kernel, kernel, UINT32_MAX, op, caller, al, at.categories.size());
   }
@@ -187,7 +195,7 @@ class TimelineMatcher {
  public:
   TimelineMatcher(const Trace& t, const FrameTable& ft, const Device& dev, const DeviceAnalysis& d,
                   const MemoryTimeline& tl)
-      : t_(t), ft_(ft), dev_(dev), d_(d), at_(d.attr), tl_(tl) {
+      : t_(t), ft_(ft), dev_(dev), d_(d), at_(d.attr), tl_(tl), ops_(t) {
     if (tl.raw) {
       rows_ = tl.rows;
       std::stable_sort(rows_.begin(), rows_.end(), [](const MemoryTimeline::Row& a, const MemoryTimeline::Row& b) {
@@ -223,6 +231,7 @@ class TimelineMatcher {
   const DeviceAnalysis& d_;
   const Attribution& at_;
   const MemoryTimeline& tl_;
+  const OpTree ops_;
   std::vector<MemoryTimeline::Row> rows_;
   std::vector<uint8_t> pc_;  // PyTorch's category per allocation (255: not tied)
   std::vector<char> gone_;
@@ -432,7 +441,7 @@ TimelineMoment TimelineMatcher::at(int64_t event_index, int64_t T, size_t top) {
     const Allocation& al = at_.allocations[id];
     m.placed += int64_t(al.requested);
     m.unknown_by_category[al.category] += int64_t(al.requested);
-    OpContext oc = op_context(t_, dev_, al.alloc_event);
+    OpContext oc = op_context(t_, ops_, dev_, al.alloc_event);
     std::string op = oc.op != kNoOp ? capped_for_display(std::string(t_.strings.get(t_.ops[oc.op].name)))
                      : al.alloc_event < 0 ? before_label(dev_)
                                           : std::string();
@@ -447,7 +456,7 @@ TimelineMoment TimelineMatcher::at(int64_t event_index, int64_t T, size_t top) {
       a.largest = al.requested;
       a.row.stack = al.stack;
       a.row.python = ft_.innermost_python(oc.op != kNoOp ? t_.ops[oc.op].stack : al.stack);
-      a.row.caller = caller_of(t_, oc.op);
+      a.row.caller = caller_of(t_, ops_, oc.op);
     }
   }
   for (auto& kv : groups) m.placements.push_back(kv.second.row);
