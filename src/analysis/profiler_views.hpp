@@ -35,6 +35,10 @@ struct OpContext {
   int64_t kernel = -1;  // index into Trace::kernels
 };
 OpContext op_context(const Trace& t, const OpTree& ops, const Device& dev, int64_t alloc_event);
+// op_context() of many allocations at once (ops with long subtrees cost
+// O(log kernels) each, not a scan of the subtree's kernels).
+std::vector<OpContext> op_contexts(const Trace& t, const OpTree& ops, const Device& dev,
+                                   const std::vector<int64_t>& alloc_events);
 
 // Fills d.by_op / d.by_kernel from the live allocations at d's peak.
 void ops_at_peak(const Trace& t, const FrameTable& ft, const OpTree& ops, const Device& dev, DeviceAnalysis& d,
