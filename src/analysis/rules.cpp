@@ -167,6 +167,8 @@ void RuleSet::add_json(const std::string& text, const std::string& origin) {
       if (rule.category.empty()) fail(p + ".category", "empty category");
       rule.evidence = str_field(r[i], "evidence", p, false);
       rule.category_index = category_index(rule.category);
+      if (categories.size() > kMaxCategories)
+        fail(p + ".category", "more than " + n_commas(kMaxCategories) + " categories (the built-in ones included)");
       if (r[i].contains("when")) {
         const J& w = r[i]["when"];
         std::string wp = p + ".when";
@@ -206,9 +208,13 @@ void RuleSet::add_json(const std::string& text, const std::string& origin) {
           } else if (k == "replaces_category") {
             if (!v.is_string()) fail(kp, "expected a category name");
             rule.replaces_category = category_index(v.get<std::string>());
+            if (categories.size() > kMaxCategories)
+              fail(kp, "more than " + n_commas(kMaxCategories) + " categories (the built-in ones included)");
           } else if (k == "unlike_sizes_of") {
             if (!v.is_string()) fail(kp, "expected a category name");
             rule.unlike_sizes_of = category_index(v.get<std::string>());
+            if (categories.size() > kMaxCategories)
+              fail(kp, "more than " + n_commas(kMaxCategories) + " categories (the built-in ones included)");
           } else if (k == "no_later_optimizer") {
             if (!v.is_boolean()) fail(kp, "expected true or false");
             rule.no_later_optimizer = v.get<bool>();

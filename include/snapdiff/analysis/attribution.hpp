@@ -75,6 +75,8 @@ class RuleSet {
   // matching one byte can cost when RE2's automaton gives out.
   static constexpr size_t kMaxRules = 10000;
   static constexpr size_t kMaxHints = 1000;
+  // Every phase span keeps its bytes per category: spans x categories.
+  static constexpr size_t kMaxCategories = 256;
   static constexpr size_t kMaxPatternBytes = 4096;
   static constexpr int64_t kMaxProgramSize = 50000;  // all patterns together
   // The rules shipped in rules/builtin.json (compiled in).
