@@ -176,6 +176,13 @@ def _names_limit(d, r):
     return None if "at most 1024" in line else "the error does not name the limit: %r" % line[:200]
 
 
+def _refused_pickle(d, r):
+    line = r.err.decode("utf-8", "replace")
+    if os.path.exists(os.path.join(d, "x.pickle")):
+        return "x.pickle was written"
+    return None if "convert to .snap" in line else "the error does not say why: %r" % line[:200]
+
+
 def probes(scale):
     G = 1 << 30
     full = scale == "full"
@@ -207,6 +214,10 @@ def probes(scale):
         Probe("time-deep-snap-explain", "time",
               "--explain SITE on stacks 60,000 frames deep, the frame near the outermost end",
               _deep_snap(60_000, 1), ["report", "s.snap", "--explain", "f3"], exit=0),
+        Probe("time-convert-deep-pickle", "time",
+              "convert of a .snap whose 30,000 stacks share one chain to a PyTorch pickle (which lists every "
+              "stack's frames: 450 M of them): refused, nothing written",
+              _deep_snap(30_000, 1), ["convert", "s.snap", "-o", "x.pickle"], exit=2, check=_refused_pickle),
         Probe("time-flame-deep-snap", "time",
               "chart --kind flame on a .snap with 30,000-deep stacks (1.4 MB: > 120 s)",
               _deep_snap(sz(20_000, 30_000), 1), ["chart", "s.snap", "--kind", "flame", "-o", "f.dot"], exit=0),
