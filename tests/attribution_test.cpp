@@ -390,8 +390,21 @@ TEST_CASE("rules files are held to limits: rules, hints, pattern bytes, compiled
   const std::string long_pattern = error_of(rules_json(1, std::string(RuleSet::kMaxPatternBytes + 1, 'a')));
   CHECK(long_pattern.find("$.rules[0].when.frame_name") != std::string::npos);
   CHECK(long_pattern.find("4,097 bytes") != std::string::npos);
-  // Patterns within RE2's own bounds one by one, too large together.
-  const std::string big = error_of(rules_json(200, "[a-z]{1000}y"));
+  // Counted repetitions: at most 100 copies, nested counts multiplied;
+  // braces that are no count, in classes, escaped or quoted are not counted
+  // (the patterns below are JSON text: "\\\\{" is the pattern \{).
+  CHECK(error_of(rules_json(1, "[a-z]{100}y")).empty());
+  CHECK(error_of(rules_json(1, "(ab{10}){10}")).empty());
+  for (const char* ok : {"a{,500}", "[{]500}", "\\\\{500}", "\\\\Qx{500}\\\\E", "\\\\p{Greek}{3}", "a{5555555555555555555"})
+    CHECK(error_of(rules_json(1, ok)).empty());
+  for (const char* bad : {"[a-z]{101}", "(a{11}){10}", "((a){2}b{30}){4}", "x{7,200}", "(?:a|b){1000}"}) {
+    INFO(bad);
+    const std::string e = error_of(rules_json(1, bad));
+    CHECK(e.find("$.rules[0].when.frame_name") != std::string::npos);
+    CHECK(e.find("copies") != std::string::npos);
+  }
+  // Patterns within the limits one by one, too large together.
+  const std::string big = error_of(rules_json(1000, std::string(400, 'q')));
   CHECK(big.find("when.frame_name") != std::string::npos);
   CHECK(big.find("RE2 instructions") != std::string::npos);
   std::string cats = R"({"format": "snapdiff.rules", "version": 1, "rules": [)";

@@ -51,10 +51,94 @@ std::string n_commas(uint64_t v) {
   return out;
 }
 
+// The largest number of copies a counted repetition makes of what it
+// repeats ("x{1000}" is a thousand x's to the automaton; counts inside a
+// repeated group multiply): RE2 syntax read as far as that takes — escapes
+// (\Q...\E, \x{...}, \p{...}), character classes (first ']' literal,
+// [:name:]) and groups; a '{' that does not open {n}, {n,} or {n,m} is
+// literal, as in RE2.
+uint64_t max_repetition(const std::string& re) {
+  const size_t n = re.size();
+  std::vector<uint64_t> group_max = {1};  // per open group: the most copies inside it
+  uint64_t last = 1;                      // copies inside the last atom
+  uint64_t best = 1;
+  auto number = [&](size_t& i, uint64_t& v) {
+    const size_t start = i;
+    v = 0;
+    while (i < n && re[i] >= '0' && re[i] <= '9') v = std::min<uint64_t>(v * 10 + uint64_t(re[i++] - '0'), 1u << 30);
+    return i > start;
+  };
+  for (size_t i = 0; i < n;) {
+    const char c = re[i];
+    if (c == '\\') {
+      if (i + 1 < n && re[i + 1] == 'Q') {
+        const size_t e = re.find("\\E", i + 2);
+        i = e == std::string::npos ? n : e + 2;
+      } else if (i + 2 < n && (re[i + 1] == 'x' || re[i + 1] == 'p' || re[i + 1] == 'P') && re[i + 2] == '{') {
+        const size_t e = re.find('}', i + 3);
+        i = e == std::string::npos ? n : e + 1;
+      } else {
+        i += 2;
+      }
+      last = 1;
+    } else if (c == '[') {
+      size_t j = i + 1;
+      if (j < n && re[j] == '^') ++j;
+      if (j < n && re[j] == ']') ++j;  // a ']' first is literal
+      while (j < n && re[j] != ']') {
+        if (re[j] == '\\') j += 2;
+        else if (re[j] == '[' && j + 1 < n && re[j + 1] == ':') {
+          const size_t e = re.find(":]", j + 2);
+          j = e == std::string::npos ? n : e + 2;
+        } else {
+          ++j;
+        }
+      }
+      i = j + 1;
+      last = 1;
+    } else if (c == '(') {
+      group_max.push_back(1);
+      ++i;
+      last = 1;
+    } else if (c == ')') {
+      last = group_max.back();
+      if (group_max.size() > 1) group_max.pop_back();
+      group_max.back() = std::max(group_max.back(), last);
+      ++i;
+    } else if (c == '{') {
+      size_t j = i + 1;
+      uint64_t lo = 0, hi = 0;
+      bool ok = number(j, lo);
+      hi = lo;
+      if (ok && j < n && re[j] == ',') {
+        ++j;
+        if (j < n && re[j] >= '0' && re[j] <= '9') number(j, hi);
+      }
+      if (ok && j < n && re[j] == '}') {
+        const uint64_t copies = std::min<uint64_t>(std::max(lo, hi) * last, 1u << 30);
+        best = std::max(best, copies);
+        group_max.back() = std::max(group_max.back(), copies);
+        last = copies;
+        i = j + 1;
+      } else {
+        last = 1;  // a literal '{'
+        ++i;
+      }
+    } else {
+      last = 1;
+      ++i;
+    }
+  }
+  return best;
+}
+
 // `program` counts the compiled size of every pattern of the rule set so far.
 Pattern compile(const std::string& re, const std::string& path, int64_t& program) {
   if (re.size() > RuleSet::kMaxPatternBytes)
     fail(path, "pattern of " + n_commas(re.size()) + " bytes: at most " + n_commas(RuleSet::kMaxPatternBytes));
+  if (const uint64_t copies = max_repetition(re); copies > RuleSet::kMaxRepeat)
+    fail(path, "a counted repetition of " + n_commas(copies) + " copies (counts in repeated groups multiply): rules allow " +
+                   n_commas(RuleSet::kMaxRepeat) + " (RE2 compiles every copy)");
   Pattern p;
   try {
     p = Pattern(re);

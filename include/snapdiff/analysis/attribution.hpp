@@ -78,7 +78,10 @@ class RuleSet {
   // Every phase span keeps its bytes per category: spans x categories.
   static constexpr size_t kMaxCategories = 256;
   static constexpr size_t kMaxPatternBytes = 4096;
-  static constexpr int64_t kMaxProgramSize = 50000;  // all patterns together
+  // x{n,m}: copies of x a repetition makes (nested counts multiply); large
+  // counts make automata whose states cost that much per byte matched.
+  static constexpr uint64_t kMaxRepeat = 100;
+  static constexpr int64_t kMaxProgramSize = 250000;  // all patterns together
   // The rules shipped in rules/builtin.json (compiled in).
   static RuleSet builtin();
   // Adds a rules file's hints and rules ahead of the ones already loaded.
