@@ -120,16 +120,19 @@ def _nested_trace(depth, path, kernels=False):
 
 def _many_rules(n_rules, n_stacks):
     def make(d):
-        rules = [{"name": "r%d" % i, "category": "c%d" % (i % 50), "when": {"frame_name": "^zz_site_%d$" % i}}
+        # Patterns that no frame matches, each read to its end against every
+        # frame: the work was rules x distinct frames.
+        rules = [{"name": "r%d" % i, "category": "c%d" % (i % 50), "when": {"frame_name": "(forward|site)_%d_x" % i}}
                  for i in range(n_rules)]
         write(os.path.join(d, "r.json"), json.dumps({"format": "snapdiff.rules", "version": 1, "rules": rules}).encode())
-        # n_stacks distinct two-frame stacks (distinct frames), one alive allocation each.
+        # n_stacks distinct stacks (two frames of their own each), one alive allocation each.
         tr = []
         a = SEG
         per = 4096
         tr.append(event("segment_alloc", SEG, n_stacks * per, 1, [frame()]))
         for i in range(n_stacks):
-            fr = [frame("site_%d" % i, "/home/u/model.py", i + 1), frame("forward", "/home/u/model.py", 1)]
+            fr = [frame("site_%d" % i, "/home/u/model.py", i + 1), frame("helper_%d" % i, "/home/u/util.py", 7),
+                  frame("forward", "/home/u/model.py", 1)]
             tr.append(event("alloc", a, per, 2 + i, fr))
             a += per
         dump(os.path.join(d, "s.pickle"), {"segments": [], "device_traces": [tr]})
@@ -197,20 +200,20 @@ def probes(scale):
         Probe("time-segment-devices", "time",
               "200,000 segments, each on its own device index (used to take > 60 s): refused after reading, "
               "at most 1,024 devices",
-              _segment_devices(sz(100_000, 200_000)), ["report", "s.pickle"], exit=3, check=_names_limit),
+              _segment_devices(sz(150_000, 200_000)), ["report", "s.pickle"], exit=3, check=_names_limit),
         Probe("time-nested-trace", "time",
               "a profiler trace of ops nested 100,000 deep, an allocation in each (39 MB: 77 s)",
-              lambda d: _nested_trace(sz(30_000, 100_000), os.path.join(d, "t.json")), ["report", "t.json"], exit=0),
+              lambda d: _nested_trace(sz(70_000, 100_000), os.path.join(d, "t.json")), ["report", "t.json"], exit=0),
         Probe("time-nested-trace-kernels", "time",
-              "ops nested 40,000 deep, each launching a kernel: an allocation's kernel among its op's subtree",
-              lambda d: _nested_trace(40_000, os.path.join(d, "t.json.gz"), kernels=True),
+              "ops nested 60,000 deep, each launching a kernel: an allocation's kernel among its op's subtree",
+              lambda d: _nested_trace(60_000, os.path.join(d, "t.json.gz"), kernels=True),
               ["report", "t.json.gz"], exit=0),
         Probe("time-deep-snap", "time",
               "a .snap whose stacks are 100,000 frames deep, a live allocation at every depth (4.8 MB: 23 s)",
               _deep_snap(100_000, 1), ["report", "s.snap"], exit=0),
         Probe("time-deep-snap-json", "time",
               "the same as JSON: every site's frames written out (cut to 1,000 per stack)",
-              _deep_snap(sz(60_000, 100_000), 1), ["report", "s.snap", "--format", "json"], exit=0),
+              _deep_snap(sz(80_000, 100_000), 1), ["report", "s.snap", "--format", "json"], exit=0),
         Probe("time-deep-snap-explain", "time",
               "--explain SITE on stacks 60,000 frames deep, the frame near the outermost end",
               _deep_snap(60_000, 1), ["report", "s.snap", "--explain", "f3"], exit=0),
@@ -223,7 +226,7 @@ def probes(scale):
               _deep_snap(sz(20_000, 30_000), 1), ["chart", "s.snap", "--kind", "flame", "-o", "f.dot"], exit=0),
         Probe("time-flame-nested-trace", "time",
               "chart --kind flame on a trace of ops nested 10,000 deep (3.9 MB: 94 s)",
-              lambda d: _nested_trace(10_000, os.path.join(d, "t.json")),
+              lambda d: _nested_trace(sz(12_000, 10_000), os.path.join(d, "t.json")),
               ["chart", "t.json", "--kind", "flame", "-o", "f.dot"], exit=0),
         Probe("time-diff-deep-snap", "time",
               "diff of two .snap files with 10,000-deep stacks (17 s, 3.7 GB under --max-memory 1GiB)",
@@ -234,9 +237,13 @@ def probes(scale):
               _many_rules(sz(3_000, 5_000), sz(12_000, 20_000)),
               ["report", "s.pickle", "--rules", "r.json"], exit=0),
         Probe("time-repetition-rules", "time",
-              "a rules file of large repetitions, each within RE2's limits (4 MB: 110 s, 3.2 GB): refused at "
-              "50,000 RE2 instructions in all",
+              "a rules file of large repetitions, each within RE2's limits (4 MB: 110 s, 3.2 GB): refused, "
+              "counted repetitions make at most 100 copies",
               _repetition_rules(sz(2_000, 40_000), 1000), ["report", "s.pickle", "--rules", "r.json"],
+              exit=3, check=_json_path, max_rss=G),
+        Probe("time-rules-program-size", "time",
+              "5,000 rules of 100-copy repetitions, each allowed: refused at 250,000 RE2 instructions in all",
+              _repetition_rules(5_000, 100), ["report", "s.pickle", "--rules", "r.json"],
               exit=3, check=_json_path, max_rss=G),
         Probe("time-long-pattern", "time",
               "one rule pattern of 1 MB: refused beyond 4,096 bytes",
