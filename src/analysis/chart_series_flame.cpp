@@ -63,7 +63,7 @@ bool native_plumbing(const FrameTable& frames, FrameId f) {
 // once in a row, the outermost kMaxNativeFrames. Of more than kMaxDepth,
 // the outer four and the inner kMaxDepth - 5, with a box for those between.
 //
-// Worked out for every stack node in one pass (a node's parent comes first):
+// Worked out once per stack node, from its parent's (a parent comes first):
 // per kind of stack, the nearest frame kept at or above each node, how many
 // are kept there, and the one kept at the depth the outer part ends. A
 // stack's path is then a few steps, however deep it is (a path copied frame
@@ -73,50 +73,50 @@ class FlameIndex {
   static constexpr size_t kKeepOuter = 4, kKeepInner = kMaxDepth - kKeepOuter - 1;
   explicit FlameIndex(const FrameTable& frames) : frames_(frames) {
     const Trace& t = frames.trace();
-    const size_t n = t.stacks.size();
-    for (Mode& m : modes_) m.node.assign(n, {});
-    any_scope_.assign(n, 0);
-    done_.assign(n, 0);
-    done_[0] = 1;
+    recs_.emplace_back();  // node 0, the empty stack
+    slot_.emplace(0, 0);
     py_plumb_.assign(t.frames.size(), -1);
     nat_plumb_.assign(t.frames.size(), -1);
   }
 
   // Fills the nodes of `stack` not yet known, outermost first (only the
-  // stacks drawn are looked at, each node once).
+  // stacks drawn are looked at, each node once; kept apart from the trace's
+  // other nodes, which can be millions).
   void add(StackId stack) {
     const Trace& t = frames_.trace();
     chain_.clear();
-    for (StackId x = stack; !done_[x]; x = t.stacks.node(x).parent) chain_.push_back(x);
+    for (StackId x = stack; !slot_.count(x); x = t.stacks.node(x).parent) chain_.push_back(x);
     for (size_t k = chain_.size(); k-- > 0;) {
       const StackId i = chain_[k];
       const StackTable::Node& nd = t.stacks.node(i);
-      const StackId p = nd.parent;
       const FrameId f = nd.frame;
-      any_scope_[i] = any_scope_[p] || frames_.scope(f);
+      const Rec up = recs_[slot_.at(nd.parent)];  // a copy: recs_ grows below
+      Rec x = up;
+      x.any_scope = up.any_scope || frames_.scope(f);
       if (py_plumb_[f] < 0) py_plumb_[f] = python_plumbing(frames_, f);
       if (nat_plumb_[f] < 0) nat_plumb_[f] = native_plumbing(frames_, f);
       const bool keep_py = frames_.python(f) && !py_plumb_[f];
       const bool keep_scope = frames_.scope(f);
       bool keep_native = !nat_plumb_[f];
       if (keep_native) {
-        const StackId prev = modes_[kNative].node[p].kept;  // the last kept, outermost first
+        const StackId prev = up.m[kNative].kept;  // the last kept, outermost first
         if (prev != 0) {
           const FrameId pf = t.stacks.node(prev).frame;
           keep_native = pf != f && frames_.label(pf) != frames_.label(f);
         }
       }
-      step(modes_[kPython], i, p, keep_py, kKeepOuter);
-      step(modes_[kScope], i, p, keep_scope, kKeepOuter);
-      step(modes_[kNative], i, p, keep_native, kMaxNativeFrames);
-      done_[i] = 1;
+      step(x.m[kPython], i, keep_py, kKeepOuter);
+      step(x.m[kScope], i, keep_scope, kKeepOuter);
+      step(x.m[kNative], i, keep_native, kMaxNativeFrames);
+      slot_.emplace(i, uint32_t(recs_.size()));
+      recs_.push_back(x);
     }
   }
 
   const FrameTable& frames() const { return frames_; }
   bool has_scope(StackId stack) {
     add(stack);
-    return any_scope_[stack] != 0;
+    return recs_[slot_.at(stack)].any_scope;
   }
 
   struct Path {
@@ -127,17 +127,18 @@ class FlameIndex {
   Path path(StackId stack) {
     add(stack);
     Path out;
-    const int m = frames_.innermost_python(stack) != kNoFrame ? kPython : any_scope_[stack] ? kScope : kNative;
-    const Mode& md = modes_[m];
-    const Info& x = md.node[stack];
+    const Rec& rec = recs_[slot_.at(stack)];
+    const int m = frames_.innermost_python(stack) != kNoFrame ? kPython : rec.any_scope ? kScope : kNative;
+    const Info& x = rec.m[m];
     const Trace& t = frames_.trace();
-    // `count` kept frames from `from` outward, appended outermost first.
+    // `count` kept frames from `from` outward, appended outermost first
+    // (every kept node's parent was filled by add()).
     auto take = [&](StackId from, size_t count) {
       const size_t at = out.frames.size();
       for (StackId y = from; y != 0 && count > 0; --count) {
         out.frames.push_back(t.stacks.node(y).frame);
         const StackId up = t.stacks.node(y).parent;
-        y = up == 0 ? 0 : md.node[up].kept;
+        y = up == 0 ? 0 : recs_[slot_.at(up)].m[m].kept;
       }
       std::reverse(out.frames.begin() + long(at), out.frames.end());
     };
@@ -161,22 +162,20 @@ class FlameIndex {
     uint32_t count = 0;  // kept nodes at or above
     StackId outer = 0;   // the kept node at or above at which `count` reaches the outer part's size
   };
-  struct Mode {
-    std::vector<Info> node;
+  struct Rec {
+    Info m[3];  // per kind of stack
+    bool any_scope = false;
   };
-  static void step(Mode& m, StackId i, StackId p, bool keep, size_t outer_size) {
-    const Info& up = m.node[p];
-    Info& x = m.node[i];
-    x = up;
+  static void step(Info& x, StackId i, bool keep, size_t outer_size) {
     if (!keep) return;
     x.kept = i;
     ++x.count;
     if (x.count == outer_size) x.outer = i;
   }
   const FrameTable& frames_;
-  Mode modes_[3];
-  std::vector<uint8_t> any_scope_, done_;
-  std::vector<int8_t> py_plumb_, nat_plumb_;  // per frame (-1: not yet)
+  std::vector<Rec> recs_;
+  std::unordered_map<StackId, uint32_t> slot_;  // stack node -> recs_
+  std::vector<int8_t> py_plumb_, nat_plumb_;    // per frame (-1: not yet)
   std::vector<StackId> chain_;
 };
 
