@@ -10,6 +10,7 @@
 #include "snapdiff/analysis/pattern.hpp"
 #include "snapdiff/analysis/analysis.hpp"
 #include "snapdiff/report/report.hpp"
+#include "analysis/profiler_views.hpp"
 #include "test_util.hpp"
 
 using namespace snapdiff;
@@ -289,4 +290,238 @@ TEST_CASE("rule patterns are RE2: long subjects without recursion, bounded patte
       CHECK(e.describe().find("RE2") != std::string::npos);
     }
   }
+}
+
+TEST_CASE("a pattern set says of each subject what each of its patterns says", "[analysis][attribution][rules]") {
+  std::vector<std::string> res = {"^step$", "Optimizer\\.step|_foreach_", "Backward[0-9]*\\b", "^$", "",
+                                  "a.*b", "(?i)WORKSPACE", "^_(call|wrapped)_impl$", "torch/optim/", "x{3,5}y",
+                                  "^f1$", "^f1", "1$", "\\bgrad\\b", "[[:digit:]]{2}"};
+  std::vector<Pattern> ps;
+  for (const std::string& r : res) ps.emplace_back(r);
+  ps.emplace_back();  // an unset pattern never matches
+  const PatternSet set(ps);
+  const std::vector<std::string> subjects = {"step", "steps", "Optimizer.step#Adam", "_foreach_add", "MmBackward0",
+                                             "MmBackwardx", "", "a-b", "cudnnWorkspace", "_call_impl",
+                                             "/x/torch/optim/adam.py", "xxxxy", "xxy", "f1", "f10", "x1",
+                                             "grad", "no_grad_", "42", std::string(100000, 'a') + "b"};
+  std::vector<int> got;
+  for (const std::string& s : subjects) {
+    INFO("subject '" << s.substr(0, 40) << "'");
+    std::vector<int> want;
+    for (size_t i = 0; i < ps.size(); ++i)
+      if (ps[i].search(s)) want.push_back(int(i));
+    set.match(s, &got);
+    CHECK(got == want);
+  }
+}
+
+TEST_CASE("frame conditions hold on one frame; rules keep their order among framed and frameless ones", "[analysis][attribution][rules]") {
+  Trace t;
+  auto frame = [&](const char* name, const char* file) {
+    Frame f;
+    f.name = t.strings.intern(name);
+    f.file = t.strings.intern(file);
+    f.line = 1;
+    return t.intern_frame(f);
+  };
+  const FrameId alpha = frame("alpha", "/u/a.py"), beta = frame("beta", "/u/b.py");
+  const StackId both = t.stacks.child(t.stacks.child(0, beta), alpha);  // alpha innermost, under beta
+  const StackId only_beta = t.stacks.child(0, beta);
+  Device& d = t.device(0);
+  d.has_trace = true;
+  uint64_t addr = 1 << 20;
+  auto alloc = [&](StackId s, uint64_t size) {
+    Event e;
+    e.kind = EventKind::Alloc;
+    e.addr = addr;
+    e.size = size;
+    e.stack = s;
+    e.time_us = int64_t(addr);
+    addr += 1 << 20;
+    d.events.push_back(e);
+  };
+  alloc(both, 4096);      // r1: alpha's name and file on the same frame
+  alloc(only_beta, 4096); // r3: frameless
+  alloc(both, 64);        // r0: frameless and first
+  RuleSet rs = RuleSet::builtin();
+  rs.add_json(R"({"format": "snapdiff.rules", "version": 1, "rules": [
+      {"name": "r0", "category": "c0", "when": {"max_bytes": 100}},
+      {"name": "rx", "category": "cx", "when": {"frame_name": "^beta$", "frame_file": "a\\.py$"}},
+      {"name": "r1", "category": "c1", "when": {"frame_name": "^alpha$", "frame_file": "a\\.py$"}},
+      {"name": "r3", "category": "c3", "when": {"min_bytes": 0}}]})",
+              "test");
+  ReportOptions o;
+  o.rules = &rs;
+  Analysis r = analyze(t, o);
+  REQUIRE(r.devices.size() == 1);
+  const Attribution& a = r.devices[0].attr;
+  REQUIRE(a.allocations.size() == 3);
+  CHECK(rs.rules[size_t(a.allocations[0].rule)].name == "r1");
+  CHECK(rs.rules[size_t(a.allocations[1].rule)].name == "r3");
+  CHECK(rs.rules[size_t(a.allocations[2].rule)].name == "r0");
+}
+
+TEST_CASE("rules files are held to limits: rules, hints, pattern bytes, compiled size", "[analysis][attribution][rules]") {
+  auto rules_json = [](size_t n, const std::string& pattern) {
+    std::string s = R"({"format": "snapdiff.rules", "version": 1, "rules": [)";
+    for (size_t i = 0; i < n; ++i) {
+      if (i) s += ",";
+      s += R"({"name": "r)" + std::to_string(i) + R"(", "category": "c", "when": {"frame_name": ")" + pattern + R"("}})";
+    }
+    return s + "]}";
+  };
+  auto error_of = [](const std::string& json) -> std::string {
+    RuleSet rs = RuleSet::builtin();
+    try {
+      rs.add_json(json, "t");
+    } catch (const InputError& e) {
+      return e.describe();
+    }
+    return "";
+  };
+  // Up to the limits: accepted.
+  const size_t builtin = RuleSet::builtin().rules.size();
+  CHECK(error_of(rules_json(RuleSet::kMaxRules - builtin, "^x$")).empty());
+  CHECK(error_of(rules_json(1, std::string(RuleSet::kMaxPatternBytes - 4, 'a'))).empty());
+  // Beyond: an input error at the JSON path of the first one over.
+  const std::string many = error_of(rules_json(RuleSet::kMaxRules - builtin + 1, "^x$"));
+  CHECK(many.find("$.rules[" + std::to_string(RuleSet::kMaxRules - builtin) + "]") != std::string::npos);
+  CHECK(many.find("10,000 rules") != std::string::npos);
+  const std::string long_pattern = error_of(rules_json(1, std::string(RuleSet::kMaxPatternBytes + 1, 'a')));
+  CHECK(long_pattern.find("$.rules[0].when.frame_name") != std::string::npos);
+  CHECK(long_pattern.find("4,097 bytes") != std::string::npos);
+  // Counted repetitions: at most 100 copies, nested counts multiplied;
+  // braces that are no count, in classes, escaped or quoted are not counted
+  // (the patterns below are JSON text: "\\\\{" is the pattern \{).
+  CHECK(error_of(rules_json(1, "[a-z]{100}y")).empty());
+  CHECK(error_of(rules_json(1, "(ab{10}){10}")).empty());
+  for (const char* ok : {"a{,500}", "[{]500}", "\\\\{500}", "\\\\Qx{500}\\\\E", "\\\\p{Greek}{3}", "a{5555555555555555555"})
+    CHECK(error_of(rules_json(1, ok)).empty());
+  for (const char* bad : {"[a-z]{101}", "(a{11}){10}", "((a){2}b{30}){4}", "x{7,200}", "(?:a|b){1000}"}) {
+    INFO(bad);
+    const std::string e = error_of(rules_json(1, bad));
+    CHECK(e.find("$.rules[0].when.frame_name") != std::string::npos);
+    CHECK(e.find("copies") != std::string::npos);
+  }
+  // Patterns within the limits one by one, too large together.
+  const std::string big = error_of(rules_json(1000, std::string(400, 'q')));
+  CHECK(big.find("when.frame_name") != std::string::npos);
+  CHECK(big.find("RE2 instructions") != std::string::npos);
+  std::string cats = R"({"format": "snapdiff.rules", "version": 1, "rules": [)";
+  for (size_t i = 0; i < RuleSet::kMaxCategories; ++i)
+    cats += std::string(i ? "," : "") + R"({"name": "r", "category": "c)" + std::to_string(i) + R"("})";
+  const std::string too_many_categories = error_of(cats + "]}");
+  CHECK(too_many_categories.find("$.rules[" + std::to_string(RuleSet::kMaxCategories - kBuiltinCategoryCount) + "].category") !=
+        std::string::npos);
+  CHECK(too_many_categories.find("256 categories") != std::string::npos);
+  std::string hints = R"({"format": "snapdiff.rules", "version": 1, "phase_hints": [)";
+  for (size_t i = 0; i < RuleSet::kMaxHints; ++i) hints += std::string(i ? "," : "") + R"({"phase": "forward", "name": "^h$"})";
+  CHECK(error_of(hints + "]}").find("$.phase_hints[" + std::to_string(RuleSet::kMaxHints - RuleSet::builtin().hints.size()) + "]") !=
+        std::string::npos);
+}
+
+namespace {
+// The scan op_context() made per allocation before it answered many at once.
+int64_t naive_kernel(const Trace& t, uint32_t op, int64_t when) {
+  const auto begin = [&](uint32_t o) { return o < t.ops.size() ? t.ops[o].first_kernel : uint32_t(t.op_kernels.size()); };
+  const uint32_t b = begin(op), e = begin(t.ops[op].subtree_end);
+  int64_t kernel = -1;
+  for (int pass = 0; pass < 2 && kernel < 0; ++pass) {
+    int64_t after = -1, before = -1;
+    for (uint32_t i = b; i < e; ++i) {
+      const uint32_t k = t.op_kernels[i];
+      std::string_view n = t.strings.get(t.kernels[k].name);
+      if (pass == 0 && (n.rfind("Memset", 0) == 0 || n.rfind("Memcpy", 0) == 0)) continue;
+      const int64_t kt = t.kernels[k].time_us;
+      if (when == kNoTime || kt >= when) {
+        if (after < 0 || kt < t.kernels[size_t(after)].time_us) after = k;
+      } else if (before < 0 || kt >= t.kernels[size_t(before)].time_us) {
+        before = k;
+      }
+    }
+    kernel = after >= 0 ? after : before;
+  }
+  return kernel;
+}
+}  // namespace
+
+TEST_CASE("an allocation's op and kernel, many at once, equal the scan of the op's kernels", "[analysis][profiler]") {
+  // Ops nested 300 deep (each op's subtree holds every kernel below it),
+  // with siblings, kernels at equal times, memsets, kernels without a time.
+  Trace t;
+  uint64_t x = 777;
+  auto rnd = [&](uint64_t n) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return (x >> 33) % n;
+  };
+  const size_t n_ops = 600;
+  std::vector<uint32_t> parent(n_ops, kNoOp);
+  for (uint32_t o = 1; o < n_ops; ++o) parent[o] = o < 300 ? o - 1 : uint32_t(rnd(o));
+  // Pre-order with these parents: children after their parent, a subtree contiguous.
+  std::vector<std::vector<uint32_t>> kids(n_ops);
+  for (uint32_t o = 1; o < n_ops; ++o) kids[parent[o]].push_back(o);
+  std::vector<uint32_t> order, stack = {0};
+  while (!stack.empty()) {
+    uint32_t o = stack.back();
+    stack.pop_back();
+    order.push_back(o);
+    for (size_t k = kids[o].size(); k-- > 0;) stack.push_back(kids[o][k]);
+  }
+  std::vector<uint32_t> pos(n_ops);
+  for (uint32_t i = 0; i < n_ops; ++i) pos[order[i]] = i;
+  t.ops.resize(n_ops);
+  for (uint32_t o = 0; o < n_ops; ++o) t.ops[pos[o]].parent = parent[o] == kNoOp ? kNoOp : pos[parent[o]];
+  for (size_t i = 0; i < n_ops; ++i) t.ops[i].subtree_end = uint32_t(i + 1);
+  for (size_t i = n_ops; i-- > 0;)
+    if (t.ops[i].parent != kNoOp)
+      t.ops[t.ops[i].parent].subtree_end = std::max(t.ops[t.ops[i].parent].subtree_end, t.ops[i].subtree_end);
+  const StrId names[] = {t.strings.intern("gemm"), t.strings.intern("Memset (Device)"), t.strings.intern("Memcpy HtoD")};
+  for (uint32_t o = 0; o < n_ops; ++o) {
+    t.ops[o].first_kernel = uint32_t(t.op_kernels.size());
+    const uint32_t nk = uint32_t(rnd(3));
+    for (uint32_t k = 0; k < nk; ++k) {
+      KernelLaunch kl;
+      kl.time_us = rnd(20) == 0 ? kNoTime : int64_t(rnd(400));
+      kl.name = names[rnd(4) == 0 ? 1 + rnd(2) : 0];
+      kl.op = o;
+      t.op_kernels.push_back(uint32_t(t.kernels.size()));
+      t.kernels.push_back(kl);
+    }
+    t.ops[o].kernel_count = nk;
+  }
+  Device& d = t.device(0);
+  std::vector<int64_t> events;
+  for (int i = 0; i < 3000; ++i) {
+    Event e;
+    e.kind = EventKind::Alloc;
+    e.time_us = rnd(20) == 0 ? kNoTime : int64_t(rnd(420));
+    d.events.push_back(e);
+    d.event_op.push_back(rnd(30) == 0 ? kNoOp : uint32_t(rnd(n_ops)));
+    events.push_back(i);
+  }
+  events.push_back(-1);
+  const detail::OpTree ops(t);
+  const std::vector<detail::OpContext> got = detail::op_contexts(t, ops, d, events);
+  size_t wrong = 0, long_ranges = 0;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    const uint32_t op = d.event_op[i];
+    if (op == kNoOp) {
+      wrong += got[i].op != kNoOp || got[i].kernel != -1;
+      continue;
+    }
+    // The producer: the innermost op at or above with kernels in its subtree.
+    uint32_t prod = op;
+    for (uint32_t o = op; o != kNoOp; o = t.ops[o].parent)
+      if ((t.ops[o].subtree_end < n_ops ? t.ops[t.ops[o].subtree_end].first_kernel : t.op_kernels.size()) >
+          t.ops[o].first_kernel) {
+        prod = o;
+        break;
+      }
+    const size_t end = t.ops[prod].subtree_end < n_ops ? t.ops[t.ops[prod].subtree_end].first_kernel : t.op_kernels.size();
+    long_ranges += end - t.ops[prod].first_kernel > 64;
+    wrong += got[i].op != prod || got[i].kernel != naive_kernel(t, prod, d.events[i].time_us);
+  }
+  CHECK(wrong == 0);
+  CHECK(long_ranges > 100);  // the batched path was taken
+  CHECK(got.back().op == kNoOp);
 }

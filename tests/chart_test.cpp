@@ -437,3 +437,57 @@ TEST_CASE("HTML report of a profiler trace: by op and by kernel at the peak, as 
   auto s = run_of(test::real_data("small_fp8.pickle"));
   CHECK(html_of(*s).find("By op at the peak") == std::string::npos);
 }
+
+TEST_CASE("flame chart of stacks 3,000 frames deep: each path in a few steps, the middle one box", "[analysis][chart]") {
+  // Node i of the chain: the user's f<i> at odd depths, nn.Module's call
+  // wrapper (plumbing, never drawn) at even ones; an allocation at every
+  // depth, the largest at the bottom.
+  Trace t;
+  const size_t depth = 3000;
+  StackId s = 0;
+  std::vector<StackId> chain;
+  for (size_t i = 1; i <= depth; ++i) {
+    Frame f;
+    if (i % 2) {
+      f.name = t.strings.intern(std::string("f").append(std::to_string(i)));
+      f.file = t.strings.intern("/home/u/model.py");
+    } else {
+      f.name = t.strings.intern("_call_impl");
+      f.file = t.strings.intern("/venv/lib/python3.11/site-packages/torch/nn/modules/module.py");
+    }
+    f.line = int64_t(i);
+    s = t.stacks.child(s, t.intern_frame(f));
+    chain.push_back(s);
+  }
+  Device& d = t.device(0);
+  d.has_trace = true;
+  uint64_t addr = 1 << 20;
+  for (StackId x : chain) {
+    Event e;
+    e.kind = EventKind::Alloc;
+    e.addr = addr;
+    e.size = x == chain.back() ? uint64_t(1) << 32 : 4096;
+    e.stack = x;
+    e.time_us = int64_t(addr);
+    addr += e.size;
+    d.events.push_back(e);
+  }
+  Analysis r = analyze(t, {});
+  ChartOptions o;
+  o.kind = ChartKind::Flame;
+  const FlameGraph g = flame_graph(r, t, o);
+  REQUIRE(!g.boxes.empty());
+  CHECK(g.total == r.devices[0].peak_live_requested);
+  // The deepest stack keeps 1,500 frames: its outer four, one box for 1,483,
+  // its inner thirteen.
+  std::vector<std::string> path;
+  for (const FlameBox& b : g.boxes)
+    if (b.bytes >= int64_t(1) << 32) path.push_back(b.label);
+  REQUIRE(path.size() == 19);
+  CHECK(path[0] == "all");
+  CHECK(path[1] == "f1");
+  CHECK(path[4] == "f7");
+  CHECK(path[5] == "\xe2\x80\xa6 1483 frames");
+  CHECK(path[6] == std::string("f").append(std::to_string(depth - 25)));
+  CHECK(path[18] == std::string("f").append(std::to_string(depth - 1)));
+}

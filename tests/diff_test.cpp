@@ -125,3 +125,52 @@ TEST_CASE("sites match by function and file, not line numbers", "[analysis][diff
   CHECK(d.sites.empty());
   CHECK(d.findings.empty());
 }
+
+TEST_CASE("deep stacks are matched whole, their keys cut for display", "[analysis][diff]") {
+  // Two runs, each: one 3,000-frame stack alike in both, and one whose frame
+  // 1,500 (in the part a key leaves out) differs between them.
+  const size_t depth = 3000;
+  auto make = [&](Trace& t, const char* middle) {
+    std::vector<FrameId> fr;
+    for (size_t i = 0; i < depth; ++i) {
+      Frame f;
+      f.name = t.strings.intern(i == depth / 2 ? std::string(middle) : std::string("f").append(std::to_string(i)));
+      f.file = t.strings.intern("/home/u/model.py");
+      f.line = int64_t(i);
+      fr.push_back(t.intern_frame(f));
+    }
+    StackId same = 0, other = 0;
+    for (size_t i = 0; i < depth; ++i) other = t.stacks.child(other, fr[i]);
+    Frame g;
+    g.name = t.strings.intern("g");
+    g.file = t.strings.intern("/home/u/model.py");
+    const FrameId gf = t.intern_frame(g);
+    for (size_t i = 0; i < depth; ++i) same = t.stacks.child(same, i == depth / 2 ? gf : fr[i]);
+    Device& d = t.device(0);
+    d.has_trace = true;
+    uint64_t addr = 1 << 20;
+    for (StackId s : {same, other}) {
+      Event e;
+      e.kind = EventKind::Alloc;
+      e.addr = addr;
+      e.size = (s == same ? 3 : 1) << 20;
+      e.stack = s;
+      e.time_us = int64_t(addr);
+      addr += 8 << 20;
+      d.events.push_back(e);
+    }
+  };
+  Trace ta, tb;
+  make(ta, "mid_a");
+  make(tb, "mid_b");
+  Analysis ra = analyze(ta, {}), rb = analyze(tb, {});
+  Diff d = diff_reports(ra, rb, {});
+  // The alike stack: one row, no change (not listed); the other: gone in A's
+  // form, new in B's, though their keys print alike.
+  REQUIRE(d.sites.size() == 2);
+  CHECK(d.sites[0].key == d.sites[1].key);
+  CHECK(d.sites[0].key.find("frames elided>;") != std::string::npos);
+  CHECK(d.sites[0].key.size() < 20 * kShownFrames);
+  CHECK(((d.sites[0].a == 1 << 20 && d.sites[1].b == 1 << 20) || (d.sites[0].b == 1 << 20 && d.sites[1].a == 1 << 20)));
+  CHECK(d.peak_delta[0] == 0);
+}

@@ -86,3 +86,146 @@ TEST_CASE("user frame and site path of a stack", "[model][frames]") {
   CHECK(ft.user_frame(0) == kNoFrame);
   CHECK(ft.site_text(0, 3) == "<no stack recorded>");
 }
+
+namespace {
+
+// The walks the FrameTable made per stack before it knew every node's facts
+// (kept as the reference its one-pass answers must equal).
+FrameId naive_user_frame(const FrameTable& ft, StackId stack) {
+  const StackTable& st = ft.trace().stacks;
+  FrameId first_py = kNoFrame, first_any = kNoFrame, first_raw = kNoFrame;
+  for (StackId s = stack; s != 0; s = st.node(s).parent) {
+    const FrameId f = st.node(s).frame;
+    if (first_raw == kNoFrame) first_raw = f;
+    if (first_any == kNoFrame && !ft.internal(f)) first_any = f;
+    if (ft.python(f)) {
+      if (first_py == kNoFrame) first_py = f;
+      if (ft.kind(f) == FrameKind::UserPython) return f;
+    }
+  }
+  if (first_py != kNoFrame) return first_py;
+  return first_any != kNoFrame ? first_any : first_raw;
+}
+
+FrameId naive_innermost_python(const FrameTable& ft, StackId stack) {
+  const StackTable& st = ft.trace().stacks;
+  for (StackId s = stack; s != 0; s = st.node(s).parent)
+    if (ft.python(st.node(s).frame)) return st.node(s).frame;
+  return kNoFrame;
+}
+
+FrameId naive_python_callee(const FrameTable& ft, StackId stack) {
+  const StackTable& st = ft.trace().stacks;
+  const FrameId uf = naive_user_frame(ft, stack);
+  for (StackId s = stack; s != 0; s = st.node(s).parent) {
+    const FrameId f = st.node(s).frame;
+    if (f == uf) break;
+    if (ft.python(f)) return f;
+  }
+  return kNoFrame;
+}
+
+std::vector<std::string> naive_site_path(const FrameTable& ft, StackId stack, size_t max_frames) {
+  const StackTable& st = ft.trace().stacks;
+  std::vector<std::string> out;
+  if (stack == 0) return {"<no stack recorded>"};
+  const FrameId uf = naive_user_frame(ft, stack);
+  const bool py = uf != kNoFrame && ft.python(uf);
+  bool started = false;
+  for (StackId s = stack; s != 0 && out.size() < max_frames; s = st.node(s).parent) {
+    const FrameId f = st.node(s).frame;
+    if (!started && f != uf) continue;
+    if (started && (py ? !ft.python(f) : ft.internal(f))) continue;
+    started = true;
+    const std::string& text = ft.label(f);
+    if (!out.empty() && text == out.back()) continue;
+    out.push_back(text);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("stack facts from one pass over the stack tree equal the walks per stack", "[model][frames]") {
+  // A random forest of stacks over frames of every kind, some shared, some
+  // printing alike (overloads): every node is a stack.
+  Built b;
+  std::vector<FrameId> pool = {
+      b.add("train_step", "/home/me/train.py", 42),           b.add("main", "/home/me/train.py", 9),
+      b.add("forward", "/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py", 125),
+      b.add("_foreach_sqrt", "/venv/lib/python3.11/site-packages/torch/optim/adam.py", 554),
+      b.add("at::native::gemm", "", 0),                        b.add("at::native::gemm", "blas.cpp", 0),
+      b.add("c10::cuda::CUDACachingAllocator::malloc", "CUDACachingAllocator.cpp", 10),
+      b.add("_PyEval_EvalFrameDefault", "ceval.c", 0),         b.add("layer 3", "snapcapture", 0),
+      b.add("helper", "/home/me/util.py", 7),                  b.add("", "", 0)};
+  std::vector<StackId> nodes = {0};
+  uint64_t x = 12345;
+  auto rnd = [&](uint64_t n) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return (x >> 33) % n;
+  };
+  for (int i = 0; i < 4000; ++i) {
+    const StackId parent = nodes[rnd(nodes.size())];
+    nodes.push_back(b.t.stacks.child(parent, pool[rnd(pool.size())]));
+  }
+  FrameTable ft(b.t);
+  for (StackId s : nodes) {
+    INFO("stack " << s);
+    CHECK(ft.depth(s) == b.t.stacks.depth(s));
+    CHECK(ft.user_frame(s) == (s == 0 ? kNoFrame : naive_user_frame(ft, s)));
+    CHECK(ft.innermost_python(s) == naive_innermost_python(ft, s));
+    CHECK(ft.python_callee(s) == (s == 0 ? kNoFrame : naive_python_callee(ft, s)));
+    for (size_t n : {size_t(0), size_t(1), size_t(4), size_t(50)}) CHECK(ft.site_path(s, n).frames == naive_site_path(ft, s, n));
+  }
+  // Stacks made after the table: it learns the new nodes when asked.
+  const StackId later = b.t.stacks.child(nodes.back(), pool[0]);
+  CHECK(ft.user_frame(later) == pool[0]);
+  CHECK(ft.depth(later) == b.t.stacks.depth(later));
+}
+
+TEST_CASE("a stack 100,000 frames deep: facts in constant time, shown as its ends", "[model][frames]") {
+  Built b;
+  const size_t depth = 100000;
+  std::vector<FrameId> fr;
+  for (size_t i = 0; i < depth; ++i) fr.push_back(b.add((std::string("f").append(std::to_string(i))).c_str(), "/home/me/deep.py", int64_t(i)));
+  // Node k (1-based) has frame fr[k-1] under node k-1: the outermost frame is fr[0].
+  std::vector<StackId> chain = {0};
+  for (size_t i = 0; i < depth; ++i) chain.push_back(b.t.stacks.child(chain.back(), fr[i]));
+  FrameTable ft(b.t);
+  // Every node asked, as a report asks every live site: linear in all.
+  size_t wrong = 0;
+  for (size_t k = 1; k < chain.size(); ++k)
+    wrong += ft.user_frame(chain[k]) != fr[k - 1] || ft.depth(chain[k]) != k || ft.python_callee(chain[k]) != kNoFrame;
+  CHECK(wrong == 0);
+  const StackId deepest = chain.back();
+  const FrameTable::Shown sh = ft.shown(deepest);
+  REQUIRE(sh.inner.size() == kShownInner);
+  REQUIRE(sh.outer.size() == kShownOuter);
+  CHECK(sh.elided == depth - kShownFrames);
+  CHECK(sh.inner.front() == fr[depth - 1]);
+  CHECK(sh.inner.back() == fr[depth - kShownInner]);
+  CHECK(sh.outer.front() == fr[kShownOuter - 1]);
+  CHECK(sh.outer.back() == fr[0]);
+  // Up to kShownFrames deep: every frame, nothing elided.
+  const FrameTable::Shown whole = ft.shown(chain[kShownFrames]);
+  CHECK(whole.inner.size() == kShownFrames);
+  CHECK(whole.elided == 0);
+  CHECK(whole.outer.empty());
+  CHECK(ft.shown(chain[kShownFrames + 1]).elided == 1);
+  const FrameTable::SitePath p = ft.site_path(deepest, 4);
+  REQUIRE(p.frames.size() == 4);
+  CHECK(p.frames[0] == ft.label(fr[depth - 1]));
+  CHECK(p.frames[3] == ft.label(fr[depth - 4]));
+  // Recursion 100,000 deep through one frame: the site path skips the
+  // repeats it prints alike for at most kShownFrames steps.
+  Built r;
+  const FrameId rec = r.add("recurse", "/home/me/deep.py", 3);
+  const FrameId top = r.add("main", "/home/me/deep.py", 1);
+  StackId s = r.t.stacks.child(0, top);
+  for (size_t i = 0; i < depth; ++i) s = r.t.stacks.child(s, rec);
+  FrameTable rt(r.t);
+  const FrameTable::SitePath rp = rt.site_path(s, 4);
+  REQUIRE(!rp.frames.empty());
+  CHECK(rp.frames[0] == rt.label(rec));
+  CHECK(rp.frames.size() == 1);  // main lies beyond the repeats looked at
+}

@@ -11,7 +11,9 @@
 #include "analysis/profiler_views.hpp"
 #include "analysis/analyze_parts.hpp"
 #include "analysis/report_view_build.hpp"
+#include "analysis/rule_matcher.hpp"
 #include "snapdiff/analysis/analysis.hpp"
+#include "snapdiff/error.hpp"
 
 namespace snapdiff {
 
@@ -28,20 +30,25 @@ namespace {
 // samples show outside the allocator.
 void kernels_and_device_memory(const Trace& t, Analysis& r) {
   r.kernel_launches = t.kernels.size();
-  for (DeviceAnalysis& d : r.devices) {
-    if (t.kernels.empty() || d.peak_index < 0 || d.peak_event.time_us == kNoTime) continue;
+  std::unordered_map<int, size_t> by_index;  // device index -> r.devices
+  for (size_t i = 0; i < r.devices.size(); ++i) by_index.emplace(r.devices[i].device, i);
+  // One linear pass: no reliance on the launches being sorted, and ties go
+  // to the launch recorded last (before) or first (after).
+  std::vector<int64_t> before_t(r.devices.size(), 0), after_t(r.devices.size(), 0);
+  for (size_t i = 0; i < t.kernels.size(); ++i) {
+    const KernelLaunch& k = t.kernels[i];
+    if (k.time_us == kNoTime) continue;
+    auto it = by_index.find(k.device);
+    if (it == by_index.end()) continue;
+    DeviceAnalysis& d = r.devices[it->second];
+    if (d.peak_index < 0 || d.peak_event.time_us == kNoTime) continue;
     const int64_t tp = d.peak_event.time_us;
-    int64_t before_t = 0, after_t = 0;
-    // A linear pass: no reliance on the launches being sorted, and ties go to
-    // the launch recorded last (before) or first (after).
-    for (size_t i = 0; i < t.kernels.size(); ++i) {
-      const KernelLaunch& k = t.kernels[i];
-      if (k.device != d.device || k.time_us == kNoTime) continue;
-      if (k.time_us <= tp) {
-        if (d.kernel_before < 0 || k.time_us >= before_t) d.kernel_before = int64_t(i), before_t = k.time_us;
-      } else if (d.kernel_after < 0 || k.time_us < after_t) {
-        d.kernel_after = int64_t(i), after_t = k.time_us;
-      }
+    int64_t& bt = before_t[it->second];
+    int64_t& at = after_t[it->second];
+    if (k.time_us <= tp) {
+      if (d.kernel_before < 0 || k.time_us >= bt) d.kernel_before = int64_t(i), bt = k.time_us;
+    } else if (d.kernel_after < 0 || k.time_us < at) {
+      d.kernel_after = int64_t(i), at = k.time_us;
     }
   }
   if (t.device_memory.empty()) return;
@@ -54,8 +61,8 @@ void kernels_and_device_memory(const Trace& t, Analysis& r) {
     row.label = std::string(t.strings.get(m.label));
     row.time_us = m.time_us;
     int64_t first = first_any;
-    for (const DeviceAnalysis& d : r.devices)
-      if (d.device == m.device && d.first_time_us != kNoTime) first = d.first_time_us;
+    if (auto it = by_index.find(m.device); it != by_index.end() && r.devices[it->second].first_time_us != kNoTime)
+      first = r.devices[it->second].first_time_us;
     if (m.time_us != kNoTime && first != kNoTime) row.since_first_event_us = m.time_us - first;
     row.free_bytes = m.free_bytes;
     row.total_bytes = m.total_bytes;
@@ -101,7 +108,8 @@ Fragmentation fragmentation_at_peak(const AllocatorState& st, const DeviceAnalys
 
 // One device: the replay, the attribution, the peak and what is live there,
 // fragmentation, the findings and, for inputs with ops, the bytes by op.
-DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analysis& r, size_t top_sites) {
+DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analysis& r, size_t top_sites,
+                              detail::RuleMatcher& matcher, const detail::OpTree& ops) {
   const RuleSet* rules = r.rules.get();
   DeviceAnalysis dr;
   dr.device = dev.index;
@@ -113,7 +121,7 @@ DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analy
       if (dr.first_time_us == kNoTime) dr.first_time_us = e.time_us;
       dr.last_time_us = e.time_us;
     }
-  dr.attr = attribute(trace, *r.frames, dev, dr.replay, *rules);
+  dr.attr = detail::attribute(trace, *r.frames, dev, dr.replay, *rules, matcher);
   const Attribution& at = dr.attr;
   const PeakPoint& pk = dr.replay.peak_requested;
   dr.peak_index = pk.event_index;
@@ -203,22 +211,35 @@ DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analy
   if (dr.unknown_sites.size() > top_sites) dr.unknown_sites.resize(top_sites);
   dr.frag = fragmentation_at_peak(st, dr, trace.settings);
   detail::state_findings(*r.frames, dr);
-  detail::ops_at_peak(trace, *r.frames, dev, dr, top_sites);
+  detail::ops_at_peak(trace, *r.frames, ops, dev, dr, top_sites);
   return dr;
 }
 
 }  // namespace
 
 Analysis analyze(const Trace& trace, const ReportOptions& opts) {
+  {
+    size_t used = 0;
+    for (const Device& dev : trace.devices) used += !(dev.events.empty() && dev.segments.empty());
+    if (used > kMaxDevices) {
+      InputError e(std::to_string(used) + " devices hold memory: snapdiff analyses at most " +
+                   std::to_string(kMaxDevices) + " (PyTorch's device indices are 8-bit)");
+      e.set_file(opts.input_name);
+      throw e;
+    }
+  }
   Analysis r;
   r.input_name = opts.input_name;
   r.source = trace.source;
   r.events = trace.event_count();
   r.rules = std::make_shared<RuleSet>(opts.rules ? *opts.rules : RuleSet::builtin());
   r.frames = std::make_shared<const FrameTable>(trace);
+  // The rules' verdicts on frames and stacks are the trace's, not a device's.
+  detail::RuleMatcher matcher(trace, *r.frames, *r.rules);
+  const detail::OpTree ops(trace);
   for (const Device& dev : trace.devices) {
     if (dev.events.empty() && dev.segments.empty()) continue;
-    r.devices.push_back(analyze_device(trace, dev, r, opts.top_sites));
+    r.devices.push_back(analyze_device(trace, dev, r, opts.top_sites, matcher, ops));
   }
   if (!opts.explain.empty()) detail::explain_query(trace, r, opts.explain);
   kernels_and_device_memory(trace, r);

@@ -3,25 +3,184 @@
 #include "snapdiff/analysis/attribution.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "analysis/addr_map.hpp"
+#include "analysis/rule_matcher.hpp"
 #include "snapdiff/model/frame_names.hpp"
 #include "util/hugepages.hpp"
 
 namespace snapdiff {
 
+namespace detail {
+
+namespace {
+constexpr int8_t kUnset = -2;
+constexpr uint32_t kUnsetSet = UINT32_MAX;
+
+uint64_t hash_ids(const std::vector<uint32_t>& v) {
+  uint64_t h = 0xcbf29ce484222325ull ^ v.size();
+  for (uint32_t x : v) h = (h ^ x) * 0x100000001b3ull, h ^= h >> 29;
+  return h;
+}
+}  // namespace
+
+RuleMatcher::RuleMatcher(const Trace& t, const FrameTable& ft, const RuleSet& rs) : t_(t), ft_(ft), rs_(rs) {
+  // The distinct patterns of names and of files, each once.
+  std::vector<Pattern> names, files;
+  std::unordered_map<std::string, uint32_t> name_ix, file_ix;
+  auto add = [](const Pattern& p, std::vector<Pattern>& all, std::unordered_map<std::string, uint32_t>& ix,
+                std::vector<std::vector<uint32_t>>& users, uint32_t user) {
+    auto it = ix.emplace(p.source(), uint32_t(all.size())).first;
+    if (it->second == all.size()) all.push_back(p);
+    if (users.size() <= it->second) users.resize(size_t(it->second) + 1);
+    users[it->second].push_back(user);
+  };
+  for (uint32_t h = 0; h < rs.hints.size(); ++h) {
+    const PhaseHint& ph = rs.hints[h];
+    if (ph.has_name) add(ph.name, names, name_ix, name_hints_, h);
+    if (ph.has_file) add(ph.file, files, file_ix, file_hints_, h);
+    hint_conds_.push_back(uint8_t(ph.has_name + ph.has_file));
+  }
+  for (uint32_t r = 0; r < rs.rules.size(); ++r) {
+    const Rule& ru = rs.rules[r];
+    if (ru.has_frame_name) add(ru.frame_name, names, name_ix, name_rules_, r);
+    if (ru.has_frame_file) add(ru.frame_file, files, file_ix, file_rules_, r);
+    rule_conds_.push_back(uint8_t(ru.has_frame_name + ru.has_frame_file));
+    if (!ru.has_frame_name && !ru.has_frame_file) frameless_.push_back(r);
+  }
+  name_hints_.resize(names.size());
+  name_rules_.resize(names.size());
+  file_hints_.resize(files.size());
+  file_rules_.resize(files.size());
+  names_ = PatternSet(std::move(names));
+  files_ = PatternSet(std::move(files));
+  sets_.emplace_back();  // 0: the empty set
+}
+
+void RuleMatcher::match_frame(FrameId f) {
+  if (frame_hint_.size() <= f) {
+    frame_hint_.resize(t_.frames.size(), kUnset);
+    frame_set_.resize(t_.frames.size(), kUnsetSet);
+  }
+  // The name patterns see: native names without template arguments and
+  // parameter lists (they can run to kilobytes and only slow the matcher).
+  const std::string raw(t_.strings.get(t_.frames[f].name));
+  std::string name = ft_.python(f) || ft_.scope(f) ? raw : short_native_name(raw);
+  if (name.empty()) name = raw;
+  if (name.empty()) name.push_back(' ');  // not name = " ": GCC 12 warns there (-Wrestrict, a false positive)
+  names_.match(name, &scratch_names_);
+  files_.match(t_.strings.get(t_.frames[f].file), &scratch_files_);
+  // Those (hints or rules) whose every pattern matched: counted over the
+  // patterns that matched, so the work is what matched, not what exists.
+  auto satisfied = [&](const std::vector<std::vector<uint32_t>>& by_name,
+                       const std::vector<std::vector<uint32_t>>& by_file, const std::vector<uint8_t>& conds) {
+    scratch_.clear();
+    for (int k : scratch_names_) scratch_.insert(scratch_.end(), by_name[size_t(k)].begin(), by_name[size_t(k)].end());
+    for (int k : scratch_files_) scratch_.insert(scratch_.end(), by_file[size_t(k)].begin(), by_file[size_t(k)].end());
+    std::sort(scratch_.begin(), scratch_.end());
+    std::vector<uint32_t> out;
+    for (size_t i = 0; i < scratch_.size();) {
+      size_t j = i;
+      while (j < scratch_.size() && scratch_[j] == scratch_[i]) ++j;
+      if (j - i == conds[scratch_[i]]) out.push_back(scratch_[i]);
+      i = j;
+    }
+    return out;
+  };
+  const std::vector<uint32_t> hints = satisfied(name_hints_, file_hints_, hint_conds_);
+  frame_hint_[f] = hints.empty() ? kHintNone : int8_t(rs_.hints[hints.front()].phase);
+  frame_set_[f] = intern(satisfied(name_rules_, file_rules_, rule_conds_));
+}
+
+uint32_t RuleMatcher::intern(std::vector<uint32_t>&& v) {
+  if (v.empty()) return 0;
+  const uint64_t h = hash_ids(v);
+  auto it = set_by_hash_.find(h);
+  if (it != set_by_hash_.end() && sets_[it->second] == v) return it->second;
+  const uint32_t id = uint32_t(sets_.size());
+  sets_.push_back(std::move(v));
+  if (it == set_by_hash_.end()) set_by_hash_.emplace(h, id);  // a collision: kept apart, only less shared
+  return id;
+}
+
+uint32_t RuleMatcher::unite(uint32_t a, uint32_t b) {
+  if (b == 0 || a == b) return a;
+  if (a == 0) return b;
+  const uint64_t key = (uint64_t(a) << 32) | b;
+  auto it = unions_.find(key);
+  if (it != unions_.end()) return it->second;
+  const std::vector<uint32_t>& x = sets_[a];
+  const std::vector<uint32_t>& y = sets_[b];
+  uint32_t r;
+  if (std::all_of(y.begin(), y.end(), [&](uint32_t v) { return std::binary_search(x.begin(), x.end(), v); })) {
+    r = a;
+  } else {
+    std::vector<uint32_t> u;
+    u.reserve(x.size() + y.size());
+    std::set_union(x.begin(), x.end(), y.begin(), y.end(), std::back_inserter(u));
+    r = intern(std::move(u));
+  }
+  unions_.emplace(key, r);
+  return r;
+}
+
+void RuleMatcher::grow_nodes() {
+  node_hint_.resize(t_.stacks.size(), kUnset);
+  node_set_.resize(t_.stacks.size(), kUnsetSet);
+}
+
+int8_t RuleMatcher::stack_hint(StackId s) {
+  if (s == 0) return kHintEmpty;
+  if (node_hint_.size() <= s) grow_nodes();
+  if (node_hint_[s] != kUnset) return node_hint_[s];
+  // Up to the first node already known, then back down: a node's hint is its
+  // frame's, else its parent's.
+  std::vector<StackId> chain;
+  StackId x = s;
+  for (; x != 0 && node_hint_[x] == kUnset; x = t_.stacks.node(x).parent) chain.push_back(x);
+  int8_t h = x == 0 ? kHintNone : node_hint_[x];
+  for (size_t i = chain.size(); i-- > 0;) {
+    const FrameId f = t_.stacks.node(chain[i]).frame;
+    if (f >= frame_hint_.size() || frame_hint_[f] == kUnset) match_frame(f);
+    if (frame_hint_[f] >= 0) h = frame_hint_[f];
+    node_hint_[chain[i]] = h;
+  }
+  return h;
+}
+
+const std::vector<uint32_t>& RuleMatcher::stack_rules(StackId s) {
+  if (s == 0) return sets_[0];
+  if (node_set_.size() <= s) grow_nodes();
+  if (node_set_[s] == kUnsetSet) {
+    std::vector<StackId> chain;
+    StackId x = s;
+    for (; x != 0 && node_set_[x] == kUnsetSet; x = t_.stacks.node(x).parent) chain.push_back(x);
+    uint32_t cur = x == 0 ? 0 : node_set_[x];
+    for (size_t i = chain.size(); i-- > 0;) {
+      const FrameId f = t_.stacks.node(chain[i]).frame;
+      if (f >= frame_set_.size() || frame_set_[f] == kUnsetSet) match_frame(f);
+      cur = unite(cur, frame_set_[f]);
+      node_set_[chain[i]] = cur;
+    }
+  }
+  return sets_[node_set_[s]];
+}
+
+}  // namespace detail
+
 namespace {
 
-constexpr int8_t kHintNone = -1;   // frames, but none matched a hint (user code)
-constexpr int8_t kHintEmpty = -3;  // no frames at all
-constexpr int8_t kUnset = -2;
+using detail::kHintEmpty;
+using detail::kHintNone;
 
 class Attributor {
  public:
-  Attributor(const Trace& t, const FrameTable& ft, const Device& d, const DeviceReplay& rp, const RuleSet& rs)
-      : t_(t), ft_(ft), d_(d), rp_(rp), rs_(rs) {}
+  Attributor(const Trace& t, const FrameTable& ft, const Device& d, const DeviceReplay& rp, const RuleSet& rs,
+             detail::RuleMatcher& m)
+      : t_(t), ft_(ft), d_(d), rp_(rp), rs_(rs), m_(m) {}
 
   Attribution run() {
     a_.categories = rs_.categories;
@@ -34,76 +193,7 @@ class Attributor {
   }
 
  private:
-  // ---- frames and stacks -------------------------------------------------
-  int8_t frame_hint(FrameId f) {
-    if (frame_hint_.size() <= f) frame_hint_.resize(t_.frames.size(), kUnset);
-    int8_t& h = frame_hint_[f];
-    if (h != kUnset) return h;
-    h = kHintNone;
-    const std::string name = match_name(f);
-    std::string file(t_.strings.get(t_.frames[f].file));
-    for (const PhaseHint& ph : rs_.hints) {
-      if (ph.has_name && !ph.name.search(name)) continue;
-      if (ph.has_file && !ph.file.search(file)) continue;
-      h = int8_t(ph.phase);
-      break;
-    }
-    return h;
-  }
-  // The name patterns see: native names without template arguments and
-  // parameter lists (they can run to kilobytes and only slow the matcher).
-  const std::string& match_name(FrameId f) {
-    if (names_.size() < t_.frames.size()) names_.resize(t_.frames.size());
-    std::string& n = names_[f];
-    if (n.empty()) {
-      std::string raw(t_.strings.get(t_.frames[f].name));
-      n = ft_.python(f) || ft_.scope(f) ? raw : detail::short_native_name(raw);
-      if (n.empty()) n = raw;
-      if (n.empty()) n.push_back(' ');  // not n = " ": GCC 12 warns there (-Wrestrict, a false positive)
-    }
-    return n;
-  }
-
-  // Innermost frame that matches a hint decides.
-  int8_t stack_hint(StackId s) {
-    if (s == 0) return kHintEmpty;
-    if (stack_hint_.size() <= s) stack_hint_.resize(t_.stacks.size(), kUnset);
-    int8_t& h = stack_hint_[s];
-    if (h != kUnset) return h;
-    int8_t r = kHintNone;
-    for (StackId x = s; x != 0; x = t_.stacks.node(x).parent) {
-      int8_t fh = frame_hint(t_.stacks.node(x).frame);
-      if (fh >= 0) {
-        r = fh;
-        break;
-      }
-    }
-    stack_hint_[s] = r;
-    return r;
-  }
-  bool rule_frames_match(size_t ri, StackId s) {
-    const Rule& r = rs_.rules[ri];
-    if (!r.has_frame_name && !r.has_frame_file) return true;
-    if (s == 0) return false;
-    auto& cache = rule_stack_[ri];
-    if (cache.size() <= s) cache.resize(t_.stacks.size(), kUnset);
-    if (cache[s] != kUnset) return cache[s] != 0;
-    auto& fcache = rule_frame_[ri];
-    if (fcache.size() < t_.frames.size()) fcache.resize(t_.frames.size(), kUnset);
-    bool any = false;
-    for (StackId x = s; x != 0 && !any; x = t_.stacks.node(x).parent) {
-      FrameId f = t_.stacks.node(x).frame;
-      if (fcache[f] == kUnset) {
-        bool ok = true;
-        if (r.has_frame_name) ok = r.frame_name.search(match_name(f));
-        if (ok && r.has_frame_file) ok = r.frame_file.search(t_.strings.get(t_.frames[f].file));
-        fcache[f] = ok ? 1 : 0;
-      }
-      any = fcache[f] != 0;
-    }
-    cache[s] = any ? 1 : 0;
-    return any;
-  }
+  int8_t stack_hint(StackId s) { return m_.stack_hint(s); }
 
   // ---- allocations -------------------------------------------------------
   void build_allocations() {
@@ -475,7 +565,8 @@ class Attributor {
       }
     }
     if (r.no_later_optimizer && next_span_start_cached(al.alloc_event, Phase::Optimizer) != INT64_MAX) return false;
-    if (!rule_frames_match(ri, al.stack)) return false;
+    // (Frame conditions: categorize() asks only the rules whose frame
+    // conditions hold on the allocation's stack.)
     if (r.unlike_sizes_of >= 0) {
       // "Could this be the gradient of one of those tensors?" A gradient has
       // its tensor's element count; its dtype may be wider (bf16 gradients
@@ -514,8 +605,6 @@ class Attributor {
   }
 
   void categorize() {
-    rule_stack_.resize(rs_.rules.size());
-    rule_frame_.resize(rs_.rules.size());
     // In order of allocation (pre-trace first), so a replacement sees the
     // category of what it replaced. Allocations are created in event order,
     // pre-trace ones interleaved: two linear passes.
@@ -528,16 +617,24 @@ class Attributor {
     const uint16_t unknown = uint16_t(a_.unknown_index());
     for (const Rule& r : rs_.rules)
       if (r.unlike_sizes_of >= 0) tracked_.push_back(r.unlike_sizes_of);
+    const std::vector<uint32_t>& frameless = m_.frameless_rules();
     for (uint32_t id : order) {
       Allocation& al = a_.allocations[id];
       al.category = unknown;
       al.rule = -1;
-      for (size_t ri = 0; ri < rs_.rules.size(); ++ri)
+      // The rules in order, of those with frame conditions only the ones
+      // that hold on this stack (the two lists are disjoint and ascending).
+      const std::vector<uint32_t>& framed = m_.stack_rules(al.stack);
+      size_t i = 0, j = 0;
+      while (i < frameless.size() || j < framed.size()) {
+        const uint32_t ri = j >= framed.size() || (i < frameless.size() && frameless[i] < framed[j]) ? frameless[i++]
+                                                                                                    : framed[j++];
         if (holds(ri, id)) {
           al.category = uint16_t(rs_.rules[ri].category_index);
           al.rule = int16_t(ri);
           break;
         }
+      }
       for (int c : tracked_)
         if (c == al.category) sizes_of_[c].insert(al.requested);
     }
@@ -554,11 +651,9 @@ class Attributor {
   const Device& d_;
   const DeviceReplay& rp_;
   const RuleSet& rs_;
+  detail::RuleMatcher& m_;
   Attribution a_;
   std::vector<uint32_t> alloc_of_event_;
-  std::vector<int8_t> frame_hint_, stack_hint_;
-  std::vector<std::string> names_;
-  std::vector<std::vector<int8_t>> rule_stack_, rule_frame_;
   std::unordered_map<uint32_t, std::unordered_map<uint64_t, std::vector<uint32_t>>> freed_in_span_;
   std::unordered_set<uint32_t> replaced_;
   std::unordered_set<uint64_t> freed_once_;
@@ -622,9 +717,15 @@ std::vector<uint32_t> Attribution::live_at(int64_t e) const {
   return out;
 }
 
+Attribution detail::attribute(const Trace& trace, const FrameTable& frames, const Device& dev, const DeviceReplay& replay,
+                              const RuleSet& rules, RuleMatcher& matcher) {
+  return Attributor(trace, frames, dev, replay, rules, matcher).run();
+}
+
 Attribution attribute(const Trace& trace, const FrameTable& frames, const Device& dev, const DeviceReplay& replay,
                       const RuleSet& rules) {
-  return Attributor(trace, frames, dev, replay, rules).run();
+  detail::RuleMatcher m(trace, frames, rules);
+  return detail::attribute(trace, frames, dev, replay, rules, m);
 }
 
 }  // namespace snapdiff

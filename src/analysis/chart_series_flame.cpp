@@ -57,32 +57,127 @@ bool native_plumbing(const FrameTable& frames, FrameId f) {
          contains(name, "create_out");
 }
 
-// The frames a flame chart shows for a stack, outermost first.
-std::vector<FrameId> flame_frames(const FrameTable& frames, StackId stack) {
-  std::vector<FrameId> in = frames.trace().stacks.frames(stack);  // innermost first
-  std::reverse(in.begin(), in.end());
-  std::vector<FrameId> out;
-  bool py = false, scope = false;
-  for (FrameId f : in) {
-    py = py || frames.python(f);
-    scope = scope || frames.scope(f);
+// The frames a flame chart shows for a stack, outermost first: of a stack
+// with Python frames its Python frames but the plumbing; else of one with
+// scope labels those; else its native frames but the plumbing, each only
+// once in a row, the outermost kMaxNativeFrames. Of more than kMaxDepth,
+// the outer four and the inner kMaxDepth - 5, with a box for those between.
+//
+// Worked out once per stack node, from its parent's (a parent comes first):
+// per kind of stack, the nearest frame kept at or above each node, how many
+// are kept there, and the one kept at the depth the outer part ends. A
+// stack's path is then a few steps, however deep it is (a path copied frame
+// by frame made a 30,000-deep stack cost 30,000 per distinct stack).
+class FlameIndex {
+ public:
+  static constexpr size_t kKeepOuter = 4, kKeepInner = kMaxDepth - kKeepOuter - 1;
+  explicit FlameIndex(const FrameTable& frames) : frames_(frames) {
+    const Trace& t = frames.trace();
+    recs_.emplace_back();  // node 0, the empty stack
+    slot_.emplace(0, 0);
+    py_plumb_.assign(t.frames.size(), -1);
+    nat_plumb_.assign(t.frames.size(), -1);
   }
-  if (py) {
-    for (FrameId f : in)
-      if (frames.python(f) && !python_plumbing(frames, f)) out.push_back(f);
-  } else if (scope) {
-    for (FrameId f : in)
-      if (frames.scope(f)) out.push_back(f);
-  } else {
-    for (FrameId f : in) {
-      if (native_plumbing(frames, f)) continue;
-      if (!out.empty() && frames.label(out.back()) == frames.label(f)) continue;
-      out.push_back(f);
+
+  // Fills the nodes of `stack` not yet known, outermost first (only the
+  // stacks drawn are looked at, each node once; kept apart from the trace's
+  // other nodes, which can be millions).
+  void add(StackId stack) {
+    const Trace& t = frames_.trace();
+    chain_.clear();
+    for (StackId x = stack; !slot_.count(x); x = t.stacks.node(x).parent) chain_.push_back(x);
+    for (size_t k = chain_.size(); k-- > 0;) {
+      const StackId i = chain_[k];
+      const StackTable::Node& nd = t.stacks.node(i);
+      const FrameId f = nd.frame;
+      const Rec up = recs_[slot_.at(nd.parent)];  // a copy: recs_ grows below
+      Rec x = up;
+      x.any_scope = up.any_scope || frames_.scope(f);
+      if (py_plumb_[f] < 0) py_plumb_[f] = python_plumbing(frames_, f);
+      if (nat_plumb_[f] < 0) nat_plumb_[f] = native_plumbing(frames_, f);
+      const bool keep_py = frames_.python(f) && !py_plumb_[f];
+      const bool keep_scope = frames_.scope(f);
+      bool keep_native = !nat_plumb_[f];
+      if (keep_native) {
+        const StackId prev = up.m[kNative].kept;  // the last kept, outermost first
+        if (prev != 0) {
+          const FrameId pf = t.stacks.node(prev).frame;
+          keep_native = pf != f && frames_.label(pf) != frames_.label(f);
+        }
+      }
+      step(x.m[kPython], i, keep_py, kKeepOuter);
+      step(x.m[kScope], i, keep_scope, kKeepOuter);
+      step(x.m[kNative], i, keep_native, kMaxNativeFrames);
+      slot_.emplace(i, uint32_t(recs_.size()));
+      recs_.push_back(x);
     }
-    if (out.size() > kMaxNativeFrames) out.resize(kMaxNativeFrames);
   }
-  return out;
-}
+
+  const FrameTable& frames() const { return frames_; }
+  bool has_scope(StackId stack) {
+    add(stack);
+    return recs_[slot_.at(stack)].any_scope;
+  }
+
+  struct Path {
+    std::vector<FrameId> frames;  // outermost first
+    size_t dots_at = SIZE_MAX;    // the "…" box goes before frames[dots_at]
+    uint32_t skipped = 0;         // frames it stands for
+  };
+  Path path(StackId stack) {
+    add(stack);
+    Path out;
+    const Rec& rec = recs_[slot_.at(stack)];
+    const int m = frames_.innermost_python(stack) != kNoFrame ? kPython : rec.any_scope ? kScope : kNative;
+    const Info& x = rec.m[m];
+    const Trace& t = frames_.trace();
+    // `count` kept frames from `from` outward, appended outermost first
+    // (every kept node's parent was filled by add()).
+    auto take = [&](StackId from, size_t count) {
+      const size_t at = out.frames.size();
+      for (StackId y = from; y != 0 && count > 0; --count) {
+        out.frames.push_back(t.stacks.node(y).frame);
+        const StackId up = t.stacks.node(y).parent;
+        y = up == 0 ? 0 : recs_[slot_.at(up)].m[m].kept;
+      }
+      std::reverse(out.frames.begin() + long(at), out.frames.end());
+    };
+    if (m == kNative) {
+      take(x.count >= kMaxNativeFrames ? x.outer : x.kept, std::min<size_t>(x.count, kMaxNativeFrames));
+    } else if (x.count > kMaxDepth) {
+      take(x.outer, kKeepOuter);
+      out.dots_at = out.frames.size();
+      out.skipped = uint32_t(x.count - kKeepOuter - kKeepInner);
+      take(x.kept, kKeepInner);
+    } else {
+      take(x.kept, x.count);
+    }
+    return out;
+  }
+
+ private:
+  enum { kPython, kScope, kNative };
+  struct Info {
+    StackId kept = 0;    // the nearest kept node at or above (0: none)
+    uint32_t count = 0;  // kept nodes at or above
+    StackId outer = 0;   // the kept node at or above at which `count` reaches the outer part's size
+  };
+  struct Rec {
+    Info m[3];  // per kind of stack
+    bool any_scope = false;
+  };
+  static void step(Info& x, StackId i, bool keep, size_t outer_size) {
+    if (!keep) return;
+    x.kept = i;
+    ++x.count;
+    if (x.count == outer_size) x.outer = i;
+  }
+  const FrameTable& frames_;
+  std::vector<Rec> recs_;
+  std::unordered_map<StackId, uint32_t> slot_;  // stack node -> recs_
+  std::vector<int8_t> py_plumb_, nat_plumb_;    // per frame (-1: not yet)
+  std::vector<StackId> chain_;
+};
 
 struct Elem {
   std::string key;  // identity in the tree
@@ -113,8 +208,9 @@ class Builder {
   // Adds one allocation's bytes along its path (cached per stack).
   // `origin`: 0 allocated in the recorded history; 1 before it and freed in
   // it; 2 before it and alive at the dump (truncated histories).
-  void add(const FrameTable& frames, StackId stack, int origin, int64_t bytes, int category, int side,
+  void add(FlameIndex& index, StackId stack, int origin, int64_t bytes, int category, int side,
            const std::set<std::string>& general) {
+    const FrameTable& frames = index.frames();
     auto& cache = side == 1 ? cache_b_ : cache_a_;
     const uint64_t ck = uint64_t(stack) * 4 + uint64_t(origin);
     auto f = cache.find(ck);
@@ -137,7 +233,7 @@ class Builder {
                                : "known from the dumped segments; the stack below is where they were allocated";
         leaf = child(leaf, how, frames);
       }
-      for (const Elem& e : path(frames, stack, general)) leaf = child(leaf, e, frames);
+      for (const Elem& e : path(index, stack, general)) leaf = child(leaf, e, frames);
       cache.emplace(ck, leaf);
     }
     for (int n = leaf; n >= 0; n = nodes_[size_t(n)].parent) {
@@ -149,7 +245,8 @@ class Builder {
     }
   }
 
-  std::vector<Elem> path(const FrameTable& frames, StackId stack, const std::set<std::string>& general) const {
+  std::vector<Elem> path(FlameIndex& index, StackId stack, const std::set<std::string>& general) const {
+    const FrameTable& frames = index.frames();
     const Trace& t = frames.trace();
     std::vector<Elem> out;
     if (stack == 0) {
@@ -160,9 +257,16 @@ class Builder {
       out.push_back(std::move(e));
       return out;
     }
-    std::vector<FrameId> fr = flame_frames(frames, stack);
-    if (fr.empty()) fr.push_back(t.stacks.node(stack).frame);  // every frame was plumbing: keep the innermost
-    for (FrameId f : fr) {
+    FlameIndex::Path fp = index.path(stack);
+    if (fp.frames.empty()) fp.frames.push_back(t.stacks.node(stack).frame);  // every frame was plumbing: keep the innermost
+    for (size_t i = 0; i < fp.frames.size(); ++i) {
+      if (i == fp.dots_at) {
+        Elem dots;
+        dots.skipped = fp.skipped;
+        dots.key = "\x1f...";
+        out.push_back(std::move(dots));
+      }
+      const FrameId f = fp.frames[i];
       Elem e;
       e.frame = f;
       const Frame& fm = t.frames[f];
@@ -181,22 +285,14 @@ class Builder {
       }
       out.push_back(std::move(e));
     }
-    if (out.size() > kMaxDepth) {
-      const size_t keep_outer = 4, keep_inner = kMaxDepth - keep_outer - 1;
-      std::vector<Elem> cut(out.begin(), out.begin() + keep_outer);
-      Elem dots;
-      dots.skipped = uint32_t(out.size() - keep_outer - keep_inner);
-      dots.key = "\x1f...";
-      cut.push_back(dots);
-      cut.insert(cut.end(), out.end() - long(keep_inner), out.end());
-      out = std::move(cut);
-    }
     return out;
   }
 
  private:
   int child(int parent, const Elem& e, const FrameTable& frames) {
-    std::string k = std::to_string(parent) + "\x1e" + e.key;
+    auto kid = key_ids_.find(e.key);
+    if (kid == key_ids_.end()) kid = key_ids_.emplace(e.key, uint32_t(key_ids_.size())).first;
+    const uint64_t k = (uint64_t(uint32_t(parent)) << 32) | kid->second;
     auto f = index_.find(k);
     int id;
     if (f != index_.end()) {
@@ -210,7 +306,7 @@ class Builder {
       n.by_cat.assign(ncat_, 0);
       nodes_.push_back(std::move(n));
       nodes_[size_t(parent)].children.push_back(id);
-      index_.emplace(std::move(k), id);
+      index_.emplace(k, id);
     }
     if (!e.generalized.empty() && e.frame != kNoFrame) {
       const Trace& t = frames.trace();
@@ -221,7 +317,8 @@ class Builder {
 
   bool diff_;
   size_t ncat_;
-  std::unordered_map<std::string, int> index_;
+  std::unordered_map<std::string, uint32_t> key_ids_;  // Elem::key -> a number
+  std::unordered_map<uint64_t, int> index_;            // (parent, key number) -> node
   std::unordered_map<uint64_t, int> cache_a_, cache_b_;
 };
 
@@ -234,11 +331,14 @@ struct LiveStack {
   int category;
 };
 
-std::set<std::string> generalizable(const FrameTable& frames, const std::vector<LiveStack>& stacks) {
+std::set<std::string> generalizable(FlameIndex& index, const std::vector<LiveStack>& stacks) {
+  const FrameTable& frames = index.frames();
   const Trace& t = frames.trace();
   std::set<std::string> out;
+  if (std::none_of(stacks.begin(), stacks.end(), [&](const LiveStack& s) { return index.has_scope(s.stack); }))
+    return out;  // no scope labels: nothing to generalize
   Builder exact(false, 0);
-  for (const auto& s : stacks) exact.add(frames, s.stack, s.origin, s.bytes, -1, 0, {});
+  for (const auto& s : stacks) exact.add(index, s.stack, s.origin, s.bytes, -1, 0, {});
   for (const TNode& n : exact.nodes_) {
     std::map<std::string, std::set<FrameId>> groups;
     for (int c : n.children) {
@@ -414,9 +514,10 @@ FlameGraph flame_graph(const Analysis& r, const Trace& t, const ChartOptions& o)
   g.category_bytes = d->categories;
   const std::vector<LiveStack> stacks = live_stacks(*d);
   const FrameTable& frames = chart_frames(r, t);
-  const std::set<std::string> general = generalizable(frames, stacks);
+  FlameIndex index(frames);
+  const std::set<std::string> general = generalizable(index, stacks);
   Builder b(false, g.categories.size());
-  for (const LiveStack& s : stacks) b.add(frames, s.stack, s.origin, s.bytes, s.category, 0, general);
+  for (const LiveStack& s : stacks) b.add(index, s.stack, s.origin, s.bytes, s.category, 0, general);
   g.total = b.nodes_[0].bytes;
   g.total_a = g.total;
   lay_out(b.nodes_, &frames, nullptr, false, flame_plot_width(o), g);
@@ -431,9 +532,10 @@ FlameGraph flame_graph_diff(const Analysis& ra, const Trace& ta, const Analysis&
   if (!da || !db) return g;
   const FrameTable& fa = chart_frames(ra, ta);
   const FrameTable& fb = chart_frames(rb, tb);
+  FlameIndex ia(fa), ib(fb);
   Builder b(true, 0);
-  for (const LiveStack& s : live_stacks(*da)) b.add(fa, s.stack, s.origin, s.bytes, -1, 0, {});
-  for (const LiveStack& s : live_stacks(*db)) b.add(fb, s.stack, s.origin, s.bytes, -1, 1, {});
+  for (const LiveStack& s : live_stacks(*da)) b.add(ia, s.stack, s.origin, s.bytes, -1, 0, {});
+  for (const LiveStack& s : live_stacks(*db)) b.add(ib, s.stack, s.origin, s.bytes, -1, 1, {});
   g.total = b.nodes_[0].bytes;
   g.total_a = b.nodes_[0].a;
   g.total_b = b.nodes_[0].b;

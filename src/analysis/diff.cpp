@@ -22,24 +22,73 @@ int64_t cat_of(const DeviceAnalysis& d, const std::vector<int64_t>& v, const std
 // no addresses, no line numbers (they shift between code versions).
 // Scope labels (snapcapture's frames) carry iteration and layer numbers;
 // sites that differ only there are one site ("layer *").
-std::string stack_key(const FrameTable& ft, StackId s) {
-  const Trace& t = ft.trace();
-  if (s == 0) return "<no stack>";
-  std::string k;
-  for (StackId x = s; x != 0; x = t.stacks.node(x).parent) {
-    const FrameId fid = t.stacks.node(x).frame;
+//
+// Stacks of both runs are matched by an id per distinct key: a node's id is
+// that of (its parent's id, its frame's "name@file;" token), so each stack
+// node is looked at once and a stack 10,000 frames deep is never written out
+// to be compared. Its text (SiteDelta::key) is written for the rows kept,
+// as FrameTable::shown() cuts it.
+class SymbolicStacks {
+ public:
+  uint32_t id(const FrameTable& ft, StackId s) {
+    if (s == 0) return 0;
+    PerTrace& pt = per_[&ft.trace()];
+    const Trace& t = ft.trace();
+    if (pt.node.size() < t.stacks.size()) pt.node.resize(t.stacks.size(), UINT32_MAX);
+    if (pt.node[s] != UINT32_MAX) return pt.node[s];
+    std::vector<StackId> chain;
+    StackId x = s;
+    for (; x != 0 && pt.node[x] == UINT32_MAX; x = t.stacks.node(x).parent) chain.push_back(x);
+    uint32_t cur = x == 0 ? 0 : pt.node[x];
+    for (size_t i = chain.size(); i-- > 0;) {
+      const uint64_t key = (uint64_t(cur) << 32) | token(ft, pt, t.stacks.node(chain[i]).frame);
+      cur = nodes_.emplace(key, uint32_t(nodes_.size() + 1)).first->second;
+      pt.node[chain[i]] = cur;
+    }
+    return cur;
+  }
+  std::string text(const FrameTable& ft, StackId s) {
+    if (s == 0) return "<no stack>";
+    PerTrace& pt = per_[&ft.trace()];
+    const FrameTable::Shown sh = ft.shown(s);
+    std::string k;
+    for (FrameId f : sh.inner) k += tokens_[token(ft, pt, f)];
+    if (sh.elided > 0) {
+      k += '<';
+      k += std::to_string(sh.elided);
+      k += " frames elided>;";
+    }
+    for (FrameId f : sh.outer) k += tokens_[token(ft, pt, f)];
+    return k;
+  }
+
+ private:
+  struct PerTrace {
+    std::vector<uint32_t> frame, node;  // token per frame, id per stack node (UINT32_MAX: not yet)
+  };
+  uint32_t token(const FrameTable& ft, PerTrace& pt, FrameId fid) {
+    const Trace& t = ft.trace();
+    if (pt.frame.size() < t.frames.size()) pt.frame.resize(t.frames.size(), UINT32_MAX);
+    if (pt.frame[fid] != UINT32_MAX) return pt.frame[fid];
     const Frame& f = t.frames[fid];
     std::string_view file = t.strings.get(f.file);
     size_t cut = file.rfind('/');
     if (cut != std::string_view::npos) file = file.substr(cut + 1);
+    std::string k;
     if (ft.scope(fid)) k += detail::numbers_as_stars(t.strings.get(f.name));
     else k += t.strings.get(f.name);
     k += '@';
     k += file;
     k += ';';
+    auto it = token_ids_.emplace(k, uint32_t(tokens_.size())).first;
+    if (it->second == tokens_.size()) tokens_.push_back(std::move(k));
+    return pt.frame[fid] = it->second;
   }
-  return k;
-}
+  std::unordered_map<std::string, uint32_t> token_ids_;
+  std::vector<std::string> tokens_;
+  std::unordered_map<uint64_t, uint32_t> nodes_;  // (parent id << 32 | token) -> id (0: the empty stack)
+  std::map<const Trace*, PerTrace> per_;
+};
 
 std::string site_display(const FrameTable& ft, StackId s) {
   const Trace& t = ft.trace();
@@ -61,22 +110,28 @@ std::string site_display(const FrameTable& ft, StackId s) {
 }
 
 struct SiteAcc {
+  std::string key;  // the stack's text (SymbolicStacks::text) and "|category"
   std::string display;
   int64_t bytes = 0;
   uint64_t count = 0;
   std::map<std::string, int64_t> by_cat;
 };
 
-std::unordered_map<std::string, SiteAcc> sites_at_peak(const FrameTable& t, const DeviceAnalysis& d) {
-  std::unordered_map<std::string, SiteAcc> m;
-  std::unordered_map<StackId, std::string> keys;
+// One row per (site, category): a site whose bytes change role shows as two rows.
+using SiteKey = std::pair<uint32_t, std::string>;  // (SymbolicStacks id, category)
+
+std::map<SiteKey, SiteAcc> sites_at_peak(const FrameTable& t, const DeviceAnalysis& d, SymbolicStacks& sym) {
+  std::map<SiteKey, SiteAcc> m;
+  std::unordered_map<StackId, uint32_t> ids;
   for (uint32_t id : d.attr.live_at(d.peak_index)) {
     const Allocation& al = d.attr.allocations[id];
-    auto k = keys.find(al.stack);
-    if (k == keys.end()) k = keys.emplace(al.stack, stack_key(t, al.stack)).first;
-    // One row per (site, category): a site whose bytes change role shows as two rows.
-    SiteAcc& acc = m[k->second + "|" + d.attr.categories[al.category]];
-    if (acc.count == 0) acc.display = site_display(t, al.stack);
+    auto k = ids.find(al.stack);
+    if (k == ids.end()) k = ids.emplace(al.stack, sym.id(t, al.stack)).first;
+    SiteAcc& acc = m[{k->second, d.attr.categories[al.category]}];
+    if (acc.count == 0) {
+      acc.key = sym.text(t, al.stack) + "|" + d.attr.categories[al.category];
+      acc.display = site_display(t, al.stack);
+    }
     acc.bytes += int64_t(al.requested);
     ++acc.count;
     acc.by_cat[d.attr.categories[al.category]] += int64_t(al.requested);
@@ -196,12 +251,15 @@ Diff diff_reports(const Analysis& a, const Analysis& b, const DiffOptions& opts)
   std::map<std::string, std::map<std::string, SiteGroup>> groups;  // category -> name -> group
   // Sites at each peak, matched by symbolic stack.
   {
-    auto sa = sites_at_peak(*a.frames, da);
-    auto sb = sites_at_peak(*b.frames, db);
+    SymbolicStacks sym;
+    auto sa = sites_at_peak(*a.frames, da, sym);
+    auto sb = sites_at_peak(*b.frames, db, sym);
     std::vector<SiteDelta> all;
+    std::vector<SiteKey> all_keys;  // parallel to `all`: ties of a cut key text keep one order
     for (auto& kv : sa) {
       SiteDelta s;
-      s.key = kv.first;
+      s.key = std::move(kv.second.key);
+      all_keys.push_back(kv.first);
       s.display = kv.second.display;
       s.a = kv.second.bytes;
       s.a_count = kv.second.count;
@@ -218,17 +276,29 @@ Diff diff_reports(const Analysis& a, const Analysis& b, const DiffOptions& opts)
     for (auto& kv : sb) {
       if (sa.count(kv.first)) continue;
       SiteDelta s;
-      s.key = kv.first;
+      s.key = std::move(kv.second.key);
+      all_keys.push_back(kv.first);
       s.display = kv.second.display;
       s.b = kv.second.bytes;
       s.b_count = kv.second.count;
       s.category = top_cat(kv.second.by_cat);
       all.push_back(std::move(s));
     }
-    std::sort(all.begin(), all.end(), [](const SiteDelta& x, const SiteDelta& y) {
-      if (std::llabs(x.delta()) != std::llabs(y.delta())) return std::llabs(x.delta()) > std::llabs(y.delta());
-      return x.key < y.key;
-    });
+    {
+      std::vector<size_t> order(all.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::sort(order.begin(), order.end(), [&](size_t i, size_t j) {
+        const SiteDelta& x = all[i];
+        const SiteDelta& y = all[j];
+        if (std::llabs(x.delta()) != std::llabs(y.delta())) return std::llabs(x.delta()) > std::llabs(y.delta());
+        if (x.key != y.key) return x.key < y.key;
+        return all_keys[i] < all_keys[j];
+      });
+      std::vector<SiteDelta> sorted;
+      sorted.reserve(all.size());
+      for (size_t i : order) sorted.push_back(std::move(all[i]));
+      all = std::move(sorted);
+    }
     for (const SiteDelta& sd : all) {
       if (sd.delta() == 0) continue;
       size_t cut = sd.display.find(" <- ");

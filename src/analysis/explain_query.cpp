@@ -59,6 +59,33 @@ void explain_query(const Trace& t, Analysis& r, const std::string& q) {
     }
     it.bytes = int64_t(al.requested);
   };
+  // Stacks with a matching frame: each frame tested once, each stack node
+  // once (a node matches when its frame or its parent does), for all devices.
+  std::vector<int8_t> frame_match, node_match;  // -1: not yet
+  auto frame_matches = [&](FrameId fid) {
+    if (frame_match.size() <= fid) frame_match.resize(t.frames.size(), -1);
+    int8_t& m = frame_match[fid];
+    if (m < 0) {
+      const Frame& fr = t.frames[fid];
+      std::string name(t.strings.get(fr.name)), file(t.strings.get(fr.file));
+      std::string base = file.substr(file.rfind('/') == std::string::npos ? 0 : file.rfind('/') + 1);
+      std::string line = fr.line >= 0 ? std::to_string(fr.line) : "";
+      m = name == q || base + ":" + line == q || file + ":" + line == q || r.frames->label(fid).find(q) != std::string::npos;
+    }
+    return m != 0;
+  };
+  auto matches = [&](StackId s) {
+    if (node_match.size() < t.stacks.size()) node_match.resize(t.stacks.size(), -1);
+    std::vector<StackId> chain;
+    StackId x = s;
+    for (; x != 0 && node_match[x] < 0; x = t.stacks.node(x).parent) chain.push_back(x);
+    bool m = x != 0 && node_match[x] > 0;
+    for (size_t i = chain.size(); i-- > 0;) {
+      m = m || frame_matches(t.stacks.node(chain[i]).frame);
+      node_match[chain[i]] = m;
+    }
+    return s != 0 && node_match[s] > 0;
+  };
   for (const DeviceAnalysis& d : r.devices) {
     const Attribution& a = d.attr;
     if (by_addr) {
@@ -72,23 +99,6 @@ void explain_query(const Trace& t, Analysis& r, const std::string& q) {
       }
       continue;
     }
-    // Stacks with a matching frame.
-    std::unordered_map<StackId, bool> match;
-    auto matches = [&](StackId s) {
-      auto f = match.find(s);
-      if (f != match.end()) return f->second;
-      bool m = false;
-      for (StackId x = s; x != 0 && !m; x = t.stacks.node(x).parent) {
-        const Frame& fr = t.frames[t.stacks.node(x).frame];
-        std::string name(t.strings.get(fr.name)), file(t.strings.get(fr.file));
-        std::string base = file.substr(file.rfind('/') == std::string::npos ? 0 : file.rfind('/') + 1);
-        std::string line = fr.line >= 0 ? std::to_string(fr.line) : "";
-        m = name == q || base + ":" + line == q || file + ":" + line == q ||
-            r.frames->label(t.stacks.node(x).frame).find(q) != std::string::npos;
-      }
-      match[s] = m;
-      return m;
-    };
     std::map<std::pair<StackId, std::string>, ExplainItem> groups;
     for (const Allocation& al : a.allocations) {
       if (al.stack == 0 || !matches(al.stack)) continue;

@@ -30,43 +30,50 @@ uint32_t kernel_begin(const Trace& t, uint32_t op) {
   return op < t.ops.size() ? t.ops[op].first_kernel : uint32_t(t.op_kernels.size());
 }
 
-uint32_t producer_op(const Trace& t, uint32_t op) {
-  for (uint32_t o = op; o != kNoOp && o < t.ops.size(); o = t.ops[o].parent)
-    if (kernel_begin(t, t.ops[o].subtree_end) > kernel_begin(t, o)) return o;
-  return op;
-}
-
-
 // Where an op was called from when no Python frame says it: its outermost
 // enclosing op (the autograd node of a backward op, "AddmmBackward0").
-std::string caller_of(const Trace& t, uint32_t op) {
+std::string caller_of(const Trace& t, const OpTree& ops, uint32_t op) {
   if (op == kNoOp || op >= t.ops.size()) return "";
-  uint32_t root = op;
-  while (t.ops[root].parent != kNoOp) root = t.ops[root].parent;
+  const uint32_t root = ops.root[op];
   if (root == op) return "";
   return capped_for_display(short_native_name(std::string(t.strings.get(t.ops[root].name))));
 }
 
 }  // namespace
 
-OpContext op_context(const Trace& t, const Device& dev, int64_t alloc_event) {
-  OpContext c;
-  if (alloc_event < 0 || dev.event_op.size() <= size_t(alloc_event)) return c;
-  const uint32_t op = dev.event_op[size_t(alloc_event)];
-  if (op == kNoOp || op >= t.ops.size()) return c;
-  c.op = producer_op(t, op);
-  const int64_t when = dev.events[size_t(alloc_event)].time_us;
-  const uint32_t b = kernel_begin(t, c.op), e = kernel_begin(t, t.ops[c.op].subtree_end);
-  // Compute kernels first: a memset or copy an op starts with (zeroing a
-  // workspace) is not what it is about.
-  for (int pass = 0; pass < 2 && c.kernel < 0; ++pass) {
+OpTree::OpTree(const Trace& t) {
+  const size_t n = t.ops.size();
+  std::vector<uint32_t> launching(n, kNoOp);  // innermost op at or above with kernels (kNoOp: none)
+  producer.resize(n);
+  root.resize(n);
+  for (uint32_t o = 0; o < n; ++o) {
+    const uint32_t p = t.ops[o].parent;
+    const bool up = p != kNoOp && p < o;  // (an op's enclosing op comes before it)
+    const bool launches = kernel_begin(t, t.ops[o].subtree_end) > kernel_begin(t, o);
+    launching[o] = launches ? o : up ? launching[p] : kNoOp;
+    producer[o] = launching[o] == kNoOp ? o : launching[o];
+    root[o] = up ? root[p] : o;
+  }
+}
+
+namespace {
+
+bool compute_kernel(const Trace& t, uint32_t k) {
+  std::string_view n = t.strings.get(t.kernels[k].name);
+  return !(n.rfind("Memset", 0) == 0 || n.rfind("Memcpy", 0) == 0);
+}
+
+// The kernel of an op range [b, e) of Trace::op_kernels for an allocation at
+// `when`: the first launched at or after it (the earliest; of equal times the
+// first in the range), else the last before it (the latest; of equal times
+// the last in the range); compute kernels first, then any.
+int64_t scan_kernel(const Trace& t, uint32_t b, uint32_t e, int64_t when) {
+  int64_t kernel = -1;
+  for (int pass = 0; pass < 2 && kernel < 0; ++pass) {
     int64_t after = -1, before = -1;
     for (uint32_t i = b; i < e; ++i) {
       const uint32_t k = t.op_kernels[i];
-      if (pass == 0) {
-        std::string_view n = t.strings.get(t.kernels[k].name);
-        if (n.rfind("Memset", 0) == 0 || n.rfind("Memcpy", 0) == 0) continue;
-      }
+      if (pass == 0 && !compute_kernel(t, k)) continue;
       const int64_t kt = t.kernels[k].time_us;
       if (when == kNoTime || kt >= when) {
         if (after < 0 || kt < t.kernels[size_t(after)].time_us) after = k;
@@ -74,9 +81,139 @@ OpContext op_context(const Trace& t, const Device& dev, int64_t alloc_event) {
         before = k;
       }
     }
-    c.kernel = after >= 0 ? after : before;
+    kernel = after >= 0 ? after : before;
   }
-  return c;
+  return kernel;
+}
+
+// scan_kernel() for many ranges at once, for ranges too long to scan one by
+// one (an op with 100,000 nested ops below it, each launching a kernel):
+// per pass, queries by time against a segment tree over the range's
+// positions that holds the kernels launched at or after (before) that time.
+// O((kernels + queries) log kernels).
+struct Query {
+  uint32_t b, e;
+  int64_t when;
+  int64_t kernel = -1;
+};
+
+struct Best {
+  int64_t kt = 0;
+  int64_t pos = -1;  // -1: none
+};
+
+class BestTree {
+ public:
+  BestTree(size_t n, bool want_min) : n_(n), min_(want_min), t_(2 * n) {}
+  void put(size_t pos, int64_t kt) {
+    size_t i = pos + n_;
+    t_[i] = {kt, int64_t(pos)};
+    for (i /= 2; i >= 1; i /= 2) t_[i] = pick(t_[2 * i], t_[2 * i + 1]);
+  }
+  Best query(size_t l, size_t r) const {  // [l, r)
+    Best res;
+    for (l += n_, r += n_; l < r; l /= 2, r /= 2) {
+      if (l & 1) res = pick(res, t_[l++]);
+      if (r & 1) res = pick(res, t_[--r]);
+    }
+    return res;
+  }
+
+ private:
+  // Earliest time, then first position; or latest time, then last position.
+  Best pick(const Best& a, const Best& b) const {
+    if (a.pos < 0) return b;
+    if (b.pos < 0) return a;
+    if (a.kt != b.kt) return (min_ ? a.kt < b.kt : a.kt > b.kt) ? a : b;
+    return (min_ ? a.pos < b.pos : a.pos > b.pos) ? a : b;
+  }
+  size_t n_;
+  bool min_;
+  std::vector<Best> t_;
+};
+
+void batch_kernels(const Trace& t, std::vector<Query>& qs) {
+  const size_t n = t.op_kernels.size();
+  if (qs.empty() || n == 0) return;
+  std::vector<uint32_t> pos(n);
+  for (uint32_t i = 0; i < n; ++i) pos[i] = i;
+  auto kt = [&](uint32_t p) { return t.kernels[t.op_kernels[p]].time_us; };
+  std::sort(pos.begin(), pos.end(), [&](uint32_t a, uint32_t b) { return kt(a) < kt(b); });
+  std::vector<size_t> order(qs.size());
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<size_t> open;
+    for (size_t q = 0; q < qs.size(); ++q)
+      if (qs[q].kernel < 0) open.push_back(q);
+    if (open.empty()) break;
+    auto counts = [&](uint32_t p) { return pass == 1 || compute_kernel(t, t.op_kernels[p]); };
+    std::vector<int64_t> after(qs.size(), -1), before(qs.size(), -1);
+    // After: the latest `when` first, adding the kernels at or after it.
+    {
+      std::sort(open.begin(), open.end(), [&](size_t a, size_t b) { return qs[a].when > qs[b].when; });
+      BestTree tree(n, true);
+      size_t k = n;  // pos[k..n) are in the tree
+      for (size_t q : open) {
+        const int64_t w = qs[q].when;  // kNoTime is the smallest time: every kernel counts
+        while (k > 0 && kt(pos[k - 1]) >= w) {
+          --k;
+          if (counts(pos[k])) tree.put(pos[k], kt(pos[k]));
+        }
+        const Best b = tree.query(qs[q].b, qs[q].e);
+        if (b.pos >= 0) after[q] = t.op_kernels[size_t(b.pos)];
+      }
+    }
+    // Before: the earliest `when` first, adding the kernels before it.
+    {
+      std::sort(open.begin(), open.end(), [&](size_t a, size_t b) { return qs[a].when < qs[b].when; });
+      BestTree tree(n, false);
+      size_t k = 0;  // pos[0..k) are in the tree
+      for (size_t q : open) {
+        const int64_t w = qs[q].when;
+        if (w == kNoTime) continue;  // at no time: only "after"
+        while (k < n && kt(pos[k]) < w) {
+          if (counts(pos[k])) tree.put(pos[k], kt(pos[k]));
+          ++k;
+        }
+        const Best b = tree.query(qs[q].b, qs[q].e);
+        if (b.pos >= 0) before[q] = t.op_kernels[size_t(b.pos)];
+      }
+    }
+    for (size_t q : open) qs[q].kernel = after[q] >= 0 ? after[q] : before[q];
+  }
+}
+
+constexpr uint32_t kScanKernels = 64;  // ranges up to this long are scanned
+
+}  // namespace
+
+std::vector<OpContext> op_contexts(const Trace& t, const OpTree& ops, const Device& dev,
+                                   const std::vector<int64_t>& alloc_events) {
+  std::vector<OpContext> out(alloc_events.size());
+  std::vector<Query> long_ranges;
+  std::vector<size_t> long_of;
+  for (size_t i = 0; i < alloc_events.size(); ++i) {
+    const int64_t ev = alloc_events[i];
+    if (ev < 0 || dev.event_op.size() <= size_t(ev)) continue;
+    const uint32_t op = dev.event_op[size_t(ev)];
+    if (op == kNoOp || op >= t.ops.size()) continue;
+    OpContext& c = out[i];
+    c.op = ops.producer[op];
+    const int64_t when = dev.events[size_t(ev)].time_us;
+    const uint32_t b = kernel_begin(t, c.op), e = kernel_begin(t, t.ops[c.op].subtree_end);
+    if (e - b <= kScanKernels) {
+      c.kernel = scan_kernel(t, b, e, when);
+    } else {
+      long_ranges.push_back({b, e, when});
+      long_of.push_back(i);
+    }
+  }
+  batch_kernels(t, long_ranges);
+  for (size_t q = 0; q < long_ranges.size(); ++q) out[long_of[q]].kernel = long_ranges[q].kernel;
+  return out;
+}
+
+OpContext op_context(const Trace& t, const OpTree& ops, const Device& dev, int64_t alloc_event) {
+  return op_contexts(t, ops, dev, {alloc_event})[0];
 }
 
 namespace {
@@ -140,20 +277,26 @@ void truncate(std::vector<OpRow>& rows, OpRow& other, size_t top) {
 
 }  // namespace
 
-void ops_at_peak(const Trace& t, const FrameTable& ft, const Device& dev, DeviceAnalysis& d, size_t top) {
+void ops_at_peak(const Trace& t, const FrameTable& ft, const OpTree& ops, const Device& dev, DeviceAnalysis& d,
+                 size_t top) {
   if (t.ops.empty() || dev.event_op.empty()) return;
   d.has_ops = true;
   const Attribution& at = d.attr;
   std::map<std::pair<std::string, FrameId>, RowAcc> by_op, by_kernel;
-  for (uint32_t id : at.live_at(d.peak_index)) {
-    const Allocation& al = at.allocations[id];
-    OpContext c = op_context(t, dev, al.alloc_event);
+  const std::vector<uint32_t> live = at.live_at(d.peak_index);
+  std::vector<int64_t> events;
+  events.reserve(live.size());
+  for (uint32_t id : live) events.push_back(at.allocations[id].alloc_event);
+  const std::vector<OpContext> contexts = op_contexts(t, ops, dev, events);
+  for (size_t li = 0; li < live.size(); ++li) {
+    const Allocation& al = at.allocations[live[li]];
+    const OpContext& c = contexts[li];
     std::string op = c.op != kNoOp ? capped_for_display(std::string(t.strings.get(t.ops[c.op].name)))
                      : al.alloc_event < 0 ? before_label(dev)
                                           : std::string();
     std::string kernel = c.kernel >= 0 ? kernel_display_name(t.strings.get(t.kernels[size_t(c.kernel)].name)) : std::string();
     FrameId py = ft.innermost_python(c.op != kNoOp ? t.ops[c.op].stack : al.stack);
-    const std::string caller = caller_of(t, c.op);
+    const std::string caller = caller_of(t, ops, c.op);
     add_to(by_op, op, py, kernel, caller, al, at.categories.size());
     add_to(by_kernel, kernel, UINT32_MAX, op, caller, al, at.categories.size());
   }
@@ -187,7 +330,7 @@ class TimelineMatcher {
  public:
   TimelineMatcher(const Trace& t, const FrameTable& ft, const Device& dev, const DeviceAnalysis& d,
                   const MemoryTimeline& tl)
-      : t_(t), ft_(ft), dev_(dev), d_(d), at_(d.attr), tl_(tl) {
+      : t_(t), ft_(ft), dev_(dev), d_(d), at_(d.attr), tl_(tl), ops_(t) {
     if (tl.raw) {
       rows_ = tl.rows;
       std::stable_sort(rows_.begin(), rows_.end(), [](const MemoryTimeline::Row& a, const MemoryTimeline::Row& b) {
@@ -223,6 +366,7 @@ class TimelineMatcher {
   const DeviceAnalysis& d_;
   const Attribution& at_;
   const MemoryTimeline& tl_;
+  const OpTree ops_;
   std::vector<MemoryTimeline::Row> rows_;
   std::vector<uint8_t> pc_;  // PyTorch's category per allocation (255: not tied)
   std::vector<char> gone_;
@@ -427,12 +571,16 @@ TimelineMoment TimelineMatcher::at(int64_t event_index, int64_t T, size_t top) {
   const std::vector<uint32_t> live = at_.live_at(event_index);
   for (uint32_t id : live)
     if (at_.allocations[id].alloc_event < 0) m.pre_trace_live += int64_t(at_.allocations[id].requested);
-  for (uint32_t id : live) {
-    if (pc_[id] != kU) continue;
-    const Allocation& al = at_.allocations[id];
+  std::vector<uint32_t> placed;
+  std::vector<int64_t> events;
+  for (uint32_t id : live)
+    if (pc_[id] == kU) placed.push_back(id), events.push_back(at_.allocations[id].alloc_event);
+  const std::vector<OpContext> contexts = op_contexts(t_, ops_, dev_, events);
+  for (size_t pi = 0; pi < placed.size(); ++pi) {
+    const Allocation& al = at_.allocations[placed[pi]];
     m.placed += int64_t(al.requested);
     m.unknown_by_category[al.category] += int64_t(al.requested);
-    OpContext oc = op_context(t_, dev_, al.alloc_event);
+    const OpContext& oc = contexts[pi];
     std::string op = oc.op != kNoOp ? capped_for_display(std::string(t_.strings.get(t_.ops[oc.op].name)))
                      : al.alloc_event < 0 ? before_label(dev_)
                                           : std::string();
@@ -447,7 +595,7 @@ TimelineMoment TimelineMatcher::at(int64_t event_index, int64_t T, size_t top) {
       a.largest = al.requested;
       a.row.stack = al.stack;
       a.row.python = ft_.innermost_python(oc.op != kNoOp ? t_.ops[oc.op].stack : al.stack);
-      a.row.caller = caller_of(t_, oc.op);
+      a.row.caller = caller_of(t_, ops_, oc.op);
     }
   }
   for (auto& kv : groups) m.placements.push_back(kv.second.row);

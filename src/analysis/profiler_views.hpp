@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "snapdiff/analysis/analysis.hpp"
 
@@ -15,16 +16,33 @@ namespace snapdiff::detail {
 // are kept.
 std::string kernel_display_name(std::string_view name);
 
+// What each op's enclosing ops say, from one pass over the ops (pre-order:
+// an op comes after the op it is in), so that nothing walks up an op tree
+// 100,000 deep once per allocation.
+struct OpTree {
+  explicit OpTree(const Trace& t);
+  // The innermost op at or above it whose calls launched a kernel (itself
+  // when none did).
+  std::vector<uint32_t> producer;
+  // Its outermost enclosing op (itself at the top).
+  std::vector<uint32_t> root;
+};
+
 // The allocation's op context: the op that made it (the innermost op around
 // it whose calls launched a kernel), and that op's kernel.
 struct OpContext {
   uint32_t op = kNoOp;
   int64_t kernel = -1;  // index into Trace::kernels
 };
-OpContext op_context(const Trace& t, const Device& dev, int64_t alloc_event);
+OpContext op_context(const Trace& t, const OpTree& ops, const Device& dev, int64_t alloc_event);
+// op_context() of many allocations at once (ops with long subtrees cost
+// O(log kernels) each, not a scan of the subtree's kernels).
+std::vector<OpContext> op_contexts(const Trace& t, const OpTree& ops, const Device& dev,
+                                   const std::vector<int64_t>& alloc_events);
 
 // Fills d.by_op / d.by_kernel from the live allocations at d's peak.
-void ops_at_peak(const Trace& t, const FrameTable& ft, const Device& dev, DeviceAnalysis& d, size_t top);
+void ops_at_peak(const Trace& t, const FrameTable& ft, const OpTree& ops, const Device& dev, DeviceAnalysis& d,
+                 size_t top);
 
 // Fills r.timeline for the device the timeline describes.
 void compare_timeline(const Trace& t, Analysis& r, const MemoryTimeline& tl, size_t top);

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "analysis/profiler_views.hpp"
+#include "snapdiff/model/frame_names.hpp"
 #include "analysis/report_view_build.hpp"
 #include "snapdiff/analysis/analysis.hpp"
 
@@ -22,6 +23,35 @@ FrameRef frame_ref(const FrameTable& ft, FrameId f) {
   return r;
 }
 
+// A stack's frames as the reports list them, innermost first: a stack deeper
+// than kShownFrames keeps its innermost and outermost frames, with one frame
+// "<N frames elided>" (no file, no line) for the rest.
+// "<1,234 frames elided>" (appended piece by piece: `"<" + std::string`
+// draws a GCC 12 -Wrestrict false positive).
+static std::string elided(const std::string& count, const char* what) {
+  std::string s(1, '<');
+  s += count;
+  s += ' ';
+  s += what;
+  s += " elided>";
+  return s;
+}
+
+static std::vector<FrameRef> shown_frames(const FrameTable& ft, StackId stack) {
+  const FrameTable::Shown sh = ft.shown(stack);
+  std::vector<FrameRef> out;
+  out.reserve(sh.inner.size() + sh.outer.size() + 1);
+  for (FrameId f : sh.inner) out.push_back(frame_ref(ft, f));
+  if (sh.elided > 0) {
+    FrameRef m;
+    m.name = elided(std::to_string(sh.elided), "frames");
+    m.label = elided(with_commas(sh.elided), "frames");
+    out.push_back(std::move(m));
+  }
+  for (FrameId f : sh.outer) out.push_back(frame_ref(ft, f));
+  return out;
+}
+
 SiteFrames site_frames(const FrameTable& ft, StackId stack) {
   SiteFrames s;
   FrameTable::SitePath p = ft.site_path(stack, 4);
@@ -29,7 +59,7 @@ SiteFrames site_frames(const FrameTable& ft, StackId stack) {
   s.callee = std::move(p.callee);
   const FrameId uf = ft.user_frame(stack);
   if (uf != kNoFrame) s.user = frame_ref(ft, uf);
-  for (FrameId f : ft.trace().stacks.frames(stack)) s.stack.push_back(frame_ref(ft, f));
+  s.stack = shown_frames(ft, stack);
   return s;
 }
 
@@ -40,14 +70,18 @@ std::string category_name(const Attribution& a, int c) {
 }
 
 // A kernel's scope stack, outermost to innermost: "iter 2 / backward / attn".
-std::string scope_text(const Trace& t, StackId stack) {
-  std::vector<FrameId> fr = t.stacks.frames(stack);  // innermost first
-  if (fr.empty()) return "(outside every scope)";
+std::string scope_text(const FrameTable& ft, StackId stack) {
+  const Trace& t = ft.trace();
+  const FrameTable::Shown sh = ft.shown(stack);
+  if (sh.inner.empty()) return "(outside every scope)";
   std::string out;
-  for (size_t i = fr.size(); i-- > 0;) {
-    out += std::string(t.strings.get(t.frames[fr[i]].name));
-    if (i) out += " / ";
-  }
+  auto add = [&](std::string_view part) {
+    if (!out.empty()) out += " / ";
+    out += part;
+  };
+  for (size_t i = sh.outer.size(); i-- > 0;) add(t.strings.get(t.frames[sh.outer[i]].name));
+  if (sh.elided > 0) add(elided(with_commas(sh.elided), "scopes"));
+  for (size_t i = sh.inner.size(); i-- > 0;) add(t.strings.get(t.frames[sh.inner[i]].name));
   return out;
 }
 
@@ -60,8 +94,8 @@ std::optional<KernelRef> kernel_ref(const FrameTable& ft, int64_t idx) {
   r.display = kernel_display_name(r.name);
   r.time_us = k.time_us;
   r.stream = k.stream;
-  r.scope = scope_text(t, k.stack);
-  for (FrameId f : t.stacks.frames(k.stack)) r.stack.push_back(frame_ref(ft, f));
+  r.scope = scope_text(ft, k.stack);
+  r.stack = shown_frames(ft, k.stack);
   return r;
 }
 
@@ -74,7 +108,7 @@ void resolve(const FrameTable& ft, const Attribution& a, const RuleSet& rules, S
 void resolve(const FrameTable& ft, const Attribution& a, OpRow& row) {
   row.category_name = category_name(a, row.category);
   if (row.python != kNoFrame) row.python_frame = frame_ref(ft, row.python);
-  for (FrameId f : ft.trace().stacks.frames(row.stack)) row.stack_frames.push_back(frame_ref(ft, f));
+  row.stack_frames = shown_frames(ft, row.stack);
 }
 
 }  // namespace

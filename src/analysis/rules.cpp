@@ -42,12 +42,115 @@ bool parse_phase(const std::string& s, Phase* p) {
   return false;
 }
 
-Pattern compile(const std::string& re, const std::string& path) {
+std::string n_commas(uint64_t v) {
+  std::string s = std::to_string(v), out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i && (s.size() - i) % 3 == 0) out += ',';
+    out += s[i];
+  }
+  return out;
+}
+
+// The largest number of copies a counted repetition makes of what it
+// repeats ("x{1000}" is a thousand x's to the automaton; counts inside a
+// repeated group multiply): RE2 syntax read as far as that takes — escapes
+// (\Q...\E, \x{...}, \p{...}), character classes (first ']' literal,
+// [:name:]) and groups; a '{' that does not open {n}, {n,} or {n,m} is
+// literal, as in RE2.
+uint64_t max_repetition(const std::string& re) {
+  const size_t n = re.size();
+  std::vector<uint64_t> group_max = {1};  // per open group: the most copies inside it
+  uint64_t last = 1;                      // copies inside the last atom
+  uint64_t best = 1;
+  auto number = [&](size_t& i, uint64_t& v) {
+    const size_t start = i;
+    v = 0;
+    while (i < n && re[i] >= '0' && re[i] <= '9') v = std::min<uint64_t>(v * 10 + uint64_t(re[i++] - '0'), 1u << 30);
+    return i > start;
+  };
+  for (size_t i = 0; i < n;) {
+    const char c = re[i];
+    if (c == '\\') {
+      if (i + 1 < n && re[i + 1] == 'Q') {
+        const size_t e = re.find("\\E", i + 2);
+        i = e == std::string::npos ? n : e + 2;
+      } else if (i + 2 < n && (re[i + 1] == 'x' || re[i + 1] == 'p' || re[i + 1] == 'P') && re[i + 2] == '{') {
+        const size_t e = re.find('}', i + 3);
+        i = e == std::string::npos ? n : e + 1;
+      } else {
+        i += 2;
+      }
+      last = 1;
+    } else if (c == '[') {
+      size_t j = i + 1;
+      if (j < n && re[j] == '^') ++j;
+      if (j < n && re[j] == ']') ++j;  // a ']' first is literal
+      while (j < n && re[j] != ']') {
+        if (re[j] == '\\') j += 2;
+        else if (re[j] == '[' && j + 1 < n && re[j + 1] == ':') {
+          const size_t e = re.find(":]", j + 2);
+          j = e == std::string::npos ? n : e + 2;
+        } else {
+          ++j;
+        }
+      }
+      i = j + 1;
+      last = 1;
+    } else if (c == '(') {
+      group_max.push_back(1);
+      ++i;
+      last = 1;
+    } else if (c == ')') {
+      last = group_max.back();
+      if (group_max.size() > 1) group_max.pop_back();
+      group_max.back() = std::max(group_max.back(), last);
+      ++i;
+    } else if (c == '{') {
+      size_t j = i + 1;
+      uint64_t lo = 0, hi = 0;
+      bool ok = number(j, lo);
+      hi = lo;
+      if (ok && j < n && re[j] == ',') {
+        ++j;
+        if (j < n && re[j] >= '0' && re[j] <= '9') number(j, hi);
+      }
+      if (ok && j < n && re[j] == '}') {
+        const uint64_t copies = std::min<uint64_t>(std::max(lo, hi) * last, 1u << 30);
+        best = std::max(best, copies);
+        group_max.back() = std::max(group_max.back(), copies);
+        last = copies;
+        i = j + 1;
+      } else {
+        last = 1;  // a literal '{'
+        ++i;
+      }
+    } else {
+      last = 1;
+      ++i;
+    }
+  }
+  return best;
+}
+
+// `program` counts the compiled size of every pattern of the rule set so far.
+Pattern compile(const std::string& re, const std::string& path, int64_t& program) {
+  if (re.size() > RuleSet::kMaxPatternBytes)
+    fail(path, "pattern of " + n_commas(re.size()) + " bytes: at most " + n_commas(RuleSet::kMaxPatternBytes));
+  if (const uint64_t copies = max_repetition(re); copies > RuleSet::kMaxRepeat)
+    fail(path, "a counted repetition of " + n_commas(copies) + " copies (counts in repeated groups multiply): rules allow " +
+                   n_commas(RuleSet::kMaxRepeat) + " (RE2 compiles every copy)");
+  Pattern p;
   try {
-    return Pattern(re);
+    p = Pattern(re);
   } catch (const std::invalid_argument& e) {
     fail(path, std::string("invalid regular expression (RE2 syntax): ") + e.what());
   }
+  program += p.program_size();
+  if (program > RuleSet::kMaxProgramSize)
+    fail(path, "the rules' patterns compile to more than " + n_commas(uint64_t(RuleSet::kMaxProgramSize)) +
+                   " RE2 instructions together (this one has " + n_commas(uint64_t(p.program_size())) +
+                   "): use fewer or smaller patterns, e.g. smaller repetition counts");
+  return p;
 }
 
 std::string str_field(const J& j, const char* key, const std::string& path, bool required) {
@@ -112,12 +215,15 @@ void RuleSet::add_json(const std::string& text, const std::string& origin) {
   if (str_field(j, "format", "$", true) != "snapdiff.rules") fail("$.format", "expected \"snapdiff.rules\"");
   if (!j.contains("version") || !j["version"].is_number_integer()) fail("$.version", "missing");
   if (j["version"].get<int64_t>() > 1) fail("$.version", "rules format version newer than this snapdiff reads (1)");
+  int64_t program = program_size;
   std::vector<PhaseHint> new_hints;
   if (j.contains("phase_hints")) {
     const J& h = j["phase_hints"];
     if (!h.is_array()) fail("$.phase_hints", "expected an array");
     for (size_t i = 0; i < h.size(); ++i) {
       std::string p = "$.phase_hints[" + std::to_string(i) + "]";
+      if (hints.size() + i >= kMaxHints)
+        fail(p, "more than " + n_commas(kMaxHints) + " phase hints (the built-in ones included)");
       if (!h[i].is_object()) fail(p, "expected an object");
       PhaseHint ph;
       std::string phase = str_field(h[i], "phase", p, true);
@@ -125,8 +231,8 @@ void RuleSet::add_json(const std::string& text, const std::string& origin) {
       ph.name_re = str_field(h[i], "name", p, false);
       ph.file_re = str_field(h[i], "file", p, false);
       if (ph.name_re.empty() && ph.file_re.empty()) fail(p, "a hint needs \"name\" or \"file\"");
-      if (!ph.name_re.empty()) ph.name = compile(ph.name_re, p + ".name"), ph.has_name = true;
-      if (!ph.file_re.empty()) ph.file = compile(ph.file_re, p + ".file"), ph.has_file = true;
+      if (!ph.name_re.empty()) ph.name = compile(ph.name_re, p + ".name", program), ph.has_name = true;
+      if (!ph.file_re.empty()) ph.file = compile(ph.file_re, p + ".file", program), ph.has_file = true;
       new_hints.push_back(std::move(ph));
     }
   }
@@ -136,6 +242,7 @@ void RuleSet::add_json(const std::string& text, const std::string& origin) {
     if (!r.is_array()) fail("$.rules", "expected an array");
     for (size_t i = 0; i < r.size(); ++i) {
       std::string p = "$.rules[" + std::to_string(i) + "]";
+      if (rules.size() + i >= kMaxRules) fail(p, "more than " + n_commas(kMaxRules) + " rules (the built-in ones included)");
       if (!r[i].is_object()) fail(p, "expected an object");
       Rule rule;
       rule.origin = origin;
@@ -144,6 +251,8 @@ void RuleSet::add_json(const std::string& text, const std::string& origin) {
       if (rule.category.empty()) fail(p + ".category", "empty category");
       rule.evidence = str_field(r[i], "evidence", p, false);
       rule.category_index = category_index(rule.category);
+      if (categories.size() > kMaxCategories)
+        fail(p + ".category", "more than " + n_commas(kMaxCategories) + " categories (the built-in ones included)");
       if (r[i].contains("when")) {
         const J& w = r[i]["when"];
         std::string wp = p + ".when";
@@ -155,12 +264,12 @@ void RuleSet::add_json(const std::string& text, const std::string& origin) {
           if (k == "frame_name") {
             if (!v.is_string()) fail(kp, "expected a regular expression");
             rule.frame_name_re = v.get<std::string>();
-            rule.frame_name = compile(rule.frame_name_re, kp);
+            rule.frame_name = compile(rule.frame_name_re, kp, program);
             rule.has_frame_name = true;
           } else if (k == "frame_file") {
             if (!v.is_string()) fail(kp, "expected a regular expression");
             rule.frame_file_re = v.get<std::string>();
-            rule.frame_file = compile(rule.frame_file_re, kp);
+            rule.frame_file = compile(rule.frame_file_re, kp, program);
             rule.has_frame_file = true;
           } else if (k == "alloc_phase") {
             rule.alloc_phases = uint8_t(phase_bits(v, kp, nullptr));
@@ -183,9 +292,13 @@ void RuleSet::add_json(const std::string& text, const std::string& origin) {
           } else if (k == "replaces_category") {
             if (!v.is_string()) fail(kp, "expected a category name");
             rule.replaces_category = category_index(v.get<std::string>());
+            if (categories.size() > kMaxCategories)
+              fail(kp, "more than " + n_commas(kMaxCategories) + " categories (the built-in ones included)");
           } else if (k == "unlike_sizes_of") {
             if (!v.is_string()) fail(kp, "expected a category name");
             rule.unlike_sizes_of = category_index(v.get<std::string>());
+            if (categories.size() > kMaxCategories)
+              fail(kp, "more than " + n_commas(kMaxCategories) + " categories (the built-in ones included)");
           } else if (k == "no_later_optimizer") {
             if (!v.is_boolean()) fail(kp, "expected true or false");
             rule.no_later_optimizer = v.get<bool>();
@@ -202,6 +315,7 @@ void RuleSet::add_json(const std::string& text, const std::string& origin) {
   hints = std::move(new_hints);
   new_rules.insert(new_rules.end(), std::make_move_iterator(rules.begin()), std::make_move_iterator(rules.end()));
   rules = std::move(new_rules);
+  program_size = program;
 }
 
 void RuleSet::add_file(const std::string& path) {

@@ -671,15 +671,42 @@ class Pickler {
   std::vector<FrameId> frames_scratch_;
 };
 
+// PyTorch's format lists every stack's frames in full (one list per distinct
+// stack, its frames shared through the memo): a trace whose distinct stacks
+// are deep (100,000 stacks of a chain 100,000 deep) would take hundreds of
+// gigabytes. Refused before writing beyond this many frame references.
+constexpr uint64_t kMaxPickleFrames = 100'000'000;
+
+void check_pickle_size(const Trace& t, const std::string& path) {
+  std::vector<uint32_t> depth(t.stacks.size(), 0);
+  for (size_t i = 1; i < depth.size(); ++i) depth[i] = depth[t.stacks.node(StackId(i)).parent] + 1;  // parents first
+  std::vector<char> seen(depth.size(), 0);
+  uint64_t frames = 0;
+  auto add = [&](StackId s) {
+    if (!seen[s]) seen[s] = 1, frames += depth[s];
+  };
+  for (const Device& d : t.devices) {
+    for (const Event& e : d.events) add(e.stack);
+    for (const Block& b : d.blocks) add(b.stack);
+    for (const Segment& sg : d.segments) add(sg.stack);
+  }
+  if (frames > kMaxPickleFrames)
+    throw OutputError(path, "cannot write " + path + ": a PyTorch pickle lists every stack's frames, " +
+                                std::to_string(frames) + " here (at most " + std::to_string(kMaxPickleFrames) +
+                                "); convert to .snap, which shares them");
+}
+
 }  // namespace
 
 std::string write_torch_pickle(const Trace& trace) {
+  check_pickle_size(trace, "<pickle>");
   Pickler p(trace);
   const ByteBuf& b = p.run();
   return std::string(b.data(), b.size());
 }
 
 void write_torch_pickle_file(const Trace& trace, const std::string& path, bool gzip) {
+  check_pickle_size(trace, path);
   auto pickler = std::make_unique<Pickler>(trace);
   const ByteBuf& bytes = pickler->run();
   std::vector<uint8_t> z;

@@ -145,35 +145,72 @@ const std::string& FrameTable::short_label(FrameId f) const {
   return *slot;
 }
 
-FrameId FrameTable::user_frame(StackId stack) const {
-  FrameId first_py = kNoFrame, first_any = kNoFrame, first_raw = kNoFrame;
-  for (StackId s = stack; s != 0; s = trace_->stacks.node(s).parent) {
-    const FrameId f = trace_->stacks.node(s).frame;
-    if (first_raw == kNoFrame) first_raw = f;
-    if (first_any == kNoFrame && !internal(f)) first_any = f;
-    if (python(f)) {
-      if (first_py == kNoFrame) first_py = f;
-      if (kind_[f] == FrameKind::UserPython) return f;
-    }
+void FrameTable::index() const {
+  // One pass in node order: a node's parent comes before it (StackTable
+  // makes a node only under an existing one), so its facts are known.
+  const StackTable& st = trace_->stacks;
+  size_t from = node_.size();
+  node_.resize(st.size());
+  if (from == 0) from = 1;  // node 0: the empty stack
+  for (size_t i = from; i < node_.size(); ++i) {
+    const StackTable::Node& n = st.node(StackId(i));
+    const NodeInfo p = n.parent < i ? node_[n.parent] : NodeInfo{};
+    NodeInfo& x = node_[i];
+    const StackId id = StackId(i);
+    x.depth = p.depth + 1;
+    x.user = kind_[n.frame] == FrameKind::UserPython ? id : p.user;
+    x.py = python(n.frame) ? id : p.py;
+    x.any = !internal(n.frame) ? id : p.any;
+    x.outer = x.depth == kShownOuter ? id : x.depth > kShownOuter ? p.outer : 0;
   }
-  if (first_py != kNoFrame) return first_py;
-  return first_any != kNoFrame ? first_any : first_raw;
+}
+
+size_t FrameTable::depth(StackId stack) const { return stack == 0 ? 0 : info(stack).depth; }
+
+// The node of the user frame: the innermost frame of the user's own code,
+// else the innermost Python frame, else the innermost frame that is not
+// plumbing, else the innermost.
+StackId FrameTable::user_node(StackId stack) const {
+  if (stack == 0) return 0;
+  const NodeInfo& x = info(stack);
+  return x.user ? x.user : x.py ? x.py : x.any ? x.any : stack;
+}
+
+FrameId FrameTable::user_frame(StackId stack) const {
+  return stack == 0 ? kNoFrame : trace_->stacks.node(user_node(stack)).frame;
 }
 
 FrameId FrameTable::innermost_python(StackId stack) const {
-  for (StackId s = stack; s != 0; s = trace_->stacks.node(s).parent)
-    if (python(trace_->stacks.node(s).frame)) return trace_->stacks.node(s).frame;
-  return kNoFrame;
+  if (stack == 0) return kNoFrame;
+  const StackId n = info(stack).py;
+  return n ? trace_->stacks.node(n).frame : kNoFrame;
 }
 
 FrameId FrameTable::python_callee(StackId stack) const {
-  const FrameId uf = user_frame(stack);
-  for (StackId s = stack; s != 0; s = trace_->stacks.node(s).parent) {
-    const FrameId f = trace_->stacks.node(s).frame;
-    if (f == uf) break;
-    if (python(f)) return f;
+  // Walking outward from the innermost frame, the first Python frame met
+  // before the user frame: the innermost Python frame unless that is the
+  // user frame itself (a user frame that is not Python means no Python frame).
+  const FrameId ip = innermost_python(stack);
+  return ip != user_frame(stack) ? ip : kNoFrame;
+}
+
+FrameTable::Shown FrameTable::shown(StackId stack) const {
+  Shown out;
+  if (stack == 0) return out;
+  const StackTable& st = trace_->stacks;
+  const NodeInfo& x = info(stack);
+  if (x.depth <= kShownFrames) {
+    out.inner.reserve(x.depth);
+    for (StackId s = stack; s != 0; s = st.node(s).parent) out.inner.push_back(st.node(s).frame);
+    return out;
   }
-  return kNoFrame;
+  out.inner.reserve(kShownInner);
+  StackId s = stack;
+  for (size_t i = 0; i < kShownInner; ++i, s = st.node(s).parent) out.inner.push_back(st.node(s).frame);
+  out.elided = x.depth - kShownInner - kShownOuter;
+  out.outer.reserve(kShownOuter);
+  for (s = x.outer; s != 0; s = st.node(s).parent) out.outer.push_back(st.node(s).frame);
+  return out;
 }
 
 FrameTable::SitePath FrameTable::site_path(StackId stack, size_t max_frames) const {
@@ -182,15 +219,18 @@ FrameTable::SitePath FrameTable::site_path(StackId stack, size_t max_frames) con
     p.frames.push_back(kNoStack);
     return p;
   }
-  const FrameId uf = user_frame(stack);
-  const bool py = uf != kNoFrame && python(uf);
-  bool started = false;
-  for (StackId s = stack; s != 0 && p.frames.size() < max_frames; s = trace_->stacks.node(s).parent) {
-    const FrameId f = trace_->stacks.node(s).frame;
-    if (!started && f != uf) continue;
-    if (started && (py ? !python(f) : internal(f))) continue;
-    started = true;
-    const std::string& text = label(f);
+  const StackTable& st = trace_->stacks;
+  // From the user frame outward: its Python callers (of a native user frame,
+  // the callers that are not plumbing), each found in one step. Callers that
+  // print like the previous one are skipped: at most kShownFrames of them.
+  StackId x = user_node(stack);
+  const bool py = python(st.node(x).frame);
+  auto next = [&](StackId n) -> StackId {
+    const StackId up = st.node(n).parent;
+    return up == 0 ? 0 : py ? info(up).py : info(up).any;
+  };
+  for (size_t steps = 0; x != 0 && p.frames.size() < max_frames && steps <= kShownFrames; x = next(x), ++steps) {
+    const std::string& text = label(st.node(x).frame);
     if (!p.frames.empty() && text == p.frames.back()) continue;  // overloads and inlined copies print alike
     p.frames.push_back(text);
   }

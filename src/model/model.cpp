@@ -197,18 +197,30 @@ size_t Trace::event_count() const {
   return n;
 }
 
+const Device* Trace::lookup_device(int index) const {
+  auto it = device_pos_.find(index);
+  if (it != device_pos_.end() && it->second < devices.size() && devices[it->second].index == index)
+    return &devices[it->second];
+  // Stale (devices sorted or added elsewhere) or absent: index them again.
+  // Every device has a distinct index, so an index map of the same size
+  // holds them all and a miss means absent.
+  if (it != device_pos_.end() || device_pos_.size() != devices.size()) {
+    device_pos_.clear();
+    for (size_t i = 0; i < devices.size(); ++i) device_pos_.emplace(devices[i].index, i);
+    it = device_pos_.find(index);
+    if (it != device_pos_.end() && devices[it->second].index == index) return &devices[it->second];
+  }
+  return nullptr;
+}
+
 Device& Trace::device(int index) {
-  for (auto& d : devices)
-    if (d.index == index) return d;
+  if (const Device* d = lookup_device(index)) return devices[size_t(d - devices.data())];
   devices.emplace_back();
   devices.back().index = index;
+  device_pos_[index] = devices.size() - 1;
   return devices.back();
 }
 
-const Device* Trace::find_device(int index) const {
-  for (const auto& d : devices)
-    if (d.index == index) return &d;
-  return nullptr;
-}
+const Device* Trace::find_device(int index) const { return lookup_device(index); }
 
 }  // namespace snapdiff

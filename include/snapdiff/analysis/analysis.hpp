@@ -91,6 +91,12 @@ struct Analysis {
   TimelineComparison timeline;     // --memory-timeline
 };
 
+// Devices with events or segments that analyze() takes; beyond, the input is
+// refused (InputError): PyTorch numbers a process's CUDA devices with an
+// 8-bit index, and each device costs a replay, an attribution and a section
+// of every report (docs/reliability.md, "Time").
+constexpr size_t kMaxDevices = 1024;
+
 Analysis analyze(const Trace& trace, const ReportOptions& opts);
 // The view the renderers read, resolved from the analysis.
 Report report_view(const Analysis& a);

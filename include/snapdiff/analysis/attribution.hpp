@@ -68,6 +68,20 @@ struct PhaseHint {
 
 class RuleSet {
  public:
+  // Limits that keep rules from costing more than the input they read
+  // (docs/attribution.md, docs/reliability.md "Time"): beyond them a rules
+  // file is an input error naming the JSON path. Counts include the built-in
+  // rules; a pattern's program size is RE2's instruction count, what
+  // matching one byte can cost when RE2's automaton gives out.
+  static constexpr size_t kMaxRules = 10000;
+  static constexpr size_t kMaxHints = 1000;
+  // Every phase span keeps its bytes per category: spans x categories.
+  static constexpr size_t kMaxCategories = 256;
+  static constexpr size_t kMaxPatternBytes = 4096;
+  // x{n,m}: copies of x a repetition makes (nested counts multiply); large
+  // counts make automata whose states cost that much per byte matched.
+  static constexpr uint64_t kMaxRepeat = 100;
+  static constexpr int64_t kMaxProgramSize = 250000;  // all patterns together
   // The rules shipped in rules/builtin.json (compiled in).
   static RuleSet builtin();
   // Adds a rules file's hints and rules ahead of the ones already loaded.
@@ -79,6 +93,7 @@ class RuleSet {
   std::vector<Rule> rules;
   std::vector<std::string> categories;  // built-ins first, then rule-defined
   int category_index(const std::string& name);
+  int64_t program_size = 0;  // of every pattern loaded (kMaxProgramSize)
 };
 
 struct Allocation {

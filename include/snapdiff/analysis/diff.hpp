@@ -37,7 +37,8 @@ struct PhaseDelta {
 };
 
 struct SiteDelta {
-  std::string key;      // function@file;... innermost first
+  std::string key;      // function@file;... innermost first, then "|category"; a stack deeper than
+                        // 1,000 frames cut as FrameTable::shown() (sites are matched on the whole stack)
   std::string display;  // user frame <- callers
   std::string category; // the category holding most of its bytes (B's when present)
   int64_t a = 0, b = 0;

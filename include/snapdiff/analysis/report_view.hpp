@@ -34,7 +34,8 @@ struct SiteFrames {
   std::vector<std::string> path;   // the user frame, then its callers (at most four labels)
   std::string callee;              // the Python frame inside the user's call ("" = none)
   std::optional<FrameRef> user;    // the user frame (none for an empty stack)
-  std::vector<FrameRef> stack;     // every frame, innermost first
+  std::vector<FrameRef> stack;     // every frame, innermost first (FrameTable::shown(): a stack deeper
+                                   // than 1,000 frames as its ends and one "<N frames elided>" frame)
 };
 
 // A kernel launch written out.
@@ -43,8 +44,8 @@ struct KernelRef {
   std::string display;   // shortened for the text report
   int64_t time_us = kNoTime;
   uint64_t stream = 0;
-  std::string scope;     // its scope stack, outermost first: "iter 2 / backward / attn"
-  std::vector<FrameRef> stack;
+  std::string scope;     // its scope stack, outermost first: "iter 2 / backward / attn" (cut like `stack`)
+  std::vector<FrameRef> stack;  // innermost first, cut as SiteFrames::stack
 };
 
 // Bytes live at the peak by the op that allocated them, or by the kernel
@@ -65,7 +66,7 @@ struct OpRow {
   // Resolved for the renderers (ids above are the analysis's own):
   std::string category_name;                // "" when category < 0
   std::optional<FrameRef> python_frame;     // `python` written out
-  std::vector<FrameRef> stack_frames;       // `stack`, innermost first
+  std::vector<FrameRef> stack_frames;       // `stack`, innermost first (cut as SiteFrames::stack)
 };
 
 // --memory-timeline: PyTorch's own categories (export_memory_timeline) at a

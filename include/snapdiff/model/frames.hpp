@@ -20,6 +20,16 @@ namespace snapdiff {
 
 constexpr FrameId kNoFrame = UINT32_MAX;
 
+// Stacks as deep as a hostile input likes (100,000 frames) cost no more than
+// shallow ones: what the FrameTable answers about a stack (its user frame, its
+// innermost Python frame, its depth) it knows for every stack node from one
+// pass over the stack tree, and where a stack is written out frame by frame
+// (reports' frame lists, diff keys) a stack deeper than kShownFrames is shown
+// as its kShownInner innermost frames, a marker for the frames left out, and
+// its kShownOuter outermost frames (docs/reliability.md, "Time").
+constexpr size_t kShownInner = 500, kShownOuter = 500;
+constexpr size_t kShownFrames = kShownInner + kShownOuter;
+
 enum class FrameKind : uint8_t {
   UserPython,     // a .py file outside the libraries: the user's own code
   LibraryPython,  // torch/, site-packages, the standard library, <frozen ...>
@@ -74,6 +84,19 @@ class FrameTable {
   };
   SitePath site_path(StackId stack, size_t max_frames) const;
 
+  // Frames of a stack from one pass over the stack tree (parents come before
+  // their children): O(1) each.
+  size_t depth(StackId stack) const;
+  // The stack's frames as shown, innermost first: all of them up to
+  // kShownFrames; deeper, the kShownInner innermost, then (elided > 0) the
+  // kShownOuter outermost. O(kShownFrames) whatever the depth.
+  struct Shown {
+    std::vector<FrameId> inner;  // innermost first
+    size_t elided = 0;           // frames left out between inner and outer
+    std::vector<FrameId> outer;  // innermost first (the outermost frame last)
+  };
+  Shown shown(StackId stack) const;
+
   const Trace& trace() const { return *trace_; }
 
  private:
@@ -83,6 +106,21 @@ class FrameTable {
   // Labels are made when first asked for: a report names a few hundred of a
   // run's frames, a million-event run has hundreds of thousands.
   mutable std::vector<std::optional<std::string>> label_, short_label_;
+  // Per stack node, made by index() for the nodes the trace has (and again
+  // when it has more): depth, and the innermost node at or above it of the
+  // user's Python, of any Python, and not plumbing (0 = none); the ancestor
+  // at depth kShownOuter (0 = not that deep).
+  struct NodeInfo {
+    uint32_t depth = 0;
+    StackId user = 0, py = 0, any = 0, outer = 0;
+  };
+  mutable std::vector<NodeInfo> node_;
+  const NodeInfo& info(StackId s) const {
+    if (s >= node_.size()) index();
+    return node_[s];
+  }
+  void index() const;
+  StackId user_node(StackId stack) const;
 };
 
 }  // namespace snapdiff

@@ -281,6 +281,10 @@ struct Trace {
   const Device* find_device(int index) const;
 
  private:
+  // Position in `devices` by index, so that a file of many devices is read
+  // in linear time; rebuilt when `devices` was reordered (the readers sort it).
+  mutable std::unordered_map<int, size_t> device_pos_;
+  const Device* lookup_device(int index) const;
   struct FrameHash {
     size_t operator()(const Frame& f) const {
       return (size_t(f.name) * 0x9E3779B97F4A7C15ull) ^ (size_t(f.file) << 20) ^ size_t(f.line);
