@@ -63,7 +63,11 @@ void kernels_and_device_memory(const Trace& t, Analysis& r) {
     int64_t first = first_any;
     if (auto it = by_index.find(m.device); it != by_index.end() && r.devices[it->second].first_time_us != kNoTime)
       first = r.devices[it->second].first_time_us;
-    if (m.time_us != kNoTime && first != kNoTime) row.since_first_event_us = m.time_us - first;
+    if (m.time_us != kNoTime && first != kNoTime) {
+      // Saturated at the int64 range (times at its extremes are crafted, not measured).
+      const __int128 d = __int128(m.time_us) - __int128(first);
+      row.since_first_event_us = d > INT64_MAX ? INT64_MAX : d <= INT64_MIN ? INT64_MIN + 1 : int64_t(d);
+    }
     row.free_bytes = m.free_bytes;
     row.total_bytes = m.total_bytes;
     row.used_bytes = int64_t(m.total_bytes) - int64_t(m.free_bytes);
@@ -217,7 +221,23 @@ DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analy
 
 }  // namespace
 
+namespace {
+Analysis analyze_trace(const Trace& trace, const ReportOptions& opts);
+}  // namespace
+
 Analysis analyze(const Trace& trace, const ReportOptions& opts) {
+  // An input error the analysis finds (a running total beyond what a device
+  // holds) names the input, as a reader's does.
+  try {
+    return analyze_trace(trace, opts);
+  } catch (InputError& e) {
+    if (e.file().empty()) e.set_file(opts.input_name);
+    throw;
+  }
+}
+
+namespace {
+Analysis analyze_trace(const Trace& trace, const ReportOptions& opts) {
   {
     size_t used = 0;
     for (const Device& dev : trace.devices) used += !(dev.events.empty() && dev.segments.empty());
@@ -259,5 +279,6 @@ Analysis analyze(const Trace& trace, const ReportOptions& opts) {
   detail::resolve_rows(r);
   return r;
 }
+}  // namespace
 
 }  // namespace snapdiff

@@ -20,7 +20,7 @@ double EventAxis::at(int64_t e) const {
   if (!time) return double(e);
   const int64_t t = dev->events[size_t(e)].time_us;
   if (t == kNoTime) return lo;
-  return std::clamp(double(t - t0) / 1e6, lo, hi);
+  return std::clamp((double(t) - double(t0)) / 1e6, lo, hi);  // no int64 overflow at the extremes
 }
 
 EventAxis event_axis(const Device& dev, ChartAxis want) {
@@ -45,19 +45,21 @@ EventAxis event_axis(const Device& dev, ChartAxis want) {
     // initialization, a compile, a checkpoint) takes a large part of it; the
     // event index spreads the allocations evenly instead.
     if (timed && want == ChartAxis::Auto) {
-      int64_t prev = dev.events.front().time_us, gap = 0;
+      // Distances as unsigned: exact, and no overflow between INT64_MIN and INT64_MAX.
+      int64_t prev = dev.events.front().time_us;
+      uint64_t gap = 0;
       for (const Event& e : dev.events) {
-        gap = std::max(gap, e.time_us - prev);
+        if (e.time_us > prev) gap = std::max(gap, uint64_t(e.time_us) - uint64_t(prev));
         prev = std::max(prev, e.time_us);
       }
-      if (double(gap) > 0.2 * double(tmax - tmin)) timed = false;
+      if (double(gap) > 0.2 * double(uint64_t(tmax) - uint64_t(tmin))) timed = false;
     }
   }
   ax.time = timed;
   if (timed) {
     ax.t0 = tmin;
     ax.lo = 0;
-    ax.hi = double(tmax - tmin) / 1e6;
+    ax.hi = double(uint64_t(tmax) - uint64_t(tmin)) / 1e6;
   } else {
     ax.lo = 0;
     ax.hi = double(std::max<int64_t>(n - 1, 1));

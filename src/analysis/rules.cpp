@@ -6,6 +6,7 @@
 
 #include "snapdiff/analysis/attribution.hpp"
 #include "snapdiff/error.hpp"
+#include "util/json_depth.hpp"
 #include "util/read_file.hpp"
 
 namespace snapdiff {
@@ -203,6 +204,7 @@ int RuleSet::category_index(const std::string& name) {
 
 void RuleSet::add_json(const std::string& text, const std::string& origin) {
   J j;
+  detail::check_json_depth(text);
   try {
     j = J::parse(text);
   } catch (const nlohmann::json::parse_error& e) {

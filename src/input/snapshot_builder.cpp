@@ -268,6 +268,7 @@ class Builder {
       uint64_t segments, blocks;
     };
     std::vector<Count> counts;
+    std::unordered_map<int, size_t> index;
     uint64_t total = 0;
     const StrId k_device = s("device"), k_blocks = s("blocks");
     for (uint32_t i = 0; i < l.size; ++i) {
@@ -279,9 +280,10 @@ class Builder {
       uint64_t blocks = 0;
       if (const Value* b = conv_.get(d, k_blocks); b && (b->t == VT::List || b->t == VT::Tuple))
         blocks = doc_.conts[b->v].size;
-      size_t k = 0;
-      while (k < counts.size() && counts[k].device != int(dev)) ++k;
-      if (k == counts.size()) counts.push_back({int(dev), 0, 0});
+      // Indexed by device: a crafted dump can give every segment its own.
+      auto [pos, fresh] = index.try_emplace(int(dev), counts.size());
+      if (fresh) counts.push_back({int(dev), 0, 0});
+      const size_t k = pos->second;
       ++counts[k].segments;
       counts[k].blocks += blocks;
       total += sizeof(Segment) + blocks * sizeof(Block);
@@ -302,10 +304,10 @@ class Builder {
     uint64_t total = 0, allocated = 0, active = 0, requested = 0, blocks = 0, block_requested = 0;
   };
   DumpSums& sums_of(int device) {
-    for (DumpSums& x : sums_)
-      if (x.device == device) return x;
-    sums_.push_back({device});
-    return sums_.back();
+    // Indexed: a crafted dump can put every segment on its own device.
+    auto [it, fresh] = sums_index_.try_emplace(device, sums_.size());
+    if (fresh) sums_.push_back({device});
+    return sums_[it->second];
   }
   static void add_checked(uint64_t& sum, uint64_t v, uint64_t off, int device, const char* what) {
     sum += v;  // both at most 2^50: no wrap
@@ -397,6 +399,7 @@ class Builder {
 
   void device_traces(const Value& v) {
     const Container& l = list(v, "device_traces", 0);
+    uint64_t held = doc_.budget.bounded() ? doc_.doc_bytes() + out_.memory_bytes() : 0;
     for (uint32_t i = 0; i < l.size; ++i) {
       const Value item = doc_.items(l)[i];
       const Container& tl = list(item, "device_traces[i]", l.src_off());
@@ -414,8 +417,10 @@ class Builder {
         continue;
       }
       // A memo can list one entry any number of times: counted before the
-      // copies are made.
-      doc_.check_memory(out_, tl.src_off(), uint64_t(tl.size) * sizeof(Event));
+      // copies are made (a running sum: summing the whole model again per
+      // device made a million empty traces quadratic).
+      held += sizeof(Device) + uint64_t(tl.size) * sizeof(Event);
+      if (doc_.budget.over(held)) doc_.check_memory(out_, tl.src_off(), uint64_t(tl.size) * sizeof(Event));
       dev.events.reserve(tl.size);
       for (uint32_t j = 0; j < tl.size; ++j) {
         const Container& ed = dict(items[j], "trace entry", tl.src_off());
@@ -494,6 +499,7 @@ class Builder {
   Trace& out_;
   bool legacy_history_ = false;
   std::vector<DumpSums> sums_;
+  std::unordered_map<int, size_t> sums_index_;
 };
 
 }  // namespace
