@@ -70,6 +70,9 @@ struct Analysis {
   SourceInfo source;
   uint64_t events = 0;
   bool history_truncated = false;
+  // What the history covers, over all devices: none when complete; the one
+  // kind when every truncated device agrees, else unknown.
+  Truncation truncation = Truncation::None;
   bool has_history = false;
   std::vector<DeviceAnalysis> devices;
   size_t peak_device = 0;  // index into devices: highest allocated peak

@@ -1,11 +1,17 @@
 // snapdiff/analysis/replay.hpp — exact replay of PyTorch's CUDA caching allocator.
 //
-// From a device's events the replay derives, after every event, the three
-// counters PyTorch keeps in memory_stats():
-//   requested — sum of live allocations' requested sizes (requested_bytes),
-//   allocated — sum of their block sizes after rounding and splitting
-//               (allocated_bytes), which needs the allocator's block layout,
-//   reserved  — sum of segment sizes (reserved_bytes).
+// From a device's events the replay derives, after every event, the four
+// byte counters PyTorch keeps in memory_stats(), with PyTorch's own timing:
+//   requested — requested sizes of the blocks handed out and not yet
+//               completed-free (requested_bytes): it drops at free_completed,
+//   allocated — block sizes (after rounding and splitting) of the blocks
+//               handed out and not yet freed by the user (allocated_bytes):
+//               it drops at free_requested,
+//   active    — block sizes of the blocks handed out and not yet
+//               completed-free (active_bytes): allocated plus the blocks
+//               waiting on other streams,
+//   reserved  — mapped segment bytes (reserved_bytes): segment_alloc/free,
+//               segment_map/unmap.
 // See docs/architecture.md for the rules and invariants.
 #pragma once
 
@@ -21,6 +27,25 @@ struct Counters {
   int64_t requested = 0;
   int64_t allocated = 0;
   int64_t reserved = 0;
+  int64_t active = 0;
+};
+
+// What the recorded history covers, told from the file's own evidence.
+enum class Truncation : uint8_t {
+  None,       // the history starts with an empty allocator
+  LateStart,  // recording started after memory was already in use
+  Wrapped,    // the ring buffer of max_entries filled and dropped its oldest entries
+  Unknown,    // partial, and the file cannot tell which of the two
+};
+const char* truncation_name(Truncation t);  // "none", "late_start", "wrapped", "unknown"
+
+// The evidence truncation was decided on.
+struct TruncationEvidence {
+  uint64_t entries = 0;          // trace entries of the device
+  int64_t max_entries = -1;      // as the file records it; -1 when it does not
+  bool entries_round = false;    // the count is a round number (a plausible max_entries)
+  bool head_orphan_free = false; // the first event completes a free whose request is not in the history
+  uint64_t dropped_mid_history = 0;  // frees of blocks the history had already seen freed
 };
 
 struct PeakPoint {
@@ -32,32 +57,46 @@ struct PeakPoint {
 // Comparison of the replayed end state with the segments PyTorch dumped.
 struct EndStateCheck {
   bool have_dump = false;
-  Counters dump;    // reserved = sum total_size; allocated/requested of active_allocated blocks
+  Counters dump;    // reserved = sum total_size; allocated of active_allocated blocks; requested/active of all active blocks
   Counters replay;  // replayed state after the last event
   uint64_t dump_segments = 0;
   uint64_t replay_segments = 0;
   bool matches() const {
     return dump.requested == replay.requested && dump.allocated == replay.allocated &&
-           dump.reserved == replay.reserved;
+           dump.reserved == replay.reserved && dump.active == replay.active;
   }
+};
+
+// One memory pool (segment_pool_id): its segments and bytes at the end of
+// the replay.
+struct PoolUsage {
+  int64_t id[2] = {0, 0};
+  uint64_t segments = 0;   // live at the end (mapped ranges for expandable segments)
+  int64_t reserved = 0;    // at the end
+  int64_t allocated = 0;   // at the end
 };
 
 struct DeviceReplay {
   int device = 0;
   bool has_trace = false;
   bool truncated = false;      // history did not start with an empty allocator
+  Truncation truncation = Truncation::None;
+  TruncationEvidence truncation_evidence;
   Counters baseline;           // reconstructed state before the first event
   uint64_t pre_trace_allocations = 0;
   bool allocated_estimated = false;  // truncated: block sizes of some pre-trace blocks guessed
   // Counters after each event (index i = after events[i]).
-  std::vector<int64_t> requested, allocated, reserved;
-  PeakPoint peak_requested, peak_allocated, peak_reserved;
+  std::vector<int64_t> requested, allocated, reserved, active;
+  PeakPoint peak_requested, peak_allocated, peak_reserved, peak_active;
   Counters end;
   EndStateCheck end_check;
   uint64_t inconsistencies = 0;       // events that did not fit the replayed layout
   std::vector<std::string> notes;     // the first few inconsistencies, explained
   uint64_t oom_events = 0;
   uint64_t streams = 0;
+  // Memory pools seen (index 0 is the default pool, (0, 0)); pools other than
+  // the default are private: CUDA graphs' and torch.cuda.MemPool's.
+  std::vector<PoolUsage> pools;
   // A profiler trace: allocated and reserved are the totals the trace
   // reported after each event (exact); requested is the running sum of the
   // events' sizes, which are block sizes (so requested = allocated: PyTorch's
@@ -68,6 +107,9 @@ struct DeviceReplay {
 
 DeviceReplay replay_device(const Trace& trace, const Device& dev);
 
+// A block handed out and not yet completed-free: allocated, or freed by the
+// user and waiting on other streams (pending_free). Both count in requested
+// and active; only the first in allocated.
 struct LiveAllocation {
   uint64_t addr = 0;
   uint64_t requested = 0;
@@ -75,20 +117,25 @@ struct LiveAllocation {
   uint64_t stream = 0;
   StackId stack = 0;
   int64_t alloc_event = -1;  // -1: allocated before the recorded history
+  uint32_t pool = 0;         // index into DeviceReplay::pools (0: the default pool)
+  bool pending_free = false;
 };
 
 struct FreeBlockInfo {
   uint64_t addr = 0;
   uint64_t size = 0;
   bool expandable = false;
+  uint32_t pool = 0;  // index into DeviceReplay::pools
 };
 
 // Allocator state right after events[event_index] (-1: before the first).
 struct AllocatorState {
   Counters counters;
-  std::vector<LiveAllocation> live;       // allocated blocks
+  std::vector<LiveAllocation> live;       // active blocks: allocated, and pending free
   std::vector<FreeBlockInfo> free_blocks; // cached, reusable
-  uint64_t pending_free_bytes = 0;        // freed, waiting on other streams
+  uint64_t pending_free_bytes = 0;        // block bytes freed, waiting on other streams
+  uint64_t pending_free_requested = 0;    // their requested bytes (part of counters.requested)
+  std::vector<PoolUsage> pools;           // per pool, at this moment (same indices as DeviceReplay::pools)
 };
 AllocatorState allocator_state_at(const Trace& trace, const Device& dev, int64_t event_index);
 

@@ -152,8 +152,10 @@ struct Fragmentation {
   int64_t allocated = 0;
   int64_t requested = 0;
   int64_t free_cached = 0;          // in free blocks (reserved - allocated - pending)
-  int64_t pending_free = 0;         // freed, waiting for other streams
-  int64_t internal = 0;             // allocated - requested (rounding, unsplit remainders)
+  int64_t pending_free = 0;         // block bytes freed by the user, waiting for other streams
+  int64_t pending_free_requested = 0;  // their requested bytes: part of `requested` (PyTorch
+                                       // lowers requested_bytes when the free completes)
+  int64_t internal = 0;             // allocated - (requested - pending_free_requested): rounding, unsplit remainders
   uint64_t free_blocks = 0;
   uint64_t largest_free_block = 0;
   uint64_t too_small_threshold = 0; // rounded size of the request that set the peak
@@ -246,6 +248,8 @@ struct HistoryTruncatedFacts {
   int64_t requested = 0, reserved = 0;  // live before the first event
   uint64_t allocations = 0;
   bool allocated_estimated = false;
+  Truncation kind = Truncation::Unknown;  // late_start, wrapped or unknown
+  TruncationEvidence evidence;
 };
 // Code::EndStateMismatch.
 struct EndStateFacts {
@@ -294,9 +298,13 @@ struct DeviceView {
   uint64_t streams = 0;
   bool has_trace = false;        // the input had an allocator history for it
   bool truncated = false;        // that history starts mid-run
+  Truncation truncation = Truncation::None;  // and why (none when complete)
+  TruncationEvidence truncation_evidence;
   bool reported_totals = false;  // profiler traces: the counters are the trace's own totals
-  PeakPoint peak_requested, peak_allocated, peak_reserved;
+  PeakPoint peak_requested, peak_allocated, peak_reserved, peak_active;
   int64_t allocated_at_peak = 0;  // allocated bytes at the requested peak
+  int64_t active_at_peak = 0;     // active bytes at the requested peak
+  std::vector<PoolUsage> pools;   // at the end; [0] is the default pool
   Counters baseline;              // before the first event
   uint64_t pre_trace_allocations = 0;
   bool allocated_estimated = false;
@@ -339,6 +347,9 @@ struct Report {
   SourceInfo source;
   uint64_t events = 0;
   bool history_truncated = false;
+  // What the history covers, over all devices: none when complete; the one
+  // kind when every truncated device agrees, else unknown.
+  Truncation truncation = Truncation::None;
   bool has_history = false;
   std::vector<DeviceView> devices;
   size_t peak_device = 0;
