@@ -65,8 +65,9 @@ void kernels_and_device_memory(const Trace& t, Analysis& r) {
       first = r.devices[it->second].first_time_us;
     if (m.time_us != kNoTime && first != kNoTime) {
       // Saturated at the int64 range (times at its extremes are crafted, not measured).
-      const __int128 d = __int128(m.time_us) - __int128(first);
-      row.since_first_event_us = d > INT64_MAX ? INT64_MAX : d <= INT64_MIN ? INT64_MIN + 1 : int64_t(d);
+      int64_t d = 0;
+      if (__builtin_sub_overflow(m.time_us, first, &d)) d = m.time_us > first ? INT64_MAX : INT64_MIN + 1;
+      row.since_first_event_us = d == INT64_MIN ? INT64_MIN + 1 : d;
     }
     row.free_bytes = m.free_bytes;
     row.total_bytes = m.total_bytes;
@@ -88,7 +89,11 @@ Fragmentation fragmentation_at_peak(const AllocatorState& st, const DeviceAnalys
   fg.allocated = st.counters.allocated;
   fg.requested = st.counters.requested;
   fg.pending_free = int64_t(st.pending_free_bytes);
-  fg.internal = fg.allocated - fg.requested;
+  fg.pending_free_requested = int64_t(st.pending_free_requested);
+  // Requested bytes count a block until its free completes, allocated bytes
+  // until the user frees it: the rounding and unsplit remainders are the
+  // allocated blocks' part.
+  fg.internal = fg.allocated - (fg.requested - fg.pending_free_requested);
   fg.too_small_threshold =
       pk.event_index >= 0 ? allocator_round_size(dr.peak_event.size, settings) : 0;
   fg.classes = {{"< 1 MiB", uint64_t(1) << 20},

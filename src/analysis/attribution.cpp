@@ -205,6 +205,12 @@ class Attributor {
     a_.allocations.reserve(allocs);
     detail::advise_hugepages(a_.allocations.data(), allocs * sizeof(Allocation));
     detail::AddrMap live;
+    bool completions = false;
+    for (const Event& e : ev)
+      if (e.kind == EventKind::FreeCompleted) {
+        completions = true;
+        break;
+      }
     auto close = [&](uint32_t id, size_t i) {
       a_.allocations[id].free_event = int64_t(i);
       alloc_of_event_[i] = id;
@@ -225,22 +231,49 @@ class Attributor {
         live.put(e.addr, id);
         alloc_of_event_[i] = id;
         if (e.stack == 0) ++a_.allocs_without_frames;
-      } else if (e.kind == EventKind::FreeRequested || e.kind == EventKind::FreeCompleted) {
+      } else if (e.kind == EventKind::FreeRequested) {
+        // The user's free. The allocation stays live until its free
+        // completes (PyTorch's requested bytes drop then), except in inputs
+        // that record no completions (profiler traces).
         uint32_t id = live.find(e.addr);
         if (id != detail::AddrMap::kNone) {
-          close(id, i);
-        } else if (e.kind == EventKind::FreeRequested && !freed_once_.count(e.addr)) {
+          if (a_.allocations[id].free_requested_event == INT64_MAX) a_.allocations[id].free_requested_event = int64_t(i);
+          if (!completions) close(id, i);
+        } else if (!freed_once_.count(e.addr)) {
           // Freed without a recorded alloc: allocated before the history began.
           Allocation al;
           al.addr = e.addr;
           al.requested = e.size;
           al.stack = e.stack;
           al.alloc_event = -1;
+          al.free_requested_event = int64_t(i);
+          id = uint32_t(a_.allocations.size());
+          alloc_of_event_[i] = id;
+          a_.allocations.push_back(al);
+          if (completions) live.put(e.addr, id);
+          else a_.allocations[id].free_event = int64_t(i);
+        }
+        freed_once_.insert(e.addr);
+      } else if (e.kind == EventKind::FreeCompleted) {
+        uint32_t id = live.find(e.addr);
+        if (id != detail::AddrMap::kNone) {
+          Allocation& al = a_.allocations[id];
+          if (al.free_requested_event == INT64_MAX) al.free_requested_event = int64_t(i);
+          close(id, i);
+        } else if (!freed_once_.count(e.addr)) {
+          // Freed before the history began, its free completing in it (it
+          // waited on another stream): live until here.
+          Allocation al;
+          al.addr = e.addr;
+          al.requested = e.size;
+          al.stack = e.stack;
+          al.alloc_event = -1;
+          al.free_requested_event = -1;
           al.free_event = int64_t(i);
           alloc_of_event_[i] = uint32_t(a_.allocations.size());
           a_.allocations.push_back(al);
+          freed_once_.insert(e.addr);
         }
-        if (e.kind == EventKind::FreeRequested) freed_once_.insert(e.addr);
       }
     }
     // Profiler traces: what was allocated before the first event and is not
@@ -262,7 +295,9 @@ class Attributor {
     for (const Segment& sg : d_.segments)
       for (uint32_t k = 0; k < sg.block_count; ++k) {
         const Block& b = d_.blocks[sg.first_block + k];
-        if (b.state != BlockState::ActiveAllocated || live.find(b.addr) != detail::AddrMap::kNone) continue;
+        // Active blocks: allocated, and freed but waiting on other streams
+        // (both count in requested bytes).
+        if (b.state == BlockState::Inactive || live.find(b.addr) != detail::AddrMap::kNone) continue;
         Allocation al;
         al.addr = b.addr;
         al.requested = b.requested_size;

@@ -137,8 +137,13 @@ void add_warnings(const Trace& trace, Analysis& r) {
     } else if (rp.truncated) {
       r.history_truncated = true;
       warn(Code::HistoryTruncated, HistoryTruncatedFacts{rp.baseline.requested, rp.baseline.reserved,
-                                                         rp.pre_trace_allocations, rp.allocated_estimated});
+                                                         rp.pre_trace_allocations, rp.allocated_estimated,
+                                                         rp.truncation, rp.truncation_evidence});
     }
+    // Over all devices: the one kind they agree on, else unknown.
+    if (rp.truncated)
+      r.truncation = r.truncation == Truncation::None || r.truncation == rp.truncation ? rp.truncation
+                                                                                        : Truncation::Unknown;
     if (!rp.has_trace || d.events == 0) warn(Code::NoHistory, std::monostate{});
     if (rp.end_check.have_dump && !rp.end_check.matches())
       warn(Code::EndStateMismatch, EndStateFacts{rp.truncated, rp.end_check.replay, rp.end_check.dump});

@@ -8,13 +8,16 @@
 //    expandable segment) or > 1 MiB (large pool, and only below
 //    max_split_size); otherwise the whole block is handed out, and
 //    allocated_bytes counts the whole block;
-//  * allocated/requested bytes drop at free_requested; the block returns to
-//    the pool (merging with free neighbours of the same segment) at
-//    free_completed;
-//  * reserved bytes change at segment_alloc/free and segment_map/unmap.
-// When the history is truncated (the ring buffer wrapped), the state before
-// the first event is rebuilt from frees of unseen allocations and from the
-// blocks alive at dump time.
+//  * allocated bytes drop at free_requested; requested and active bytes at
+//    free_completed, when the block returns to the pool (merging with free
+//    neighbours of the same segment): for a block used on other streams that
+//    is after those streams are done (free_block, via process_events);
+//  * reserved bytes change at segment_alloc/free and segment_map/unmap; an
+//    expandable segment is one virtual reservation whose pages are mapped and
+//    unmapped (partially, and again), its mapped pages forming free blocks.
+// When the history is partial (recording started late, or the ring buffer
+// wrapped), the state before the first event is rebuilt from every
+// constraint the file holds (reconstruct_initial_state).
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -32,6 +35,16 @@ constexpr uint64_t kMinBlock = 512;
 constexpr uint64_t kSmallSize = uint64_t(1) << 20;
 constexpr size_t kMaxNotes = 8;
 }  // namespace
+
+const char* truncation_name(Truncation t) {
+  switch (t) {
+    case Truncation::None: return "none";
+    case Truncation::LateStart: return "late_start";
+    case Truncation::Wrapped: return "wrapped";
+    case Truncation::Unknown: return "unknown";
+  }
+  return "unknown";
+}
 
 uint64_t allocator_round_size(uint64_t size, const AllocatorSettings& s) {
   if (size < kMinBlock) return kMinBlock;
@@ -70,12 +83,13 @@ inline void wsub(int64_t& c, uint64_t v) { c = int64_t(uint64_t(c) - v); }
 inline bool beyond_device(int64_t c) {
   return c > int64_t(kMaxDeviceBytes) || c < -int64_t(kMaxDeviceBytes);
 }
-// All three within +-2^50: one comparison (each shifted into [0, 2^51]; the
+// All four within +-2^50: one comparison (each shifted into [0, 2^51]; the
 // OR of such values passes 2^51 only when one is beyond, or at the very
 // edge, where check_counters decides).
 inline bool maybe_beyond(const Counters& c) {
   constexpr uint64_t k = kMaxDeviceBytes;
-  return ((uint64_t(c.requested) + k) | (uint64_t(c.allocated) + k) | (uint64_t(c.reserved) + k)) >= 2 * k;
+  return ((uint64_t(c.requested) + k) | (uint64_t(c.allocated) + k) | (uint64_t(c.reserved) + k) |
+          (uint64_t(c.active) + k)) >= 2 * k;
 }
 // `where`: "event 17" or "before the first event"; `what`: "allocated".
 [[noreturn, gnu::noinline]] void refuse_total(int device, const std::string& where, const char* what, int64_t v) {
@@ -89,6 +103,7 @@ void check_counters(int device, const std::string& where, const Counters& c) {
   check_total(device, where, "requested", c.requested);
   check_total(device, where, "allocated", c.allocated);
   check_total(device, where, "reserved", c.reserved);
+  check_total(device, where, "active", c.active);
 }
 
 struct RBlock {
@@ -101,9 +116,68 @@ struct RBlock {
 };
 
 struct RSeg {
-  uint64_t addr, size;
+  uint64_t addr, size;  // expandable: the lowest address seen mapped, and hi - addr
+  uint64_t hi;          // expandable: one past the highest address ever mapped
+  uint64_t stream;
+  uint32_t pool;        // index into DeviceReplay::pools
   bool expandable, live;
 };
+
+// A set of disjoint half-open address ranges, merged when they touch.
+class RangeSet {
+ public:
+  void add(uint64_t lo, uint64_t hi) {
+    if (lo >= hi) return;
+    auto it = r_.upper_bound(lo);
+    if (it != r_.begin() && std::prev(it)->second >= lo) {
+      --it;
+      lo = it->first;
+      hi = std::max(hi, it->second);
+      it = r_.erase(it);
+    }
+    while (it != r_.end() && it->first <= hi) {
+      hi = std::max(hi, it->second);
+      it = r_.erase(it);
+    }
+    r_.emplace(lo, hi);
+  }
+  void remove(uint64_t lo, uint64_t hi) {
+    if (lo >= hi) return;
+    auto it = r_.upper_bound(lo);
+    if (it != r_.begin() && std::prev(it)->second > lo) --it;
+    while (it != r_.end() && it->first < hi) {
+      uint64_t a = it->first, b = it->second;
+      it = r_.erase(it);
+      if (a < lo) r_.emplace(a, lo);
+      if (b > hi) it = r_.emplace(hi, b).first, ++it;
+    }
+  }
+  // The parts of [lo, hi) not in the set.
+  void missing(uint64_t lo, uint64_t hi, std::vector<std::pair<uint64_t, uint64_t>>* out) const {
+    uint64_t cur = lo;
+    auto it = r_.upper_bound(lo);
+    if (it != r_.begin() && std::prev(it)->second > lo) --it;
+    for (; it != r_.end() && it->first < hi && cur < hi; ++it) {
+      if (it->first > cur) out->push_back({cur, it->first});
+      cur = std::max(cur, it->second);
+    }
+    if (cur < hi) out->push_back({cur, hi});
+  }
+  const std::map<uint64_t, uint64_t>& ranges() const { return r_; }
+
+ private:
+  std::map<uint64_t, uint64_t> r_;  // lo -> hi
+};
+
+// One significant decimal digit times a power of ten (>= 1000), or a power of
+// two (>= 1024): the max_entries people pass (1000, 10000, 100000, 1000000,
+// 5000, 2^16, ...). A ring buffer that wrapped holds exactly max_entries.
+bool round_count(uint64_t n) {
+  if (n >= 1024 && (n & (n - 1)) == 0) return true;
+  if (n < 1000) return false;
+  while (n % 10 == 0) n /= 10;
+  return n < 10;
+}
 
 class Replayer {
  public:
@@ -122,6 +196,7 @@ class Replayer {
     ++out.inconsistencies;
     if (out.notes.size() < kMaxNotes) out.notes.push_back("event " + std::to_string(i) + ": " + msg);
   }
+  bool seg_expandable(int32_t s) const { return s >= 0 && segs_[size_t(s)].expandable; }
   uint32_t new_block(uint64_t addr, uint64_t size, int32_t seg, BS st) {
     uint32_t id;
     if (!free_slots_.empty()) {
@@ -135,34 +210,46 @@ class Replayer {
     b = RBlock{addr, size, 0, 0, -1, 0, seg, st, true};
     by_start_.put(addr, id);
     by_end_.put(addr + size, id);
+    if (seg_expandable(seg)) mapped_[addr] = id;
     return id;
   }
-  void drop_block(uint32_t id) {
+  void unindex(uint32_t id) {
     RBlock& b = blocks_[id];
     if (by_start_.find(b.addr) == id) by_start_.erase(b.addr);
     if (by_end_.find(b.addr + b.size) == id) by_end_.erase(b.addr + b.size);
-    b.live = false;
+    if (seg_expandable(b.seg)) {
+      auto it = mapped_.find(b.addr);
+      if (it != mapped_.end() && it->second == id) mapped_.erase(it);
+    }
+  }
+  void drop_block(uint32_t id) {
+    unindex(id);
+    blocks_[id].live = false;
     free_slots_.push_back(id);
   }
   void resize_block(uint32_t id, uint64_t new_addr, uint64_t new_size) {
+    unindex(id);
     RBlock& b = blocks_[id];
-    if (by_start_.find(b.addr) == id) by_start_.erase(b.addr);
-    if (by_end_.find(b.addr + b.size) == id) by_end_.erase(b.addr + b.size);
     b.addr = new_addr;
     b.size = new_size;
     by_start_.put(b.addr, id);
     by_end_.put(b.addr + b.size, id);
+    if (seg_expandable(b.seg)) mapped_[b.addr] = id;
   }
+  // Free neighbours merge within a segment. Mapped pages of expandable
+  // segments that touch belong to one virtual reservation (reservations are
+  // larger than the device, so two never touch where pages are mapped), even
+  // when the rebuilt pre-trace state split it into two RSegs.
   bool mergeable(uint32_t a, const RBlock& b) const {
     if (a == detail::AddrMap::kNone) return false;
     const RBlock& n = blocks_[a];
-    return n.live && n.state == BS::Free && n.seg == b.seg && n.seg >= 0;
+    if (!n.live || n.state != BS::Free || n.seg < 0 || b.seg < 0) return false;
+    return n.seg == b.seg || (seg_expandable(n.seg) && seg_expandable(b.seg));
   }
   // Merge free block `id` with its free neighbours; returns the surviving id.
   uint32_t coalesce(uint32_t id) {
-    RBlock& b = blocks_[id];
-    uint32_t nx = by_start_.find(b.addr + b.size);
-    if (nx != id && mergeable(nx, b)) {
+    uint32_t nx = by_start_.find(blocks_[id].addr + blocks_[id].size);
+    if (nx != id && mergeable(nx, blocks_[id])) {
       uint64_t add = blocks_[nx].size;
       drop_block(nx);
       resize_block(id, blocks_[id].addr, blocks_[id].size + add);
@@ -176,13 +263,30 @@ class Replayer {
     }
     return id;
   }
-  bool seg_expandable(int32_t s) const { return s >= 0 && segs_[size_t(s)].expandable; }
   // The counters after each addition of the rebuilt initial state (sizes at
   // most 2^50 each: one check per addition keeps every sum from wrapping).
   void guard_initial() const {
-    if (beyond_device(c_.requested) || beyond_device(c_.allocated) || beyond_device(c_.reserved))
+    if (beyond_device(c_.requested) || beyond_device(c_.allocated) || beyond_device(c_.reserved) ||
+        beyond_device(c_.active))
       check_counters(dev_.index, "before the first event", c_);
   }
+  uint32_t pool_index(const int64_t id[2]) {
+    for (size_t k = 0; k < out.pools.size(); ++k)
+      if (out.pools[k].id[0] == id[0] && out.pools[k].id[1] == id[1]) return uint32_t(k);
+    PoolUsage p;
+    p.id[0] = id[0];
+    p.id[1] = id[1];
+    out.pools.push_back(p);
+    return uint32_t(out.pools.size() - 1);
+  }
+  // The pool of a segment made at `addr`, from the dumped segments (the
+  // history of PyTorch 2.11 does not name pools); the default pool when the
+  // segment is gone by the dump.
+  uint32_t dump_pool(uint64_t addr, bool expandable) const;
+  // The expandable segment a mapping at [addr, addr+size) belongs to, made
+  // when it is the first mapping of a reservation.
+  int32_t expandable_seg(uint64_t addr, uint64_t size, uint64_t stream);
+  void index_dump_pools();
 
   void do_alloc(size_t i, const Event& e);
   void do_free_requested(size_t i, uint64_t addr, bool quiet);
@@ -199,23 +303,76 @@ class Replayer {
   std::vector<uint32_t> free_slots_;
   std::vector<RSeg> segs_;
   detail::AddrMap by_start_, by_end_, seg_by_addr_;
+  std::map<uint64_t, uint32_t> mapped_;    // blocks of expandable segments by address (ordered)
+  std::map<uint64_t, int32_t> exp_by_base_; // expandable segments by their lowest address
+  // Dumped segments' pools: non-expandable by address; expandable mapped
+  // ranges as (lo, hi, pool) sorted by lo.
+  std::unordered_map<uint64_t, uint32_t> dump_pool_by_addr_;
+  std::vector<std::pair<std::pair<uint64_t, uint64_t>, uint32_t>> dump_pool_ranges_;
 };
+
+void Replayer::index_dump_pools() {
+  const int64_t def[2] = {0, 0};
+  pool_index(def);  // index 0: the default pool
+  for (const Segment& sg : dev_.segments) {
+    uint32_t p = pool_index(sg.pool_id);
+    if (sg.expandable) dump_pool_ranges_.push_back({{sg.addr, sg.addr + sg.total_size}, p});
+    else dump_pool_by_addr_[sg.addr] = p;
+  }
+  std::sort(dump_pool_ranges_.begin(), dump_pool_ranges_.end());
+}
+
+uint32_t Replayer::dump_pool(uint64_t addr, bool expandable) const {
+  if (!expandable) {
+    auto it = dump_pool_by_addr_.find(addr);
+    return it == dump_pool_by_addr_.end() ? 0 : it->second;
+  }
+  auto it = std::upper_bound(dump_pool_ranges_.begin(), dump_pool_ranges_.end(),
+                             std::make_pair(std::make_pair(addr, UINT64_MAX), UINT32_MAX));
+  if (it == dump_pool_ranges_.begin()) return 0;
+  --it;
+  return addr < it->first.second ? it->second : 0;
+}
+
+int32_t Replayer::expandable_seg(uint64_t addr, uint64_t size, uint64_t stream) {
+  auto it = exp_by_base_.upper_bound(addr);
+  if (it != exp_by_base_.begin()) {
+    const int32_t s = std::prev(it)->second;
+    if (addr <= segs_[size_t(s)].hi) return s;
+  }
+  // Just below a known part (a pre-trace reservation whose lower pages the
+  // history maps again): that segment, reaching lower now.
+  if (it != exp_by_base_.end() && it->first == addr + size) {
+    const int32_t s = it->second;
+    exp_by_base_.erase(it);
+    segs_[size_t(s)].addr = addr;
+    exp_by_base_[addr] = s;
+    return s;
+  }
+  const int32_t s = int32_t(segs_.size());
+  segs_.push_back({addr, 0, addr + size, stream, dump_pool(addr, true), true, true});
+  exp_by_base_[addr] = s;
+  return s;
+}
 
 void Replayer::do_alloc(size_t i, const Event& e) {
   uint64_t r = allocator_round_size(e.size, trace_.settings);
   uint32_t id = by_start_.find(e.addr);
   if (id != detail::AddrMap::kNone && blocks_[id].state != BS::Free) {
     note(i, "alloc at an address that is still allocated; treating the old block as freed");
-    if (blocks_[id].state == BS::Alloc) do_free_requested(i, e.addr, true);
-    blocks_[id].state = BS::Free;
-    id = coalesce(id);
+    Event done = e;
+    do_free_completed(i, done);
     id = by_start_.find(e.addr);
   }
-  if (id == detail::AddrMap::kNone || blocks_[id].size < r) {
+  if (id == detail::AddrMap::kNone || blocks_[id].state != BS::Free || blocks_[id].size < r) {
     if (id == detail::AddrMap::kNone) note(i, "alloc outside every free block of the replayed layout");
     else note(i, "alloc larger than the free block at its address");
-    if (id != detail::AddrMap::kNone) drop_block(id);
-    id = new_block(e.addr, r, -1, BS::Free);
+    int32_t seg = -1;
+    if (id != detail::AddrMap::kNone) {
+      seg = blocks_[id].seg;
+      drop_block(id);
+    }
+    id = new_block(e.addr, r, seg, BS::Free);
   }
   RBlock& b = blocks_[id];
   uint64_t remaining = b.size - r;
@@ -241,8 +398,12 @@ void Replayer::do_alloc(size_t i, const Event& e) {
   a.alloc_event = int64_t(i);
   wadd(c_.requested, e.size);
   wadd(c_.allocated, a.size);
+  wadd(c_.active, a.size);
 }
 
+// The user freed the block: allocated_bytes drops now; requested_bytes and
+// active_bytes only when the free completes (free_block), which for a block
+// used on other streams comes after those streams are done.
 void Replayer::do_free_requested(size_t i, uint64_t addr, bool quiet) {
   uint32_t id = by_start_.find(addr);
   if (id == detail::AddrMap::kNone || blocks_[id].state != BS::Alloc) {
@@ -251,7 +412,6 @@ void Replayer::do_free_requested(size_t i, uint64_t addr, bool quiet) {
   }
   RBlock& b = blocks_[id];
   b.state = BS::Pending;
-  wsub(c_.requested, b.requested);
   wsub(c_.allocated, b.size);
 }
 
@@ -263,6 +423,8 @@ void Replayer::do_free_completed(size_t i, const Event& e) {
   }
   if (blocks_[id].state == BS::Alloc) do_free_requested(i, e.addr, true);
   RBlock& b = blocks_[id];
+  wsub(c_.requested, b.requested);
+  wsub(c_.active, b.size);
   if (b.seg < 0) {  // orphan from inconsistent input: forget it
     drop_block(id);
     return;
@@ -277,7 +439,7 @@ void Replayer::do_segment_alloc(size_t i, const Event& e) {
   wadd(c_.reserved, e.size);
   if (by_start_.find(e.addr) != detail::AddrMap::kNone) note(i, "segment_alloc over an existing block");
   int32_t s = int32_t(segs_.size());
-  segs_.push_back({e.addr, e.size, false, true});
+  segs_.push_back({e.addr, e.size, e.addr + e.size, e.stream, dump_pool(e.addr, false), false, true});
   seg_by_addr_.put(e.addr, uint32_t(s));
   new_block(e.addr, e.size, s, BS::Free);
 }
@@ -295,9 +457,10 @@ void Replayer::do_segment_free(size_t i, const Event& e) {
     // Drop whatever lies inside the range so the layout stays consistent.
     for (uint32_t b = 0; b < blocks_.size(); ++b)
       if (blocks_[b].live && blocks_[b].addr >= e.addr && blocks_[b].addr < e.addr + e.size) {
-        if (blocks_[b].state == BS::Alloc) {
+        if (blocks_[b].state != BS::Free) {
           wsub(c_.requested, blocks_[b].requested);
-          wsub(c_.allocated, blocks_[b].size);
+          wsub(c_.active, blocks_[b].size);
+          if (blocks_[b].state == BS::Alloc) wsub(c_.allocated, blocks_[b].size);
         }
         drop_block(b);
       }
@@ -306,43 +469,54 @@ void Replayer::do_segment_free(size_t i, const Event& e) {
   drop_block(id);
 }
 
+// Pages mapped into an expandable segment: a free block that merges with the
+// free mapped pages around it (PyTorch's map_block).
 void Replayer::do_map(size_t i, const Event& e) {
-  (void)i;
   wadd(c_.reserved, e.size);
-  // Which expandable segment: the one whose mapped part ends here or starts
-  // right after; otherwise a new one.
-  int32_t seg = -1;
-  uint32_t pv = by_end_.find(e.addr);
-  uint32_t nx = by_start_.find(e.addr + e.size);
-  if (pv != detail::AddrMap::kNone && seg_expandable(blocks_[pv].seg)) seg = blocks_[pv].seg;
-  else if (nx != detail::AddrMap::kNone && seg_expandable(blocks_[nx].seg)) seg = blocks_[nx].seg;
-  if (seg < 0) {
-    seg = int32_t(segs_.size());
-    segs_.push_back({e.addr, e.size, true, true});
-  }
-  uint32_t id = new_block(e.addr, e.size, seg, BS::Free);
-  coalesce(id);
-}
-
-void Replayer::do_unmap(size_t i, const Event& e) {
-  wsub(c_.reserved, e.size);
-  uint32_t hit = detail::AddrMap::kNone;
-  for (uint32_t b = 0; b < blocks_.size(); ++b) {
-    const RBlock& x = blocks_[b];
-    if (x.live && x.addr <= e.addr && e.addr + e.size <= x.addr + x.size) {
-      hit = b;
-      break;
+  if (e.size == 0) return;
+  auto it = mapped_.upper_bound(e.addr + e.size - 1);
+  if (it != mapped_.begin()) {
+    const RBlock& b = blocks_[std::prev(it)->second];
+    if (b.addr + b.size > e.addr) {
+      note(i, "segment_map of pages that are already mapped in the replayed layout");
+      return;
     }
   }
-  if (hit == detail::AddrMap::kNone || blocks_[hit].state != BS::Free) {
-    note(i, "segment_unmap of a range that is not free in the replayed layout");
-    return;
+  int32_t seg = expandable_seg(e.addr, e.size, e.stream);
+  RSeg& s = segs_[size_t(seg)];
+  s.hi = std::max(s.hi, e.addr + e.size);
+  s.size = s.hi - s.addr;
+  coalesce(new_block(e.addr, e.size, seg, BS::Free));
+}
+
+// Pages unmapped from an expandable segment (PyTorch's unmap_block, on
+// empty_cache or before a retry): they leave free blocks; what is left of
+// those blocks on either side stays mapped and free.
+void Replayer::do_unmap(size_t i, const Event& e) {
+  wsub(c_.reserved, e.size);
+  if (e.size == 0) return;
+  const uint64_t lo = e.addr, hi = e.addr + e.size;
+  auto it = mapped_.upper_bound(lo);
+  if (it != mapped_.begin() && blocks_[std::prev(it)->second].addr + blocks_[std::prev(it)->second].size > lo) --it;
+  std::vector<uint32_t> hit;
+  uint64_t covered = 0;
+  bool busy = false;
+  for (; it != mapped_.end() && it->first < hi; ++it) {
+    const RBlock& b = blocks_[it->second];
+    if (b.state != BS::Free) busy = true;
+    hit.push_back(it->second);
+    covered += std::min(hi, b.addr + b.size) - std::max(lo, b.addr);
   }
-  RBlock b = blocks_[hit];
-  drop_block(hit);
-  if (b.addr < e.addr) new_block(b.addr, e.addr - b.addr, b.seg, BS::Free);
-  if (e.addr + e.size < b.addr + b.size)
-    new_block(e.addr + e.size, b.addr + b.size - (e.addr + e.size), b.seg, BS::Free);
+  if (busy || covered != e.size) {
+    note(i, "segment_unmap of a range that is not free in the replayed layout");
+    if (busy) return;
+  }
+  for (uint32_t id : hit) {
+    const RBlock b = blocks_[id];
+    drop_block(id);
+    if (b.addr < lo) new_block(b.addr, lo - b.addr, b.seg, BS::Free);
+    if (b.addr + b.size > hi) new_block(hi, b.addr + b.size - hi, b.seg, BS::Free);
+  }
 }
 
 void Replayer::step(size_t i) {
@@ -360,129 +534,187 @@ void Replayer::step(size_t i) {
   }
 }
 
-// Rebuilds what was live before the first recorded event.
+// Rebuilds what was live before the first recorded event from every
+// constraint the file holds: frees of blocks the history never allocated
+// (address and requested size), blocks alive at the dump but never allocated
+// in it (exact sizes), segments freed but never created, pages unmapped but
+// never mapped, dumped segments and mapped ranges the history did not make,
+// and the allocations the history makes while an early block is still live
+// (they bound its size). Then tells a late start from a wrapped ring buffer.
 void Replayer::reconstruct_initial_state() {
+  index_dump_pools();
   const auto& ev = dev_.events;
+  constexpr int64_t kNever = INT64_MAX;
   struct Pre {
     uint64_t addr, requested, size, stream;
     StackId stack;
-    bool exact_size, pending;
+    bool exact, pending;
+    int64_t completes;  // event index of its free_completed; kNever: still active at the dump
   };
   std::vector<Pre> pre;
-  // 0 = unseen, 1 = allocated in trace, 2 = pending in trace
+  detail::AddrMap pre_open;  // address -> index into pre, while its free has not completed
+  // Per block address: 1 allocated in the history, 2 freed there (pending),
+  // 3 completed-free there.
   detail::AddrMap st;
-  std::vector<std::pair<uint64_t, uint64_t>> pre_segments;  // (addr,size) freed/unmapped but never created
-  detail::AddrMap seg_seen;
-  std::vector<std::pair<uint64_t, uint64_t>> mapped_in_trace;
-  detail::AddrMap created;  // every address a segment_alloc names
+  struct PreSeg {
+    uint64_t addr, size, stream;
+  };
+  std::vector<PreSeg> pre_segs;
+  detail::AddrMap seg_live;  // segment address -> 1 while the history has it allocated
+  detail::AddrMap created;   // every address a segment_alloc names
+  RangeSet mapped, touched, pre_mapped;
+  std::vector<std::pair<uint64_t, uint64_t>> gaps;
+  std::vector<std::pair<uint64_t, int64_t>> allocs;  // (address, event index) of every alloc
+  TruncationEvidence& evd = out.truncation_evidence;
+  evd.entries = ev.size();
+  evd.max_entries = trace_.settings.max_entries;
+  bool seen_alloc = false;
   for (size_t i = 0; i < ev.size(); ++i) {
     const Event& e = ev[i];
     switch (e.kind) {
-      case EventKind::Alloc: st.put(e.addr, 1); break;
+      case EventKind::Alloc:
+        st.put(e.addr, 1);
+        allocs.push_back({e.addr, int64_t(i)});
+        seen_alloc = true;
+        break;
       case EventKind::FreeRequested: {
-        uint32_t s = st.find(e.addr);
-        if (s != 1) pre.push_back({e.addr, e.size, 0, e.stream, e.stack, false, false});
+        const uint32_t s = st.find(e.addr);
+        if (s == detail::AddrMap::kNone) {
+          pre_open.put(e.addr, uint32_t(pre.size()));
+          pre.push_back({e.addr, e.size, 0, e.stream, e.stack, false, false, kNever});
+        } else if (s == 3) {
+          ++evd.dropped_mid_history;
+        }
         st.put(e.addr, 2);
         break;
       }
       case EventKind::FreeCompleted: {
-        uint32_t s = st.find(e.addr);
-        if (s == detail::AddrMap::kNone) pre.push_back({e.addr, e.size, 0, e.stream, e.stack, false, true});
-        st.erase(e.addr);
+        const uint32_t s = st.find(e.addr);
+        if (s == detail::AddrMap::kNone) {
+          pre.push_back({e.addr, e.size, 0, e.stream, e.stack, false, true, int64_t(i)});
+          if (!seen_alloc) evd.head_orphan_free = true;
+        } else if (s == 3) {
+          ++evd.dropped_mid_history;
+        } else if (uint32_t p = pre_open.find(e.addr); p != detail::AddrMap::kNone) {
+          pre[p].completes = int64_t(i);
+        }
+        pre_open.erase(e.addr);
+        st.put(e.addr, 3);
         break;
       }
       case EventKind::SegmentAlloc:
-        seg_seen.put(e.addr, 1);
+        seg_live.put(e.addr, 1);
         created.put(e.addr, 1);
         break;
       case EventKind::SegmentFree:
-        if (seg_seen.find(e.addr) == detail::AddrMap::kNone) pre_segments.push_back({e.addr, e.size});
-        seg_seen.erase(e.addr);
+        if (seg_live.find(e.addr) == detail::AddrMap::kNone && created.find(e.addr) == detail::AddrMap::kNone)
+          pre_segs.push_back({e.addr, e.size, e.stream});
+        seg_live.erase(e.addr);
         break;
-      case EventKind::SegmentMap: mapped_in_trace.push_back({e.addr, e.size}); break;
+      case EventKind::SegmentMap:
+        mapped.add(e.addr, e.addr + e.size);
+        touched.add(e.addr, e.addr + e.size);
+        break;
       case EventKind::SegmentUnmap: {
-        bool seen = false;
-        for (auto& m : mapped_in_trace)
-          if (m.first <= e.addr && e.addr + e.size <= m.first + m.second) seen = true;
-        if (!seen) pre_segments.push_back({e.addr, e.size});
+        // Pages the history never touched must have been mapped before it.
+        gaps.clear();
+        touched.missing(e.addr, e.addr + e.size, &gaps);
+        for (auto& g : gaps) pre_mapped.add(g.first, g.second);
+        mapped.remove(e.addr, e.addr + e.size);
+        touched.add(e.addr, e.addr + e.size);
         break;
       }
       default: break;
     }
   }
-  // Blocks alive at dump time but never allocated in the trace.
+  // Dumped state the history did not make.
   for (const Segment& sg : dev_.segments) {
+    if (sg.expandable) {
+      gaps.clear();
+      touched.missing(sg.addr, sg.addr + sg.total_size, &gaps);
+      for (auto& g : gaps) pre_mapped.add(g.first, g.second);
+    } else if (created.find(sg.addr) == detail::AddrMap::kNone) {
+      pre_segs.push_back({sg.addr, sg.total_size, sg.stream});
+    }
     for (uint32_t k = 0; k < sg.block_count; ++k) {
       const Block& b = dev_.blocks[sg.first_block + k];
       if (b.state == BlockState::Inactive) continue;
-      uint32_t s = st.find(b.addr);
-      if (b.state == BlockState::ActiveAllocated && s != 1)
-        pre.push_back({b.addr, b.requested_size, b.size, sg.stream, b.stack, true, false});
-      else if (b.state == BlockState::ActivePendingFree && s == detail::AddrMap::kNone)
-        pre.push_back({b.addr, b.requested_size, b.size, sg.stream, b.stack, true, true});
+      const uint32_t s = st.find(b.addr);
+      if (s == detail::AddrMap::kNone) {
+        pre.push_back({b.addr, b.requested_size, b.size, sg.stream, b.stack, true,
+                       b.state == BlockState::ActivePendingFree, kNever});
+      } else if (uint32_t p = pre_open.find(b.addr); p != detail::AddrMap::kNone) {
+        // Freed in the history but still waiting at the dump: the dump has its size.
+        pre[p].size = b.size;
+        pre[p].exact = true;
+      }
     }
   }
-  // Segments present before the first event: dump segments not created in
-  // the trace, plus segments released in the trace but never created.
+  // The segments before the first event, in address order.
   struct Seg0 {
-    uint64_t addr, size;
+    uint64_t addr, size, stream;
     bool expandable;
   };
   std::vector<Seg0> seg0;
-  for (const Segment& sg : dev_.segments) {
-    if (sg.expandable) {
-      // Mapped extent at dump minus what the trace mapped (approximate when
-      // pages were mapped and unmapped repeatedly).
-      uint64_t lo = sg.addr, hi = sg.addr + sg.total_size;
-      std::vector<std::pair<uint64_t, uint64_t>> cut;
-      for (auto& m : mapped_in_trace)
-        if (m.first < hi && m.first + m.second > lo) cut.push_back(m);
-      std::sort(cut.begin(), cut.end());
-      uint64_t cur = lo;
-      for (auto& m : cut) {
-        if (m.first > cur) seg0.push_back({cur, m.first - cur, true});
-        cur = std::max(cur, m.first + m.second);
-      }
-      if (cur < hi) seg0.push_back({cur, hi - cur, true});
-    } else if (created.find(sg.addr) == detail::AddrMap::kNone) {
-      seg0.push_back({sg.addr, sg.total_size, false});
-    }
+  for (const PreSeg& p : pre_segs) seg0.push_back({p.addr, p.size, p.stream, false});
+  for (auto& r : pre_mapped.ranges()) {
+    uint64_t stream = 0;
+    for (const Segment& sg : dev_.segments)
+      if (sg.expandable && sg.addr <= r.first && r.first < sg.addr + sg.total_size) stream = sg.stream;
+    seg0.push_back({r.first, r.second - r.first, stream, true});
   }
-  for (auto& p : pre_segments) seg0.push_back({p.first, p.second, dev_.segments.empty() ? false : trace_.settings.expandable_segments});
   std::sort(seg0.begin(), seg0.end(), [](const Seg0& a, const Seg0& b) { return a.addr < b.addr; });
   std::sort(pre.begin(), pre.end(), [](const Pre& a, const Pre& b) { return a.addr < b.addr; });
+  // Allocations by address, each address once with its earliest event.
+  std::sort(allocs.begin(), allocs.end());
+  allocs.erase(std::unique(allocs.begin(), allocs.end(),
+                           [](const auto& a, const auto& b) { return a.first == b.first; }),
+               allocs.end());
 
-  bool truncated = !pre.empty() || !pre_segments.empty();
-  // A trace that exists but whose dump shows segments it never created also
-  // started mid-run.
-  if (dev_.has_trace && !seg0.empty()) truncated = true;
-  out.truncated = truncated && dev_.has_trace;
+  const bool partial = !pre.empty() || !seg0.empty();
+  out.truncated = partial && dev_.has_trace;
+  evd.entries_round = round_count(evd.entries);
+  if (!out.truncated) out.truncation = Truncation::None;
+  else if (evd.max_entries >= 0)
+    out.truncation = evd.entries >= uint64_t(evd.max_entries) ? Truncation::Wrapped : Truncation::LateStart;
+  else if (evd.entries_round) out.truncation = Truncation::Wrapped;
+  else if (evd.head_orphan_free || evd.dropped_mid_history > 0) out.truncation = Truncation::Unknown;
+  else out.truncation = Truncation::LateStart;
   out.pre_trace_allocations = 0;
 
-  size_t pi = 0;
-  for (const Seg0& s0 : seg0) {
-    int32_t sid = int32_t(segs_.size());
-    segs_.push_back({s0.addr, s0.size, s0.expandable, true});
-    if (!s0.expandable) seg_by_addr_.put(s0.addr, uint32_t(sid));
-    wadd(c_.reserved, s0.size);
-    guard_initial();
-    uint64_t cur = s0.addr, end = s0.addr + s0.size;
-    while (pi < pre.size() && pre[pi].addr < s0.addr) {  // outside every segment
-      ++pi;
-    }
-    for (; pi < pre.size() && pre[pi].addr < end; ++pi) {
+  const int64_t mss = trace_.settings.max_split_size;
+  auto place = [&](int32_t sid, uint64_t lo, uint64_t hi, bool expandable, size_t& pi) {
+    uint64_t cur = lo;
+    while (pi < pre.size() && pre[pi].addr < lo) ++pi;  // outside every segment
+    for (; pi < pre.size() && pre[pi].addr < hi; ++pi) {
       Pre& p = pre[pi];
       if (p.addr < cur) continue;  // overlaps the previous one: inconsistent, skip
-      uint64_t next = (pi + 1 < pre.size() && pre[pi + 1].addr < end) ? pre[pi + 1].addr : end;
+      const uint64_t next = (pi + 1 < pre.size() && pre[pi + 1].addr < hi) ? pre[pi + 1].addr : hi;
       uint64_t size = p.size;
-      if (!p.exact_size) {
-        uint64_t r = allocator_round_size(p.requested, trace_.settings);
-        uint64_t gap = next > p.addr + r ? next - (p.addr + r) : 0;
-        bool small = p.requested <= kSmallSize;
-        size = (gap > 0 && ((small || s0.expandable) ? gap < kMinBlock : gap <= kSmallSize)) ? next - p.addr : r;
-        out.allocated_estimated = true;
+      if (!p.exact) {
+        // The block is at least its rounded request; it also took the free
+        // bytes after it when they were too few to split off. Its end is
+        // bounded by the next block known to exist while it lived: the next
+        // early block, the segment's end, or an allocation the history makes
+        // before this block's free completes.
+        const uint64_t r = allocator_round_size(p.requested, trace_.settings);
+        uint64_t bound = next;
+        const uint64_t window = p.addr + r + kSmallSize + kMinBlock;
+        for (auto a = std::lower_bound(allocs.begin(), allocs.end(), std::make_pair(p.addr + r, int64_t(-1)));
+             a != allocs.end() && a->first < std::min(bound, window); ++a)
+          if (a->second < p.completes) {
+            bound = a->first;
+            break;
+          }
+        const uint64_t gap = bound > p.addr + r ? bound - (p.addr + r) : 0;
+        const bool small = p.requested <= kSmallSize;
+        bool split;
+        if (small || expandable || trace_.settings.expandable_segments) split = gap >= kMinBlock;
+        else split = (mss < 0 || r < uint64_t(mss)) && gap > kSmallSize;
+        size = split || gap == 0 ? r : bound - p.addr;
+        out.allocated_estimated |= size != r || gap > 0;
       }
-      if (p.addr + size > end) size = end - p.addr;
+      if (p.addr + size > hi) size = hi - p.addr;
       if (p.addr > cur) new_block(cur, p.addr - cur, sid, BS::Free);
       uint32_t id = new_block(p.addr, size, sid, p.pending ? BS::Pending : BS::Alloc);
       RBlock& b = blocks_[id];
@@ -490,30 +722,49 @@ void Replayer::reconstruct_initial_state() {
       b.stack = p.stack;
       b.stream = p.stream;
       b.alloc_event = -1;
+      wadd(c_.requested, p.requested);
+      wadd(c_.active, size);
       if (!p.pending) {
-        wadd(c_.requested, p.requested);
         wadd(c_.allocated, size);
         ++out.pre_trace_allocations;
-        guard_initial();
       }
+      guard_initial();
       cur = p.addr + size;
     }
-    if (cur < end) new_block(cur, end - cur, sid, BS::Free);
+    if (cur < hi) new_block(cur, hi - cur, sid, BS::Free);
+  };
+  size_t pi = 0;
+  for (const Seg0& s0 : seg0) {
+    int32_t sid;
+    if (s0.expandable) {
+      sid = expandable_seg(s0.addr, s0.size, s0.stream);
+      RSeg& s = segs_[size_t(sid)];
+      s.hi = std::max(s.hi, s0.addr + s0.size);
+      s.size = s.hi - s.addr;
+    } else {
+      sid = int32_t(segs_.size());
+      segs_.push_back({s0.addr, s0.size, s0.addr + s0.size, s0.stream, dump_pool(s0.addr, false), false, true});
+      seg_by_addr_.put(s0.addr, uint32_t(sid));
+    }
+    wadd(c_.reserved, s0.size);
+    guard_initial();
+    place(sid, s0.addr, s0.addr + s0.size, s0.expandable, pi);
   }
-  // Pre-trace allocations outside every known segment: keep them as orphans.
+  // Early allocations outside every known segment: kept as orphans.
   for (const Pre& p : pre) {
     if (by_start_.find(p.addr) != detail::AddrMap::kNone) continue;
-    uint64_t size = p.exact_size ? p.size : allocator_round_size(p.requested, trace_.settings);
+    uint64_t size = p.exact ? p.size : allocator_round_size(p.requested, trace_.settings);
     uint32_t id = new_block(p.addr, size, -1, p.pending ? BS::Pending : BS::Alloc);
     blocks_[id].requested = p.requested;
     blocks_[id].stack = p.stack;
     blocks_[id].stream = p.stream;
+    wadd(c_.requested, p.requested);
+    wadd(c_.active, size);
     if (!p.pending) {
-      wadd(c_.requested, p.requested);
       wadd(c_.allocated, size);
       ++out.pre_trace_allocations;
-      guard_initial();
     }
+    guard_initial();
   }
   check_counters(dev_.index, "before the first event", c_);
   out.baseline = c_;
@@ -528,30 +779,63 @@ void Replayer::finish_end_check() {
     wadd(ck.dump.reserved, sg.total_size);
     for (uint32_t k = 0; k < sg.block_count; ++k) {
       const Block& b = dev_.blocks[sg.first_block + k];
-      if (b.state == BlockState::ActiveAllocated) {
-        wadd(ck.dump.allocated, b.size);
-        wadd(ck.dump.requested, b.requested_size);
-      }
+      if (b.state == BlockState::Inactive) continue;
+      wadd(ck.dump.active, b.size);
+      wadd(ck.dump.requested, b.requested_size);
+      if (b.state == BlockState::ActiveAllocated) wadd(ck.dump.allocated, b.size);
     }
     // Each size is at most 2^50 (the readers): checked per segment, no sum wraps.
-    if (beyond_device(ck.dump.requested) || beyond_device(ck.dump.allocated) || beyond_device(ck.dump.reserved))
+    if (beyond_device(ck.dump.requested) || beyond_device(ck.dump.allocated) || beyond_device(ck.dump.reserved) ||
+        beyond_device(ck.dump.active))
       check_counters(dev_.index, "the dumped segments", ck.dump);
   }
   ck.dump_segments = dev_.segments.size();
-  for (const RSeg& s : segs_) ck.replay_segments += s.live ? 1 : 0;
+  // Replayed segments as PyTorch dumps them: each cudaMalloc'd segment, and
+  // each contiguous mapped range of an expandable one.
+  for (const RSeg& s : segs_)
+    if (s.live && !s.expandable) {
+      ++ck.replay_segments;
+      ++out.pools[s.pool].segments;
+      wadd(out.pools[s.pool].reserved, s.size);
+    }
+  uint64_t run_end = UINT64_MAX;
+  for (auto& kv : mapped_) {
+    const RBlock& b = blocks_[kv.second];
+    const uint32_t pool = segs_[size_t(b.seg)].pool;
+    if (b.addr != run_end) {
+      ++ck.replay_segments;
+      ++out.pools[pool].segments;
+    }
+    wadd(out.pools[pool].reserved, b.size);
+    run_end = b.addr + b.size;
+  }
+  for (const RBlock& b : blocks_)
+    if (b.live && b.state == BS::Alloc && b.seg >= 0) wadd(out.pools[segs_[size_t(b.seg)].pool].allocated, b.size);
 }
 
 AllocatorState Replayer::state() const {
   AllocatorState st;
   st.counters = c_;
+  st.pools = out.pools;
+  for (PoolUsage& p : st.pools) p.segments = 0, p.reserved = 0, p.allocated = 0;
+  for (const RSeg& s : segs_)
+    if (s.live && !s.expandable) ++st.pools[s.pool].segments, wadd(st.pools[s.pool].reserved, s.size);
   for (const RBlock& b : blocks_) {
     if (!b.live) continue;
-    if (b.state == BS::Alloc)
-      st.live.push_back({b.addr, b.requested, b.size, b.stream, b.stack, b.alloc_event});
-    else if (b.state == BS::Free)
-      st.free_blocks.push_back({b.addr, b.size, seg_expandable(b.seg)});
-    else
+    const uint32_t pool = b.seg >= 0 ? segs_[size_t(b.seg)].pool : 0;
+    if (seg_expandable(b.seg)) wadd(st.pools[pool].reserved, b.size);
+    if (b.state == BS::Free) {
+      st.free_blocks.push_back({b.addr, b.size, seg_expandable(b.seg), pool});
+      continue;
+    }
+    const bool pending = b.state == BS::Pending;
+    st.live.push_back({b.addr, b.requested, b.size, b.stream, b.stack, b.alloc_event, pool, pending});
+    if (pending) {
       st.pending_free_bytes += b.size;
+      st.pending_free_requested += b.requested;
+    } else {
+      wadd(st.pools[pool].allocated, b.size);
+    }
   }
   return st;
 }
@@ -604,10 +888,23 @@ DeviceReplay replay_reported(const Device& dev) {
   out.reported_totals = true;
   ReportedLive pre = reported_pre_trace(dev, &out);
   const size_t n = dev.events.size();
-  out.baseline.requested = out.baseline.allocated = dev.allocated_before;
+  // A profiler trace reports allocated bytes only; active is taken to be the
+  // same (it reports no cross-stream waits).
+  out.baseline.requested = out.baseline.allocated = out.baseline.active = dev.allocated_before;
   out.baseline.reserved = n ? dev.reported_reserved[0] : 0;
   out.pre_trace_allocations = pre.pre.size() + (pre.residual > 0 ? 1 : 0);
   out.truncated = dev.allocated_before > 0 || !pre.pre.empty();
+  // A profiled window starts when the profiler does: a late start by nature.
+  out.truncation = out.truncated ? Truncation::LateStart : Truncation::None;
+  out.truncation_evidence.entries = n;
+  out.truncation_evidence.entries_round = round_count(n);
+  {
+    const int64_t def[2] = {0, 0};
+    PoolUsage p;
+    p.id[0] = def[0];
+    p.id[1] = def[1];
+    out.pools.push_back(p);
+  }
   auto take = [&](PeakPoint& p, int64_t v, int64_t idx) {
     if (v > p.bytes || (p.event_index == -1 && idx == -1)) {
       p.bytes = v;
@@ -618,6 +915,7 @@ DeviceReplay replay_reported(const Device& dev) {
   take(out.peak_requested, out.baseline.requested, -1);
   take(out.peak_allocated, out.baseline.allocated, -1);
   take(out.peak_reserved, out.baseline.reserved, -1);
+  take(out.peak_active, out.baseline.active, -1);
   out.requested.reserve(n);
   out.allocated.reserve(n);
   out.reserved.reserve(n);
@@ -640,12 +938,15 @@ DeviceReplay replay_reported(const Device& dev) {
     out.requested.push_back(sum);
     out.allocated.push_back(alloc);
     out.reserved.push_back(dev.reported_reserved[i]);
+    out.active.push_back(alloc);
     take(out.peak_requested, sum, int64_t(i));
     take(out.peak_allocated, alloc, int64_t(i));
     take(out.peak_reserved, dev.reported_reserved[i], int64_t(i));
+    take(out.peak_active, alloc, int64_t(i));
   }
   out.streams = any_alloc ? 1 : 0;
-  out.end = n ? Counters{out.requested.back(), out.allocated.back(), out.reserved.back()} : out.baseline;
+  out.end = n ? Counters{out.requested.back(), out.allocated.back(), out.reserved.back(), out.active.back()}
+             : out.baseline;
   out.end_check.have_dump = false;
   out.end_check.replay = out.end;
   return out;
@@ -674,10 +975,10 @@ AllocatorState reported_state_at(const Device& dev, int64_t event_index) {
   std::sort(st.live.begin(), st.live.end(), [](const LiveAllocation& a, const LiveAllocation& b) { return a.addr < b.addr; });
   st.counters.requested = sum;
   if (last >= 0) {
-    st.counters.allocated = dev.reported_allocated[size_t(last)];
+    st.counters.allocated = st.counters.active = dev.reported_allocated[size_t(last)];
     st.counters.reserved = dev.reported_reserved[size_t(last)];
   } else {
-    st.counters.allocated = dev.allocated_before;
+    st.counters.allocated = st.counters.active = dev.allocated_before;
     st.counters.reserved = dev.events.empty() ? 0 : dev.reported_reserved[0];
   }
   return st;
@@ -704,7 +1005,7 @@ DeviceReplay replay_with_peak_state(const Trace& trace, const Device& dev, Alloc
   if (at_peak) initial.emplace(r);
   const size_t n = dev.events.size();
   // Filled below without zeroing first; huge pages spare most page faults.
-  for (std::vector<int64_t>* v : {&r.out.requested, &r.out.allocated, &r.out.reserved}) {
+  for (std::vector<int64_t>* v : {&r.out.requested, &r.out.allocated, &r.out.reserved, &r.out.active}) {
     v->reserve(n);
     detail::advise_hugepages(v->data(), n * sizeof(int64_t));
   }
@@ -718,6 +1019,7 @@ DeviceReplay replay_with_peak_state(const Trace& trace, const Device& dev, Alloc
   take(r.out.peak_requested, r.counters().requested, -1);
   take(r.out.peak_allocated, r.counters().allocated, -1);
   take(r.out.peak_reserved, r.counters().reserved, -1);
+  take(r.out.peak_active, r.counters().active, -1);
   std::vector<uint64_t> streams;
   for (size_t i = 0; i < n; ++i) {
     r.step(i);
@@ -729,9 +1031,11 @@ DeviceReplay replay_with_peak_state(const Trace& trace, const Device& dev, Alloc
     r.out.requested.push_back(c.requested);
     r.out.allocated.push_back(c.allocated);
     r.out.reserved.push_back(c.reserved);
+    r.out.active.push_back(c.active);
     take(r.out.peak_requested, c.requested, int64_t(i));
     take(r.out.peak_allocated, c.allocated, int64_t(i));
     take(r.out.peak_reserved, c.reserved, int64_t(i));
+    take(r.out.peak_active, c.active, int64_t(i));
   }
   {
     std::vector<uint64_t> s;

@@ -148,6 +148,7 @@ Report report_view(const Analysis& a) {
   r.source = a.source;
   r.events = a.events;
   r.history_truncated = a.history_truncated;
+  r.truncation = a.truncation;
   r.has_history = a.has_history;
   r.peak_device = a.peak_device;
   r.warnings = a.warnings;
@@ -172,12 +173,18 @@ Report report_view(const Analysis& a) {
     v.streams = rp.streams;
     v.has_trace = rp.has_trace;
     v.truncated = rp.truncated;
+    v.truncation = rp.truncation;
+    v.truncation_evidence = rp.truncation_evidence;
+    v.pools = rp.pools;
     v.reported_totals = rp.reported_totals;
     v.peak_requested = rp.peak_requested;
     v.peak_allocated = rp.peak_allocated;
     v.peak_reserved = rp.peak_reserved;
+    v.peak_active = rp.peak_active;
     v.allocated_at_peak = rp.peak_requested.event_index >= 0 ? rp.allocated[size_t(rp.peak_requested.event_index)]
                                                              : rp.baseline.allocated;
+    v.active_at_peak = rp.peak_requested.event_index >= 0 ? rp.active[size_t(rp.peak_requested.event_index)]
+                                                          : rp.baseline.active;
     v.baseline = rp.baseline;
     v.pre_trace_allocations = rp.pre_trace_allocations;
     v.allocated_estimated = rp.allocated_estimated;

@@ -48,6 +48,7 @@ std::string write_snap_json(const Trace& t) {
   j["allocator_settings"] = {{"present", s.present},
                              {"expandable_segments", s.expandable_segments},
                              {"max_split_size", s.max_split_size},
+                             {"max_entries", s.max_entries},
                              {"roundup_power2_divisions", s.roundup_power2_divisions},
                              {"raw", raw}};
   J ann = J::array();
@@ -227,6 +228,7 @@ class SnapReader {
       st.present = s.value("present", false);
       st.expandable_segments = s.value("expandable_segments", false);
       if (s.contains("max_split_size")) st.max_split_size = num_i64(s["max_split_size"], "$.allocator_settings.max_split_size");
+      if (s.contains("max_entries")) st.max_entries = num_i64(s["max_entries"], "$.allocator_settings.max_entries");
       if (s.contains("roundup_power2_divisions") && s["roundup_power2_divisions"].is_array())
         for (size_t i = 0; i < s["roundup_power2_divisions"].size() && i < 64; ++i)
           st.roundup_power2_divisions.push_back(

@@ -452,6 +452,10 @@ class Builder {
       }
       if (key == "expandable_segments" && val.t == VT::Bool) st.expandable_segments = val.v != 0;
       if (key == "max_split_size" && val.t == VT::Int) st.max_split_size = val.i();
+      // Not written by PyTorch 2.11; a newer or a patched writer may record
+      // the ring buffer's size, which tells a wrapped history from a late start.
+      if ((key == "trace_alloc_max_entries" || key == "max_entries") && val.t == VT::Int && val.i() >= 0)
+        st.max_entries = val.i();
       if (key == "roundup_power2_divisions" && val.t == VT::Dict) {
         const Container& rd = doc_.conts[val.v];
         std::string parts;

@@ -101,7 +101,10 @@ struct Allocation {
   uint64_t requested = 0;
   StackId stack = 0;
   int64_t alloc_event = -1;        // -1: before the recorded history
-  int64_t free_event = INT64_MAX;  // free_requested; INT64_MAX: alive at the end
+  // Live until its free completes (free_completed; free_requested in inputs
+  // without completions): INT64_MAX while alive at the end.
+  int64_t free_event = INT64_MAX;
+  int64_t free_requested_event = INT64_MAX;  // the user's free; -1: before the history
   uint16_t category = 0;
   int16_t rule = -1;  // index into RuleSet::rules; -1 = no rule (unknown)
 };

@@ -190,6 +190,9 @@ struct AllocatorSettings {
   bool present = false;
   bool expandable_segments = false;
   int64_t max_split_size = -1;  // -1: unlimited
+  // The history's ring-buffer size when the file records it (-1: it does not;
+  // PyTorch 2.11 snapshots do not).
+  int64_t max_entries = -1;
   // roundup_power2_divisions per power-of-two MiB bucket (index 0 = "1" MiB).
   std::vector<uint64_t> roundup_power2_divisions;
   std::vector<std::pair<std::string, std::string>> raw;
