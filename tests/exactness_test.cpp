@@ -32,17 +32,6 @@ std::vector<std::pair<std::string, std::string>> all_recordings() {
 
 }  // namespace
 
-// Stand-in for truncation_name() until src/analysis/replay.cpp defines it
-// (declared in replay.hpp): without it the test binary would not link. A
-// weak symbol: a definition in replay.cpp replaces it (that archive member
-// is always linked, for replay_device); one in another source file, or a
-// build with LTO, may leave this one in place. Its answer matches no truth
-// file, so the checks below fail loudly rather than pass. Delete it once the
-// replay defines truncation_name.
-namespace snapdiff {
-[[gnu::weak]] const char* truncation_name(Truncation) { return "(truncation_name not defined by the replay)"; }
-}  // namespace snapdiff
-
 TEST_CASE("peaks equal PyTorch's memory_stats on every complete-history snapshot", "[analysis][exact]") {
   for (const char* stem : kComplete) {
     INFO(stem);

@@ -174,10 +174,10 @@ DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analy
         acc.row.rule = al.rule;
         acc.row.alloc_phase = at.phase_at(al.alloc_event);
         acc.row.alloc_iteration = at.iteration_at(al.alloc_event);
-        acc.row.freed = al.free_event != INT64_MAX;
+        acc.row.freed = al.user_free() != INT64_MAX;
         if (acc.row.freed) {
-          acc.row.free_phase = at.phase_at(al.free_event);
-          acc.row.free_iteration = at.iteration_at(al.free_event);
+          acc.row.free_phase = at.phase_at(al.user_free());
+          acc.row.free_iteration = at.iteration_at(al.user_free());
         }
       }
     }

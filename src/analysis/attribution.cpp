@@ -555,8 +555,9 @@ class Attributor {
     const Allocation& al = a_.allocations[id];
     Phase ap = alloc_phase(al);
     if (!(r.alloc_phases & (1u << int(ap)))) return false;
-    bool freed = al.free_event != INT64_MAX;
-    Phase fp = freed ? a_.spans[a_.event_span[size_t(al.free_event)]].phase : Phase::Other;
+    const int64_t uf = al.user_free();
+    bool freed = uf != INT64_MAX;
+    Phase fp = freed ? a_.spans[a_.event_span[size_t(uf)]].phase : Phase::Other;
     if (r.free_phases != 0xffff) {
       uint16_t bit = freed ? uint16_t(1u << int(fp)) : uint16_t(0x80);
       if (!(r.free_phases & bit)) return false;
@@ -570,7 +571,7 @@ class Attributor {
     }
     const bool pre = al.alloc_event < 0;
     const uint32_t as = pre ? UINT32_MAX : a_.event_span[size_t(al.alloc_event)];
-    const uint32_t fs = freed ? a_.event_span[size_t(al.free_event)] : UINT32_MAX;
+    const uint32_t fs = freed ? a_.event_span[size_t(uf)] : UINT32_MAX;
     switch (r.lifetime) {
       case Lifetime::Any: break;
       case Lifetime::WithinPhase:
@@ -590,12 +591,12 @@ class Attributor {
         break;
       case Lifetime::AliveAtNextOptimizer: {
         int64_t s = next_span_start_cached(al.alloc_event, Phase::Optimizer);
-        if (s == INT64_MAX || al.free_event <= s) return false;
+        if (s == INT64_MAX || uf <= s) return false;
         break;
       }
       case Lifetime::SpansBackward: {
         int64_t s = next_span_start_cached(al.alloc_event, Phase::Backward);
-        if (s == INT64_MAX || al.free_event <= s) return false;
+        if (s == INT64_MAX || uf <= s) return false;
         break;
       }
     }

@@ -260,14 +260,16 @@ LifetimeData lifetime_data(const Analysis& r, const Trace& t, const ChartOptions
       bar.bytes = int64_t(a.requested);
       bar.category = a.category;
       bar.alloc_event = a.alloc_event;
-      bar.free_event = a.free_event;
+      // The bar lasts until the free completes (the bytes are held until
+      // then); its label names the user's free.
+      bar.free_event = a.user_free();
       if (a.alloc_event >= 0 && a.alloc_event != INT64_MAX) {
         bar.alloc_iteration = at.iteration_at(a.alloc_event);
         bar.alloc_phase = at.phase_at(a.alloc_event);
       }
-      if (a.free_event >= 0 && a.free_event != INT64_MAX) {
-        bar.free_iteration = at.iteration_at(a.free_event);
-        bar.free_phase = at.phase_at(a.free_event);
+      if (bar.free_event >= 0 && bar.free_event != INT64_MAX) {
+        bar.free_iteration = at.iteration_at(bar.free_event);
+        bar.free_phase = at.phase_at(bar.free_event);
       }
       bar.site = site_label(frames, a.stack);
       band.bars.push_back(std::move(bar));

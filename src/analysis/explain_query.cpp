@@ -41,12 +41,12 @@ void explain_query(const Trace& t, Analysis& r, const std::string& q) {
     it.requested = al.requested;
     it.stack = al.stack;
     it.alloc_event = al.alloc_event;
-    it.free_event = al.free_event;
+    it.free_event = al.user_free();
     it.alloc_phase = a.phase_at(al.alloc_event);
     it.alloc_iteration = a.iteration_at(al.alloc_event);
-    if (al.free_event != INT64_MAX) {
-      it.free_phase = a.phase_at(al.free_event);
-      it.free_iteration = a.iteration_at(al.free_event);
+    if (al.user_free() != INT64_MAX) {
+      it.free_phase = a.phase_at(al.user_free());
+      it.free_iteration = a.iteration_at(al.user_free());
     }
     it.category = a.categories[al.category];
     if (al.rule >= 0) {
@@ -55,7 +55,7 @@ void explain_query(const Trace& t, Analysis& r, const std::string& q) {
     } else {
       it.rule = "(none)";
       it.evidence = "no rule matched: allocated in " + std::string(phase_name(it.alloc_phase)) +
-                    (al.free_event == INT64_MAX ? ", never freed" : ", freed in " + std::string(phase_name(it.free_phase)));
+                    (al.user_free() == INT64_MAX ? ", never freed" : ", freed in " + std::string(phase_name(it.free_phase)));
     }
     it.bytes = int64_t(al.requested);
   };

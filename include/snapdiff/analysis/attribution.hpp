@@ -105,6 +105,11 @@ struct Allocation {
   // without completions): INT64_MAX while alive at the end.
   int64_t free_event = INT64_MAX;
   int64_t free_requested_event = INT64_MAX;  // the user's free; -1: before the history
+  // The user's free where the history has it, else the completion: what the
+  // rules and the reports mean by "freed".
+  int64_t user_free() const {
+    return free_requested_event >= 0 && free_requested_event != INT64_MAX ? free_requested_event : free_event;
+  }
   uint16_t category = 0;
   int16_t rule = -1;  // index into RuleSet::rules; -1 = no rule (unknown)
 };
