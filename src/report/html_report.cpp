@@ -183,6 +183,7 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSo
   };
   card("requested", d.peak_requested, true);
   card("allocated", d.peak_allocated, false);
+  if (!d.reported_totals) card("active", d.peak_active, false);  // a trace does not say when frees complete
   card("reserved", d.peak_reserved, false);
   o << "</div>\n<table class=\"kv\">\n";
   o << "<tr><th>events</th><td>" << with_commas(d.events) << ", " << d.streams << (d.streams == 1 ? " stream" : " streams");
@@ -383,13 +384,18 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSo
   row("reserved \xe2\x88\x92 allocated", f.reserved - f.allocated, pct_of(f.reserved - f.allocated, f.reserved) + " of reserved");
   row("in free blocks", f.free_cached,
       with_commas(f.free_blocks) + " blocks, largest " + human_bytes(int64_t(f.largest_free_block)));
-  if (f.pending_free > 0) row("pending free", f.pending_free, "waiting on other streams");
+  if (f.pending_free > 0)
+    row("pending free", f.pending_free,
+        "freed, waiting on other streams; their requested " + human_bytes(f.pending_free_requested) +
+            " is part of the requested peak: PyTorch counts a block until its free completes");
   if (f.too_small_threshold > 0)
     row("too small to reuse", f.too_small_bytes,
         "free blocks smaller than the " + human_bytes(int64_t(f.too_small_threshold)) + " block that set the peak");
   for (const FreeSizeClass& c : f.classes)
     if (c.blocks > 0) row(std::string("free ") + c.label, c.bytes, with_commas(c.blocks) + (c.blocks == 1 ? " block" : " blocks"));
-  row("allocated \xe2\x88\x92 requested", f.internal, "rounding and unsplit block remainders");
+  row("allocated \xe2\x88\x92 requested", f.internal,
+      std::string("rounding and unsplit block remainders") +
+          (f.pending_free_requested > 0 ? "; requested here without the pending frees" : ""));
   o << "</table></section>\n";
 
   // End state.
@@ -403,6 +409,7 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSo
     };
     cmp("requested", ck.replay.requested, ck.dump.requested);
     cmp("allocated", ck.replay.allocated, ck.dump.allocated);
+    cmp("active", ck.replay.active, ck.dump.active);
     cmp("reserved", ck.replay.reserved, ck.dump.reserved);
     o << "<tr><td>segments</td>" << num_td(int64_t(ck.replay_segments), with_commas(ck.replay_segments))
       << num_td(int64_t(ck.dump_segments), with_commas(ck.dump_segments)) << "<td></td></tr>\n</tbody></table></section>\n";
@@ -421,9 +428,7 @@ std::string render_html(const Report& r, const ChartSeriesSource& charts) {
   for (size_t i = 0; i < r.devices.size(); ++i) o << (i ? ", " : "") << "cuda:" << r.devices[i].device;
   if (r.devices.empty()) o << "none";
   if (r.kernel_launches > 0) o << " \xc2\xb7 " << with_commas(r.kernel_launches) << " kernel launches";
-  o << " \xc2\xb7 history "
-    << (!r.has_history ? "none (dump-time state only)" : r.history_truncated ? "truncated (ring buffer wrapped)" : "complete")
-    << "</p></header>\n<nav>";
+  o << " \xc2\xb7 history " << esc(detail::history_words(r)) << "</p></header>\n<nav>";
   for (size_t i = 0; i < r.devices.size(); ++i) {
     const std::string id = std::string(1, 'd') + std::to_string(i);
     const std::string suffix = r.devices.size() > 1 ? " (cuda:" + std::to_string(r.devices[i].device) + ")" : "";

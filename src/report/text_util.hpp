@@ -1,4 +1,5 @@
-// Internal: small text-layout helpers shared by the text renderers.
+// Internal: small text-layout helpers shared by the text renderers, and the
+// words they share beyond findings and warnings (words.cpp).
 #pragma once
 
 #include <cstdint>
@@ -48,5 +49,11 @@ inline std::string site_line(const SiteFrames& s, size_t n, std::string_view sep
   if (!s.callee.empty()) out += "  [in " + s.callee + "]";
   return out;
 }
+
+// The INPUT section's history: "complete", "none (dump-time state only)",
+// "truncated (recording started late)", "truncated (ring buffer wrapped)",
+// "truncated (cannot tell whether ...)", per device when the devices
+// disagree, or a profiler trace's "the profiled window (...)" (words.cpp).
+std::string history_words(const Report& r);
 
 }  // namespace snapdiff::detail
