@@ -505,13 +505,9 @@ std::string render_diff_html(const Diff& d, const ChartSeriesPairSource& charts)
   // Peak.
   o << "<section id=\"peak\"><h2>Peak</h2>\n<table><thead><tr><th></th><th class=\"n\">A</th><th class=\"n\">B</th>"
        "<th class=\"n\">delta</th><th class=\"n\">%</th></tr></thead><tbody>\n";
-  const PeakPoint* pa[3] = {&da->peak_requested, &da->peak_allocated, &da->peak_reserved};
-  const PeakPoint* pb[3] = {&db->peak_requested, &db->peak_allocated, &db->peak_reserved};
-  const char* names[3] = {"requested", "allocated", "reserved"};
-  for (int i = 0; i < 3; ++i)
-    o << "<tr><td>" << names[i] << "</td>" << num_td(pa[i]->bytes, human_bytes(pa[i]->bytes))
-      << num_td(pb[i]->bytes, human_bytes(pb[i]->bytes)) << delta_td(d.peak_delta[i], human_delta(d.peak_delta[i]))
-      << delta_td(d.peak_delta[i], signed_pct(d.peak_delta[i], pa[i]->bytes)) << "</tr>\n";
+  for (const detail::DiffPeakRow& p : detail::diff_peak_rows(d))
+    o << "<tr><td>" << p.name << "</td>" << num_td(p.a, human_bytes(p.a)) << num_td(p.b, human_bytes(p.b))
+      << delta_td(p.delta, human_delta(p.delta)) << delta_td(p.delta, signed_pct(p.delta, p.a)) << "</tr>\n";
   o << "<tr><td>the peak</td><td class=\"n\">" << esc(phase_words(da->peak_phase, da->peak_iteration))
     << "</td><td class=\"n\">" << esc(phase_words(db->peak_phase, db->peak_iteration)) << "</td><td></td><td></td></tr>\n";
   o << "</tbody></table></section>\n";
