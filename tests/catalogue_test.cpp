@@ -76,7 +76,7 @@ TEST_CASE("catalogue: every warning has words and names its device", "[report][c
     w.device = 3;
     switch (e.code) {
       case Code::ProfilerWindow: w.facts = ProfilerWindowFacts{1 << 20}; break;
-      case Code::HistoryTruncated: w.facts = HistoryTruncatedFacts{1 << 20, 2 << 20, 7, true, Truncation::LateStart, {}}; break;
+      case Code::HistoryTruncated: w.facts = HistoryTruncatedFacts{1 << 20, 2 << 20, 7, true, Truncation::Wrapped, {}}; break;
       case Code::EndStateMismatch: w.facts = EndStateFacts{}; break;
       case Code::ReplayInconsistent: w.facts = InconsistentFacts{2, false, "x"}; break;
       case Code::Oom: w.facts = OomFacts{1, true, 1 << 20, 0}; break;

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/cli_util.hpp"
@@ -49,14 +50,40 @@ CategoryLimit limit_arg(const std::string& v) {
   return l;
 }
 
-PeakFigures analyze(const std::string& path, const LoadOptions& lo, const RuleSet& rules) {
+// A run's figures; `truncation`, when given, gets why its history is
+// truncated (none when it is not).
+PeakFigures analyze(const std::string& path, const LoadOptions& lo, const RuleSet& rules,
+                    Truncation* truncation = nullptr) {
   // One input at a time: its trace is gone before the next is read.
   Trace t = load_input(path, lo);
   ReportOptions ro;
   ro.top_sites = 1;
   ro.input_name = path;
   ro.rules = &rules;
-  return peak_figures(analyze(t, ro));
+  const Analysis a = analyze(t, ro);
+  if (truncation) *truncation = a.truncation;
+  return peak_figures(a);
+}
+
+// Why a budget cannot be written from a run whose history is not complete,
+// and how to record one that is: "its history is truncated (the ring buffer
+// wrapped)" and "record with a larger max_entries".
+std::pair<std::string, std::string> incomplete_history_words(const PeakFigures& run, Truncation truncation) {
+  if (run.history == "none")
+    return {"it has no allocation history", "record it with torch.cuda.memory._record_memory_history"};
+  if (run.format == "chrome-trace")
+    return {"the profiler started with memory already allocated", "profile from the start of the run"};
+  switch (truncation) {
+    case Truncation::LateStart:
+      return {"its history is truncated (recording started late, after memory was already in use)",
+              "call _record_memory_history before the model is built"};
+    case Truncation::Wrapped:
+      return {"its history is truncated (the ring buffer wrapped)", "record with a larger max_entries"};
+    case Truncation::None:
+    case Truncation::Unknown: break;
+  }
+  return {"its history is " + run.history + " (recording started late or the ring buffer wrapped)",
+          "record from the start of the run with a larger max_entries"};
 }
 
 const char* kCheckHelpTail =
@@ -142,11 +169,13 @@ int cmd_check(const std::vector<std::string>& args) {
   const LoadOptions lo = load_options(vm);
 
   if (budget_out) {
-    PeakFigures run = analyze(inputs[0], lo, rules);
+    Truncation truncation = Truncation::None;
+    PeakFigures run = analyze(inputs[0], lo, rules, &truncation);
     if (run.history != "complete" && !req.allow_truncated) {
-      std::fprintf(stderr, "snapdiff: check: cannot write a budget from %s: its history is %s, so its peak cannot be "
-                   "established (record with a larger max_entries, or pass --allow-truncated)\n",
-                   escape_for_terminal(inputs[0]).c_str(), escape_for_terminal(run.history).c_str());
+      const auto [why, remedy] = incomplete_history_words(run, truncation);
+      std::fprintf(stderr, "snapdiff: check: cannot write a budget from %s: %s, so its peak cannot be established (%s, "
+                   "or pass --allow-truncated)\n",
+                   escape_for_terminal(inputs[0]).c_str(), escape_for_terminal(why).c_str(), remedy.c_str());
       return kExitCheckFailed;
     }
     const Budget b = budget_from_run(run, req);

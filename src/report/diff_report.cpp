@@ -35,6 +35,19 @@ std::string marker(const SiteDelta& s) { return s.a_count == 0 ? "[NEW] " : s.b_
 
 }  // namespace
 
+std::vector<detail::DiffPeakRow> detail::diff_peak_rows(const Diff& d) {
+  const DeviceView* da = top(d.a);
+  const DeviceView* db = top(d.b);
+  if (!da || !db) return {};
+  std::vector<DiffPeakRow> rows = {
+      {"requested", da->peak_requested.bytes, db->peak_requested.bytes, d.peak_delta[0]},
+      {"allocated", da->peak_allocated.bytes, db->peak_allocated.bytes, d.peak_delta[1]},
+      {"active", da->peak_active.bytes, db->peak_active.bytes, db->peak_active.bytes - da->peak_active.bytes},
+      {"reserved", da->peak_reserved.bytes, db->peak_reserved.bytes, d.peak_delta[2]}};
+  if (da->reported_totals || db->reported_totals) rows.erase(rows.begin() + 2);
+  return rows;
+}
+
 std::string render_diff_text(const Diff& d) {
   std::ostringstream o;
   const DeviceView* da = top(d.a);
@@ -45,12 +58,9 @@ std::string render_diff_text(const Diff& d) {
     return detail::terminal_safe(o.str());
   }
   o << "\nPEAK                      A            B        DELTA\n";
-  const PeakPoint* pa[3] = {&da->peak_requested, &da->peak_allocated, &da->peak_reserved};
-  const PeakPoint* pb[3] = {&db->peak_requested, &db->peak_allocated, &db->peak_reserved};
-  const char* names[3] = {"requested", "allocated", "reserved "};
-  for (int i = 0; i < 3; ++i)
-    o << "  " << names[i] << "  " << pad_left(human_bytes(pa[i]->bytes), 12) << " " << pad_left(human_bytes(pb[i]->bytes), 12)
-      << " " << pad_left(human_delta(d.peak_delta[i]), 12) << "  " << pct(d.peak_delta[i], pa[i]->bytes) << "\n";
+  for (const detail::DiffPeakRow& p : detail::diff_peak_rows(d))
+    o << "  " << pad_right(p.name, 9) << "  " << pad_left(human_bytes(p.a), 12) << " " << pad_left(human_bytes(p.b), 12)
+      << " " << pad_left(human_delta(p.delta), 12) << "  " << pct(p.delta, p.a) << "\n";
   o << "  the peak   iteration " << da->peak_iteration << ", " << phase_name(da->peak_phase) << "  |  iteration "
     << db->peak_iteration << ", " << phase_name(db->peak_phase) << "\n";
 
@@ -98,7 +108,12 @@ std::string render_diff_json(const Diff& d) {
   j["a"] = J::parse(render_json(d.a));
   j["b"] = J::parse(render_json(d.b));
   J delta;
-  delta["peak"] = {{"requested_bytes", d.peak_delta[0]}, {"allocated_bytes", d.peak_delta[1]}, {"reserved_bytes", d.peak_delta[2]}};
+  const DeviceView* da = top(d.a);
+  const DeviceView* db = top(d.b);
+  delta["peak"] = {{"requested_bytes", d.peak_delta[0]},
+                   {"allocated_bytes", d.peak_delta[1]},
+                   {"reserved_bytes", d.peak_delta[2]},
+                   {"active_bytes", da && db ? db->peak_active.bytes - da->peak_active.bytes : 0}};
   J cats = J::object();
   for (const CategoryDelta& c : d.categories) cats[c.name] = c.delta();
   delta["categories"] = cats;
@@ -142,12 +157,9 @@ std::string render_diff_markdown(const Diff& d) {
   o << "### snapdiff: " << markdown_code(d.a_name) << " → " << markdown_code(d.b_name) << "\n\n";
   if (!da || !db) return detail::terminal_safe(o.str() + "One of the inputs has no device data.\n");
   o << "| peak | A | B | Δ | % |\n|---|---:|---:|---:|---:|\n";
-  const PeakPoint* pa[3] = {&da->peak_requested, &da->peak_allocated, &da->peak_reserved};
-  const PeakPoint* pb[3] = {&db->peak_requested, &db->peak_allocated, &db->peak_reserved};
-  const char* names[3] = {"requested", "allocated", "reserved"};
-  for (int i = 0; i < 3; ++i)
-    o << "| " << names[i] << " | " << human_bytes(pa[i]->bytes) << " | " << human_bytes(pb[i]->bytes) << " | "
-      << human_delta(d.peak_delta[i]) << " | " << pct(d.peak_delta[i], pa[i]->bytes) << " |\n";
+  for (const detail::DiffPeakRow& p : detail::diff_peak_rows(d))
+    o << "| " << p.name << " | " << human_bytes(p.a) << " | " << human_bytes(p.b) << " | " << human_delta(p.delta)
+      << " | " << pct(p.delta, p.a) << " |\n";
   o << "\n";
   if (d.findings.empty()) o << "No difference reaches 1% of the peak.\n";
   for (const Finding& f : d.findings) o << "- " << markdown_text(finding_text(f)) << "\n";

@@ -183,6 +183,7 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSo
   };
   card("requested", d.peak_requested, true);
   card("allocated", d.peak_allocated, false);
+  if (!d.reported_totals) card("active", d.peak_active, false);  // a trace does not say when frees complete
   card("reserved", d.peak_reserved, false);
   o << "</div>\n<table class=\"kv\">\n";
   o << "<tr><th>events</th><td>" << with_commas(d.events) << ", " << d.streams << (d.streams == 1 ? " stream" : " streams");
@@ -383,13 +384,18 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSo
   row("reserved \xe2\x88\x92 allocated", f.reserved - f.allocated, pct_of(f.reserved - f.allocated, f.reserved) + " of reserved");
   row("in free blocks", f.free_cached,
       with_commas(f.free_blocks) + " blocks, largest " + human_bytes(int64_t(f.largest_free_block)));
-  if (f.pending_free > 0) row("pending free", f.pending_free, "waiting on other streams");
+  if (f.pending_free > 0)
+    row("pending free", f.pending_free,
+        "freed, waiting on other streams; their requested " + human_bytes(f.pending_free_requested) +
+            " is part of the requested peak: PyTorch counts a block until its free completes");
   if (f.too_small_threshold > 0)
     row("too small to reuse", f.too_small_bytes,
         "free blocks smaller than the " + human_bytes(int64_t(f.too_small_threshold)) + " block that set the peak");
   for (const FreeSizeClass& c : f.classes)
     if (c.blocks > 0) row(std::string("free ") + c.label, c.bytes, with_commas(c.blocks) + (c.blocks == 1 ? " block" : " blocks"));
-  row("allocated \xe2\x88\x92 requested", f.internal, "rounding and unsplit block remainders");
+  row("allocated \xe2\x88\x92 requested", f.internal,
+      std::string("rounding and unsplit block remainders") +
+          (f.pending_free_requested > 0 ? "; requested here without the pending frees" : ""));
   o << "</table></section>\n";
 
   // End state.
@@ -403,6 +409,7 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSo
     };
     cmp("requested", ck.replay.requested, ck.dump.requested);
     cmp("allocated", ck.replay.allocated, ck.dump.allocated);
+    cmp("active", ck.replay.active, ck.dump.active);
     cmp("reserved", ck.replay.reserved, ck.dump.reserved);
     o << "<tr><td>segments</td>" << num_td(int64_t(ck.replay_segments), with_commas(ck.replay_segments))
       << num_td(int64_t(ck.dump_segments), with_commas(ck.dump_segments)) << "<td></td></tr>\n</tbody></table></section>\n";
@@ -421,9 +428,7 @@ std::string render_html(const Report& r, const ChartSeriesSource& charts) {
   for (size_t i = 0; i < r.devices.size(); ++i) o << (i ? ", " : "") << "cuda:" << r.devices[i].device;
   if (r.devices.empty()) o << "none";
   if (r.kernel_launches > 0) o << " \xc2\xb7 " << with_commas(r.kernel_launches) << " kernel launches";
-  o << " \xc2\xb7 history "
-    << (!r.has_history ? "none (dump-time state only)" : r.history_truncated ? "truncated (ring buffer wrapped)" : "complete")
-    << "</p></header>\n<nav>";
+  o << " \xc2\xb7 history " << esc(detail::history_words(r)) << "</p></header>\n<nav>";
   for (size_t i = 0; i < r.devices.size(); ++i) {
     const std::string id = std::string(1, 'd') + std::to_string(i);
     const std::string suffix = r.devices.size() > 1 ? " (cuda:" + std::to_string(r.devices[i].device) + ")" : "";
@@ -500,13 +505,9 @@ std::string render_diff_html(const Diff& d, const ChartSeriesPairSource& charts)
   // Peak.
   o << "<section id=\"peak\"><h2>Peak</h2>\n<table><thead><tr><th></th><th class=\"n\">A</th><th class=\"n\">B</th>"
        "<th class=\"n\">delta</th><th class=\"n\">%</th></tr></thead><tbody>\n";
-  const PeakPoint* pa[3] = {&da->peak_requested, &da->peak_allocated, &da->peak_reserved};
-  const PeakPoint* pb[3] = {&db->peak_requested, &db->peak_allocated, &db->peak_reserved};
-  const char* names[3] = {"requested", "allocated", "reserved"};
-  for (int i = 0; i < 3; ++i)
-    o << "<tr><td>" << names[i] << "</td>" << num_td(pa[i]->bytes, human_bytes(pa[i]->bytes))
-      << num_td(pb[i]->bytes, human_bytes(pb[i]->bytes)) << delta_td(d.peak_delta[i], human_delta(d.peak_delta[i]))
-      << delta_td(d.peak_delta[i], signed_pct(d.peak_delta[i], pa[i]->bytes)) << "</tr>\n";
+  for (const detail::DiffPeakRow& p : detail::diff_peak_rows(d))
+    o << "<tr><td>" << p.name << "</td>" << num_td(p.a, human_bytes(p.a)) << num_td(p.b, human_bytes(p.b))
+      << delta_td(p.delta, human_delta(p.delta)) << delta_td(p.delta, signed_pct(p.delta, p.a)) << "</tr>\n";
   o << "<tr><td>the peak</td><td class=\"n\">" << esc(phase_words(da->peak_phase, da->peak_iteration))
     << "</td><td class=\"n\">" << esc(phase_words(db->peak_phase, db->peak_iteration)) << "</td><td></td><td></td></tr>\n";
   o << "</tbody></table></section>\n";

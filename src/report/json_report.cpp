@@ -34,7 +34,32 @@ J counters_json(const Counters& c) {
   j["requested_bytes"] = c.requested;
   j["allocated_bytes"] = c.allocated;
   j["reserved_bytes"] = c.reserved;
+  j["active_bytes"] = c.active;
   return j;
+}
+
+// What a truncated history lacks and the evidence it was told from.
+J truncation_evidence_json(const TruncationEvidence& e) {
+  J j;
+  j["entries"] = e.entries;
+  j["max_entries"] = e.max_entries >= 0 ? J(e.max_entries) : J(nullptr);
+  j["entries_round"] = e.entries_round;
+  j["head_orphan_free"] = e.head_orphan_free;
+  j["dropped_mid_history"] = e.dropped_mid_history;
+  return j;
+}
+
+// The memory pools at the end: the default pool (0, 0), then the private
+// ones (CUDA graphs, torch.cuda.MemPool).
+J pools_json(const std::vector<PoolUsage>& pools) {
+  J a = J::array();
+  for (const PoolUsage& p : pools)
+    a.push_back({{"id", J::array({p.id[0], p.id[1]})},
+                 {"private", p.id[0] != 0 || p.id[1] != 0},
+                 {"segments", p.segments},
+                 {"reserved_bytes", p.reserved},
+                 {"allocated_bytes", p.allocated}});
+  return a;
 }
 
 J categories_json(const std::vector<std::string>& names, const std::vector<int64_t>& v) {
@@ -75,6 +100,7 @@ J device_peak(const DeviceView& d, bool kernels) {
   p["requested_bytes"] = d.peak_requested.bytes;
   p["allocated_bytes"] = d.peak_allocated.bytes;
   p["reserved_bytes"] = d.peak_reserved.bytes;
+  p["active_bytes"] = d.peak_active.bytes;
   p["event_index"] = d.peak_requested.event_index;
   p["time_us"] = d.peak_requested.time_us == kNoTime ? J(nullptr) : J(d.peak_requested.time_us);
   p["phase"] = phase_name(d.peak_phase);
@@ -82,7 +108,9 @@ J device_peak(const DeviceView& d, bool kernels) {
   p["requested"] = peak_json(d.peak_requested);
   p["allocated"] = peak_json(d.peak_allocated);
   p["reserved"] = peak_json(d.peak_reserved);
+  p["active"] = peak_json(d.peak_active);
   p["allocated_bytes_at_peak"] = d.allocated_at_peak;
+  p["active_bytes_at_peak"] = d.active_at_peak;
   if (d.peak_index >= 0) {
     J e;
     e["action"] = event_kind_name(d.peak_event.kind);
@@ -134,6 +162,7 @@ std::string render_json(const Report& r) {
   in["shape"] = r.source.shape;
   in["events"] = r.events;
   in["history"] = !r.has_history ? "none" : r.history_truncated ? "truncated" : "complete";
+  in["truncation"] = truncation_name(r.truncation);
   if (r.kernel_launches > 0) in["kernel_launches"] = r.kernel_launches;
   if (r.profiler_trace || r.ops > 0) in["profiler"] = detail::profiler_input_json(r);
   in["devices"] = J::array();
@@ -144,8 +173,8 @@ std::string render_json(const Report& r) {
     top["device"] = r.devices[r.peak_device].device;
     j["peak"] = top;
   } else {
-    j["peak"] = {{"requested_bytes", 0}, {"allocated_bytes", 0}, {"reserved_bytes", 0}, {"event_index", -1},
-                 {"time_us", nullptr}, {"device", nullptr}};
+    j["peak"] = {{"requested_bytes", 0}, {"allocated_bytes", 0}, {"reserved_bytes", 0}, {"active_bytes", 0},
+                 {"event_index", -1}, {"time_us", nullptr}, {"device", nullptr}};
   }
   if (!r.devices.empty()) {
     const DeviceView& top = r.devices[r.peak_device];
@@ -162,6 +191,8 @@ std::string render_json(const Report& r) {
     dj["events"] = d.events;
     dj["streams"] = d.streams;
     dj["history"] = !(d.has_trace && d.events > 0) ? "none" : d.truncated ? "truncated" : "complete";
+    dj["truncation"] = truncation_name(d.truncation);
+    dj["truncation_evidence"] = truncation_evidence_json(d.truncation_evidence);
     dj["first_time_us"] = d.first_time_us == kNoTime ? J(nullptr) : J(d.first_time_us);
     dj["last_time_us"] = d.last_time_us == kNoTime ? J(nullptr) : J(d.last_time_us);
     dj["peak"] = device_peak(d, kernels);
@@ -196,6 +227,7 @@ std::string render_json(const Report& r) {
                                    {"requested_bytes", f.requested},
                                    {"free_cached_bytes", f.free_cached},
                                    {"pending_free_bytes", f.pending_free},
+                                   {"pending_free_requested_bytes", f.pending_free_requested},
                                    {"internal_bytes", f.internal},
                                    {"free_blocks", f.free_blocks},
                                    {"largest_free_block_bytes", f.largest_free_block},
@@ -209,6 +241,7 @@ std::string render_json(const Report& r) {
     ec["replay_segments"] = d.end_check.replay_segments;
     ec["dump_segments"] = d.end_check.dump_segments;
     dj["end_state"] = ec;
+    dj["pools"] = pools_json(d.pools);
     dj["replay_inconsistencies"] = d.inconsistencies;
     dj["oom_events"] = d.oom_events;
     if (d.reported_totals) dj["counters"] = "reported";

@@ -74,12 +74,7 @@ std::string render_text(const Report& r) {
   o << "  events      " << with_commas(r.events) << "\n";
   if (r.kernel_launches > 0) o << "  kernels     " << with_commas(r.kernel_launches) << " launches\n";
   o << detail::profiler_input_text(r);
-  o << "  history     "
-    << (!r.has_history                          ? "none (dump-time state only)"
-        : r.history_truncated && r.profiler_trace ? "the profiled window (allocations made before it: see WARNINGS)"
-        : r.history_truncated                   ? "truncated (ring buffer wrapped)"
-                                                : "complete")
-    << "\n";
+  o << "  history     " << detail::history_words(r) << "\n";
 
   for (const DeviceView& d : r.devices) {
     o << "\nPEAK  cuda:" << d.device << "  (" << with_commas(d.events) << " events, " << d.streams
@@ -99,6 +94,7 @@ std::string render_text(const Report& r) {
     } else {
       line("requested ", d.peak_requested);
       line("allocated ", d.peak_allocated);
+      line("active    ", d.peak_active);
       line("reserved  ", d.peak_reserved);
     }
     const PeakPoint& pk = d.peak_requested;
@@ -222,7 +218,9 @@ std::string render_text(const Report& r) {
     o << "    in free blocks       " << pad_left(human_bytes(f.free_cached), 10) << "   (" << with_commas(f.free_blocks)
       << " blocks, largest " << human_bytes(int64_t(f.largest_free_block)) << ")\n";
     if (f.pending_free > 0)
-      o << "    pending free         " << pad_left(human_bytes(f.pending_free), 10) << "   (waiting on other streams)\n";
+      o << "    pending free         " << pad_left(human_bytes(f.pending_free), 10)
+        << "   (freed, waiting on other streams; their requested " << human_bytes(f.pending_free_requested)
+        << " is part of the requested peak: PyTorch counts a block until its free completes)\n";
     if (f.too_small_threshold > 0)
       o << "    too small to reuse   " << pad_left(human_bytes(f.too_small_bytes), 10)
         << "   (free blocks smaller than the " << human_bytes(int64_t(f.too_small_threshold))
@@ -232,7 +230,8 @@ std::string render_text(const Report& r) {
         o << "    free " << pad_right(dn(c.label), 16) << pad_left(human_bytes(c.bytes), 10) << "   (" << with_commas(c.blocks)
           << (c.blocks == 1 ? " block)\n" : " blocks)\n");
     o << "  allocated - requested  " << pad_left(human_bytes(f.internal), 10)
-      << "   (rounding and unsplit block remainders)\n";
+      << "   (rounding and unsplit block remainders"
+      << (f.pending_free_requested > 0 ? "; requested here without the pending frees" : "") << ")\n";
     }
 
     const EndStateCheck& ck = d.end_check;
@@ -244,6 +243,7 @@ std::string render_text(const Report& r) {
       };
       cmp("requested ", ck.replay.requested, ck.dump.requested);
       cmp("allocated ", ck.replay.allocated, ck.dump.allocated);
+      cmp("active    ", ck.replay.active, ck.dump.active);
       cmp("reserved  ", ck.replay.reserved, ck.dump.reserved);
       o << "  segments  " << pad_left(with_commas(ck.replay_segments), 11) << "  replayed, "
         << pad_left(with_commas(ck.dump_segments), 11) << "  dumped\n";

@@ -1,11 +1,17 @@
-// Internal: small text-layout helpers shared by the text renderers.
+// Internal: small text-layout helpers shared by the text renderers, and the
+// words they share beyond findings and warnings (words.cpp).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "snapdiff/analysis/report_view.hpp"
+
+namespace snapdiff {
+struct Diff;
+}
 
 namespace snapdiff::detail {
 
@@ -48,5 +54,21 @@ inline std::string site_line(const SiteFrames& s, size_t n, std::string_view sep
   if (!s.callee.empty()) out += "  [in " + s.callee + "]";
   return out;
 }
+
+// A diff's PEAK rows (diff_report.cpp): requested, allocated, active (left
+// out when either run is a profiler trace, which does not record when frees
+// complete) and reserved, of each run's top device, with B - A. Empty when
+// either run has no device.
+struct DiffPeakRow {
+  const char* name;
+  int64_t a = 0, b = 0, delta = 0;
+};
+std::vector<DiffPeakRow> diff_peak_rows(const Diff& d);
+
+// The INPUT section's history: "complete", "none (dump-time state only)",
+// "truncated (recording started late)", "truncated (ring buffer wrapped)",
+// "truncated (cannot tell whether ...)", per device when the devices
+// disagree, or a profiler trace's "the profiled window (...)" (words.cpp).
+std::string history_words(const Report& r);
 
 }  // namespace snapdiff::detail

@@ -3,15 +3,20 @@
 // renderer.
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <variant>
+#include <vector>
 
 #include "report/format.hpp"
+#include "report/text_util.hpp"
+#include "snapdiff/model/frame_names.hpp"
 #include "snapdiff/report/report.hpp"
 
 namespace snapdiff {
 
 namespace {
 
+using detail::with_commas;
 
 std::string change_percent(int64_t delta, int64_t base) { return detail::change_percent(delta, base, 1, "0%", "new"); }
 
@@ -132,25 +137,87 @@ std::string diff_step_words(const DiffStepFacts& f) {
          step_kind(f.b_temporaries, f.b_gradients) + ".";
 }
 
+// Why a history starts mid-run, from the evidence the analysis decided on.
+std::string history_cut_words(const HistoryTruncatedFacts& f) {
+  const TruncationEvidence& e = f.evidence;
+  switch (f.kind) {
+    case Truncation::LateStart:
+      return "recording started after memory was already in use (the model or optimizer were built before "
+             "torch.cuda.memory._record_memory_history was called)";
+    case Truncation::Wrapped:
+      if (e.max_entries >= 0)
+        return "the recorded history starts mid-run: the ring buffer of max_entries=" +
+               with_commas(uint64_t(e.max_entries)) + " wrapped and dropped the oldest entries";
+      return "the recorded history starts mid-run: the ring buffer wrapped and dropped the oldest entries (the file "
+             "does not record max_entries, but its " +
+             with_commas(e.entries) + " entries are a round number, as a max_entries is)";
+    case Truncation::None:  // truncated without a kind told: say so
+    case Truncation::Unknown: break;
+  }
+  std::string m = "the recorded history starts mid-run, and the file cannot tell whether recording started late or "
+                  "the ring buffer wrapped (" + with_commas(e.entries) + " entries";
+  if (e.max_entries >= 0) m += ", max_entries=" + with_commas(uint64_t(e.max_entries));
+  return m + ")";
+}
+
+// How to record the whole run, for each kind.
+const char* history_remedy(Truncation kind) {
+  switch (kind) {
+    case Truncation::LateStart: return ". Call _record_memory_history before the model is built to see it";
+    case Truncation::Wrapped: return ". Record with a larger max_entries to see it";
+    case Truncation::None:
+    case Truncation::Unknown: break;
+  }
+  return ". Call _record_memory_history before the model is built, with a max_entries above the run's entries, to "
+         "see it";
+}
+
 std::string history_truncated_words(const HistoryTruncatedFacts& f) {
-  return "the recorded history starts mid-run (the ring buffer wrapped): " + human_bytes(f.requested) + " in " +
-         std::to_string(f.allocations) + " allocations and " + human_bytes(f.reserved) +
+  return history_cut_words(f) + ". " + human_bytes(f.requested) + " in " + std::to_string(f.allocations) +
+         " allocations and " + human_bytes(f.reserved) +
          " of segments were live before the first event. They are rebuilt from later frees and the "
          "dump, so the requested peak is exact for the recorded window; a higher peak before the window "
          "cannot be seen" +
          (f.allocated_estimated ? ", and block sizes of some early allocations are estimated, so the "
                                   "allocated peak may be off by their rounding"
-                                : "");
+                                : "") +
+         history_remedy(f.kind);
+}
+
+// The counters that differ, replay - dump: "+1.0 MiB allocated, +2.0 MiB active".
+std::string counter_differences(const Counters& replay, const Counters& dump) {
+  const std::pair<const char*, int64_t> deltas[] = {{"requested", replay.requested - dump.requested},
+                                                    {"allocated", replay.allocated - dump.allocated},
+                                                    {"active", replay.active - dump.active},
+                                                    {"reserved", replay.reserved - dump.reserved}};
+  std::string out;
+  for (const auto& [name, delta] : deltas)
+    if (delta != 0) out += (out.empty() ? "" : ", ") + human_delta(delta) + " " + name;
+  return out;
 }
 
 std::string end_state_words(const EndStateFacts& f) {
-  if (f.truncated)
-    return "replayed end state differs from the dump by " + human_delta(f.replay.allocated - f.dump.allocated) +
-           " allocated (expected with a truncated history)";
-  return "replayed end state (requested " + std::to_string(f.replay.requested) + ", allocated " +
-         std::to_string(f.replay.allocated) + ", reserved " + std::to_string(f.replay.reserved) +
-         ") differs from the dumped segments (requested " + std::to_string(f.dump.requested) + ", allocated " +
-         std::to_string(f.dump.allocated) + ", reserved " + std::to_string(f.dump.reserved) + ")";
+  if (f.truncated) {
+    const std::string by = counter_differences(f.replay, f.dump);
+    return "replayed end state differs from the dump" + (by.empty() ? std::string() : " by " + by) +
+           " (expected with a truncated history)";
+  }
+  auto counters = [](const Counters& c) {
+    return "requested " + std::to_string(c.requested) + ", allocated " + std::to_string(c.allocated) + ", active " +
+           std::to_string(c.active) + ", reserved " + std::to_string(c.reserved);
+  };
+  return "replayed end state (" + counters(f.replay) + ") differs from the dumped segments (" + counters(f.dump) + ")";
+}
+
+// The INPUT line's words for why a history is truncated.
+const char* truncation_reason(Truncation t) {
+  switch (t) {
+    case Truncation::LateStart: return "recording started late";
+    case Truncation::Wrapped: return "ring buffer wrapped";
+    case Truncation::None:  // truncated without a kind told
+    case Truncation::Unknown: break;
+  }
+  return "cannot tell whether the recording started late or the ring buffer wrapped";
 }
 
 std::string oom_words(const OomFacts& f) {
@@ -169,6 +236,29 @@ template <class... F>
 Overloaded(F...) -> Overloaded<F...>;
 
 }  // namespace
+
+namespace detail {
+
+std::string history_words(const Report& r) {
+  if (!r.has_history) return "none (dump-time state only)";
+  if (!r.history_truncated) return "complete";
+  if (r.profiler_trace) return "the profiled window (allocations made before it: see WARNINGS)";
+  // Truncated devices that disagree on why are named one by one (the
+  // report's own kind is then unknown).
+  auto kind = [](Truncation t) { return t == Truncation::None ? Truncation::Unknown : t; };
+  std::vector<const DeviceView*> cut;
+  for (const DeviceView& d : r.devices)
+    if (d.truncated) cut.push_back(&d);
+  bool agree = true;
+  for (const DeviceView* d : cut) agree = agree && kind(d->truncation) == kind(cut.front()->truncation);
+  if (agree) return std::string("truncated (") + truncation_reason(r.truncation) + ")";
+  std::string s = "truncated (";
+  for (size_t i = 0; i < cut.size(); ++i)
+    s += (i ? "; cuda:" : "cuda:") + std::to_string(cut[i]->device) + ": " + truncation_reason(cut[i]->truncation);
+  return s + ")";
+}
+
+}  // namespace detail
 
 std::string finding_text(const Finding& f) {
   return std::visit(Overloaded{[](const PeakFacts& x) { return peak_words(x); },
