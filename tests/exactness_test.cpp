@@ -1,7 +1,9 @@
 // The replayed peaks against PyTorch's own counters (memory_stats() in each
 // file's .truth.json, recorded by PyTorch 2.11 on an H200).
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include "snapdiff/input/input.hpp"
 #include "snapdiff/analysis/replay.hpp"
@@ -16,17 +18,25 @@ namespace {
 const char* kComplete[] = {"small_bf16",           "small_bf16_cpp", "small_bf16_expandable", "small_fp8",
                            "small_fp8_pw",         "small_oom",      "med_bf16_cpp"};
 
-// The recordings of the allocator modes (scripts/record/record_allocator_modes.py,
-// tests/data/real/README.md): FSDP, a side stream, expandable segments, CUDA
-// graphs, late starts and a wrapped ring; STEM.pickle.gz with STEM.truth.json.
-const char* kModes[] = {"fsdp2_gpt2",     "fsdp1_gpt2", "side_stream", "expandable_gpt2", "graphed_resnet",
-                        "graph_step",     "late_gpt2",  "late_resnet", "wrapped_gpt2"};
-
-// Every recording but xxl_fp8, as its file name and truth stem.
+// Every recording in tests/data/real/ with a truth file and a snapshot
+// beside it (STEM.pickle or STEM.pickle.gz; xxl_fp8 is unpacked by the build
+// and has its own test): the allocator modes of
+// scripts/record/record_allocator_modes.py (FSDP, DDP, side streams,
+// expandable segments, CUDA graphs, a MemPool, torch.compile, late starts,
+// wrapped rings, an OOM) and the reference workload's complete runs. A file
+// added there is checked without a change here.
 std::vector<std::pair<std::string, std::string>> all_recordings() {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const char* stem : kModes) out.push_back({std::string(stem) + ".pickle.gz", stem});
-  for (const char* stem : kComplete) out.push_back({std::string(stem) + ".pickle", stem});
+  const std::filesystem::path dir = std::filesystem::path(SNAPDIFF_SOURCE_DIR) / "tests/data/real";
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    const std::string suffix = ".truth.json";
+    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+    const std::string stem = name.substr(0, name.size() - suffix.size());
+    for (const char* ext : {".pickle", ".pickle.gz"})
+      if (std::filesystem::exists(dir / (stem + ext))) out.push_back({stem + ext, stem});
+  }
+  std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -63,7 +73,9 @@ TEST_CASE("every recording replays to PyTorch's own counters: peaks, end, trunca
   // PyTorch's), the end is the dump and memory_stats()' current values, no
   // event contradicts the replayed layout, and the history is named for
   // what it covers.
-  for (const auto& [file, stem] : all_recordings()) {
+  const auto recordings = all_recordings();
+  REQUIRE(recordings.size() >= 24);  // the 7 reference runs and the 17 allocator modes, at least
+  for (const auto& [file, stem] : recordings) {
     DYNAMIC_SECTION(file) {
       Trace t = load_trace(test::real_data(file));
       Analysis r = analyze(t, {});

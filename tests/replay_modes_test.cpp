@@ -690,10 +690,13 @@ TEST_CASE("replay: a round entry count that begins with frees of unseen blocks i
   CHECK(r.end_check.matches());
 }
 
-TEST_CASE("replay: a history that begins by completing a free it never requested is truncated, kind unknown", "[analysis][replay][truncated]") {
+TEST_CASE("replay: a history that begins by completing a free it never requested is a late start", "[analysis][replay][truncated]") {
   // W (4 MiB at S) was freed by the user before recording started and was
   // waiting on another stream: before the first event it counts in
-  // requested and active, not in allocated. 5 entries: not a round count.
+  // requested and active, not in allocated. The first malloc after the
+  // recording starts completes such frees first (process_events), so a late
+  // start can begin this way; 5 entries is not a round count, and no block
+  // from before the history carries a stack: a late start.
   const uint64_t S = 0x7f0000000000;
   Hist h;
   h.free_completed(S, 4 * MiB);          // 0 W: free, merges with the free rest of S
@@ -705,7 +708,7 @@ TEST_CASE("replay: a history that begins by completing a free it never requested
   const DeviceReplay r = h.replay();
   const int64_t M = iMiB;
   CHECK(r.truncated);
-  CHECK(r.truncation == Truncation::Unknown);
+  CHECK(r.truncation == Truncation::LateStart);
   CHECK(r.truncation_evidence.entries == 5);
   CHECK(r.truncation_evidence.max_entries == -1);
   CHECK_FALSE(r.truncation_evidence.entries_round);
@@ -776,4 +779,25 @@ TEST_CASE("replay: the size of a block from before the history is bounded by the
   CHECK(w->alloc_event == -1);
   CHECK(free_ranges(s) == Ranges{{S + 4 * MiB, 16 * MiB}});
   CHECK(free_ranges(h.state_at(2)) == Ranges{{S, 4 * MiB}, {S + 6 * MiB, 14 * MiB}});
+}
+
+TEST_CASE("replay: an early block that carries a stack, with a count that is no round max_entries, is of unknown cause", "[analysis][replay][truncated]") {
+  // P (8 MiB at S) is alive at the dump and was never allocated in the
+  // history, yet the dump has its stack: it was allocated while recording
+  // was on, so entries were lost (a wrapped ring, or a restarted history);
+  // 3 entries is no round max_entries. Without the stack: a late start.
+  const uint64_t S = 0x7f0000000000;
+  const bool framed = GENERATE(true, false);
+  Hist h;
+  h.alloc(S + 8 * MiB, 2 * MiB);  // 0 Q: split from the free rest
+  h.free(S + 8 * MiB, 2 * MiB);   // 1, 2
+  Block p = used(S, 8 * MiB, 8 * MiB);
+  if (framed) p.stack = h.t.stacks.child(0, h.t.intern_frame(Frame{h.t.strings.intern("build"), 0, 1}));
+  h.dump(S, 20 * MiB, {p, unused(S + 8 * MiB, 12 * MiB)});
+  const DeviceReplay r = h.replay();
+  CHECK(r.truncated);
+  CHECK(r.inconsistencies == 0);
+  CHECK(r.end_check.matches());
+  CHECK(r.truncation_evidence.framed_early_blocks == (framed ? 1u : 0u));
+  CHECK(r.truncation == (framed ? Truncation::Unknown : Truncation::LateStart));
 }

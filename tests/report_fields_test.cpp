@@ -45,7 +45,12 @@ Report filled_view() {
   DeviceView& d = r.devices[0];
   d.truncated = true;
   d.truncation = Truncation::Wrapped;
-  d.truncation_evidence = {100000, 100000, true, true, 3};
+  d.truncation_evidence.entries = 100000;
+  d.truncation_evidence.max_entries = 100000;
+  d.truncation_evidence.entries_round = true;
+  d.truncation_evidence.head_orphan_free = true;
+  d.truncation_evidence.framed_early_blocks = 5;
+  d.truncation_evidence.dropped_mid_history = 3;
   d.peak_active = {d.peak_allocated.bytes + 4096, d.peak_allocated.event_index, d.peak_allocated.time_us};
   d.active_at_peak = d.allocated_at_peak + 2048;
   d.baseline.active = 512;
@@ -78,7 +83,7 @@ TEST_CASE("JSON: the active counter, the truncation kind and its evidence, pendi
   CHECK(dj["truncation_evidence"] == nlohmann::json{{"entries", 100000},
                                                     {"max_entries", 100000},
                                                     {"entries_round", true},
-                                                    {"head_orphan_free", true},
+                                                    {"head_orphan_free", true}, {"framed_early_blocks", 5},
                                                     {"dropped_mid_history", 3}});
   for (const auto* peak : {&j["peak"], &dj["peak"]}) {
     CHECK((*peak)["active_bytes"] == d.peak_active.bytes);

@@ -14,6 +14,16 @@ PyTorch's own FSDP), for snapdiff's exact replay:
   late_gpt2        recording starts after model, optimizer and 2 warm-up steps
   late_resnet      recording starts after the model and optimizer exist
   wrapped_gpt2     max_entries well below the run's events: the ring wraps
+  late_expandable_gpt2     expandable segments, recording after warm-up, then
+                           batch sizes 4, 12, empty_cache(), 6
+  wrapped_expandable_gpt2  expandable segments, empty_cache() after every step,
+                           a ring that wraps
+  ddp_gpt2         DistributedDataParallel, world size 1 (gradient buckets)
+  fsdp2_late_gpt2  fully_shard, recording from the third step
+  compile_amp_gpt2 torch.compile and bf16 autocast
+  mempool_resnet   a torch.cuda.MemPool holding buffers beside training
+  oom_expandable   expandable segments, a step that runs out of memory
+  late_side_stream the side-stream run, recording from the third step
 
 Each scenario runs in its own process (allocator settings are read once per
 process). Usage, on a CUDA machine:
@@ -38,7 +48,11 @@ import time
 
 SCENARIOS = ["fsdp2_gpt2", "fsdp1_gpt2", "side_stream", "expandable_gpt2", "graphed_resnet", "graph_step",
              "late_gpt2", "late_resnet", "wrapped_gpt2"]
-ENV = {"expandable_gpt2": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}}
+SCENARIOS += ["late_expandable_gpt2", "wrapped_expandable_gpt2", "ddp_gpt2", "fsdp2_late_gpt2", "compile_amp_gpt2",
+              "mempool_resnet", "oom_expandable", "late_side_stream"]
+EXPANDABLE = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+ENV = {"expandable_gpt2": EXPANDABLE, "late_expandable_gpt2": EXPANDABLE, "wrapped_expandable_gpt2": EXPANDABLE,
+       "oom_expandable": EXPANDABLE}
 
 
 def tensor_bytes(ts):
@@ -331,9 +345,196 @@ def run_wrapped(name, out):
            max_entries=max_entries)
 
 
+def run_late_expandable(name, out):
+    import torch
+    model = gpt2(layers=4, embd=768, heads=12).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for b in (8, 8):
+        lm_step(model, opt, batch=b, seq=512)
+    start_recording()
+    for b in (4, 12):
+        lm_step(model, opt, batch=b, seq=512)
+    torch.cuda.empty_cache()
+    lm_step(model, opt, batch=6, seq=512)
+    finish(name, out, {"model": "transformers GPT2LMHeadModel 4x768", "warmup": [8, 8],
+                       "recorded": [4, 12, "empty_cache", 6], "seq": 512, "optimizer": "AdamW",
+                       "recording": "after model, optimizer and warm-up"},
+           list(model.parameters()), [p.grad for p in model.parameters() if p.grad is not None], opt_state(opt),
+           "late_start")
+
+
+def run_wrapped_expandable(name, out):
+    import torch
+    model = gpt2(layers=2).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def two_steps():
+        for b in (4, 8):
+            lm_step(model, opt, batch=b)
+            torch.cuda.empty_cache()
+
+    torch.cuda.memory._record_memory_history(max_entries=1_000_000, stacks="python")
+    two_steps()
+    n0 = len(torch.cuda.memory._snapshot()["device_traces"][0])
+    two_steps()
+    per_pair = len(torch.cuda.memory._snapshot()["device_traces"][0]) - n0
+    torch.cuda.memory._record_memory_history(enabled=None)
+    max_entries = next(m for m in (1000, 2000, 5000, 10000, 20000, 50000, 100000) if m >= 1.5 * per_pair)
+    torch.cuda.memory._record_memory_history(max_entries=max_entries, stacks="python", clear_history=True)
+    for _ in range(4):
+        two_steps()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    two_steps()
+    finish(name, out, {"model": "transformers GPT2LMHeadModel 2x512", "batches": "4, 8 repeated, empty_cache after each",
+                       "seq": 256, "optimizer": "AdamW", "events_per_pair": per_pair,
+                       "recording": "ring buffer of max_entries, wrapped; peaks reset before the last pair of steps"},
+           list(model.parameters()), [p.grad for p in model.parameters() if p.grad is not None], opt_state(opt), "wrapped",
+           max_entries=max_entries)
+
+
+def run_ddp(name, out):
+    import torch
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    dist_init()
+    start_recording()
+    model = DDP(gpt2().cuda(), device_ids=[0], bucket_cap_mb=4)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for _ in range(3):
+        lm_step(model, opt, batch=8)
+    finish(name, out, {"model": "transformers GPT2LMHeadModel 4x512", "ddp": "DistributedDataParallel bucket_cap_mb=4",
+                       "batch": 8, "seq": 256, "steps": 3, "optimizer": "AdamW"},
+           list(model.parameters()), [p.grad for p in model.parameters() if p.grad is not None], opt_state(opt), "none")
+
+
+def run_fsdp2_late(name, out):
+    import torch
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    dist_init()
+    model = gpt2(layers=6, embd=768, heads=12).cuda()
+    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    for block in model.transformer.h:
+        fully_shard(block, mp_policy=mp, reshard_after_forward=True)
+    fully_shard(model, mp_policy=mp)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for _ in range(2):
+        lm_step(model, opt, batch=8)
+    start_recording()
+    for _ in range(2):
+        lm_step(model, opt, batch=8)
+    params = [p.to_local() for p in model.parameters()]
+    grads = [p.grad.to_local() for p in model.parameters() if p.grad is not None]
+    state = [s.to_local() if hasattr(s, "to_local") else s for s in opt_state(opt)]
+    finish(name, out, {"model": "transformers GPT2LMHeadModel 6x768", "fsdp": "fully_shard", "batch": 8, "seq": 256,
+                       "warmup_steps": 2, "recorded_steps": 2, "optimizer": "AdamW",
+                       "recording": "from the third step"}, params, grads, state, "late_start")
+
+
+def run_compile_amp(name, out):
+    import torch
+    start_recording()
+    model = gpt2().cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    cmodel = torch.compile(model)
+    for _ in range(3):
+        opt.zero_grad(set_to_none=True)
+        ids = torch.randint(0, 8192, (8, 256), device="cuda")
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = cmodel(input_ids=ids, labels=ids).loss
+        loss.backward()
+        opt.step()
+    finish(name, out, {"model": "transformers GPT2LMHeadModel 4x512", "compile": True, "amp": "bf16", "batch": 8,
+                       "seq": 256, "steps": 3, "optimizer": "AdamW fused"},
+           list(model.parameters()), [p.grad for p in model.parameters() if p.grad is not None], opt_state(opt), "none")
+
+
+def run_mempool(name, out):
+    import torch
+    import torchvision
+    start_recording()
+    model = torchvision.models.resnet18(num_classes=10).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    pool = torch.cuda.MemPool()
+    with torch.cuda.use_mem_pool(pool):
+        cache = [torch.empty(3 << 20, dtype=torch.uint8, device="cuda") for _ in range(4)]
+        tmp = torch.empty(5 << 20, dtype=torch.uint8, device="cuda")
+        del tmp
+    for _ in range(3):
+        x = torch.randn(32, 3, 64, 64, device="cuda")
+        y = torch.randint(0, 10, (32,), device="cuda")
+        opt.zero_grad(set_to_none=True)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+    torch.cuda.empty_cache()
+    finish(name, out, {"model": "torchvision resnet18", "mempool": "4 x 3 MiB buffers in a torch.cuda.MemPool",
+                       "batch": 32, "image": 64, "steps": 3, "optimizer": "SGD"},
+           list(model.parameters()), [p.grad for p in model.parameters() if p.grad is not None], opt_state(opt), "none",
+           extra={"mempool_id": list(pool.id), "cache_bytes": sum(c.numel() for c in cache)})
+
+
+def run_oom_expandable(name, out):
+    import torch
+    torch.cuda.set_per_process_memory_fraction(0.012)  # about 1.7 GB of an H200
+    start_recording()
+    model = gpt2(layers=4, embd=768, heads=12).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    oom = None
+    for b in (2, 4, 64):
+        try:
+            lm_step(model, opt, batch=b, seq=512)
+        except torch.OutOfMemoryError as e:
+            oom = {"batch": b, "message": str(e).splitlines()[0][:300]}
+            break
+    finish(name, out, {"model": "transformers GPT2LMHeadModel 4x768", "batches": [2, 4, 64], "seq": 512,
+                       "memory_fraction": 0.012, "optimizer": "AdamW"},
+           list(model.parameters()), [p.grad for p in model.parameters() if p.grad is not None], opt_state(opt), "none",
+           extra={"oom": oom})
+
+
+def run_late_side_stream(name, out):
+    import torch
+    import torchvision
+    model = torchvision.models.resnet18(num_classes=100).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    side = torch.cuda.Stream()
+    main = torch.cuda.current_stream()
+
+    def prefetch():
+        with torch.cuda.stream(side):
+            x = torch.randn(64, 3, 96, 96, device="cuda")
+            y = torch.randint(0, 100, (64,), device="cuda")
+        return x, y
+
+    nxt = prefetch()
+    for step in range(5):
+        if step == 2:
+            start_recording()
+        main.wait_stream(side)
+        x, y = nxt
+        x.record_stream(main)
+        y.record_stream(main)
+        nxt = prefetch()
+        opt.zero_grad(set_to_none=True)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        scratch = torch.empty(32 << 20, dtype=torch.uint8, device="cuda")
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(20_000_000)
+            scratch.add_(1)
+        scratch.record_stream(side)
+        del scratch, x, y
+        opt.step()
+    finish(name, out, {"model": "torchvision resnet18", "batch": 64, "image": 96, "steps": 5, "recorded_from_step": 3,
+                       "optimizer": "SGD momentum", "streams": "prefetch side stream, record_stream"},
+           list(model.parameters()), [p.grad for p in model.parameters() if p.grad is not None], opt_state(opt),
+           "late_start")
+
+
 RUNNERS = {"fsdp2_gpt2": run_fsdp2, "fsdp1_gpt2": run_fsdp1, "side_stream": run_side_stream,
            "expandable_gpt2": run_expandable, "graphed_resnet": run_graphed, "graph_step": run_graph_step,
-           "late_gpt2": run_late_gpt2, "late_resnet": run_late_resnet, "wrapped_gpt2": run_wrapped}
+           "late_gpt2": run_late_gpt2, "late_resnet": run_late_resnet, "wrapped_gpt2": run_wrapped,
+           "late_expandable_gpt2": run_late_expandable, "wrapped_expandable_gpt2": run_wrapped_expandable,
+           "ddp_gpt2": run_ddp, "fsdp2_late_gpt2": run_fsdp2_late, "compile_amp_gpt2": run_compile_amp,
+           "mempool_resnet": run_mempool, "oom_expandable": run_oom_expandable, "late_side_stream": run_late_side_stream}
 
 
 def main():

@@ -29,7 +29,7 @@ const std::vector<CatalogueEntry>& catalogue() {
       {Code::ProfilerWindow, "profiler_window", K::Warning, S::Info,
        "a profiler trace that started with memory already allocated: the peak is that of the profiled window"},
       {Code::HistoryTruncated, "history_truncated", K::Warning, S::Warning,
-       "the allocator history starts mid-run (the ring buffer wrapped): the peak is that of the recorded window"},
+       "the allocator history starts mid-run (the recording started late, or the ring buffer wrapped): the peak is that of the recorded window"},
       {Code::NoHistory, "no_history", K::Warning, S::Warning,
        "no allocation history: the figures are the dump-time state only, not a peak"},
       {Code::EndStateMismatch, "end_state_mismatch", K::Warning, S::Warning,

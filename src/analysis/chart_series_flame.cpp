@@ -223,7 +223,7 @@ class Builder {
         Elem pre;
         pre.key = "\x1fpre";
         pre.text = "allocated before the recorded history";
-        pre.note = "the ring buffer wrapped: these allocations were made before the first recorded event";
+        pre.note = "the history starts mid-run (a late start or a wrapped ring buffer): these allocations were made before the first recorded event";
         leaf = child(leaf, pre, frames);
         Elem how;
         how.key = origin == 1 ? "\x1f" "freed" : "\x1f" "alive";

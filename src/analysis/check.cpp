@@ -41,6 +41,8 @@ PeakFigures peak_figures(const Analysis& r) {
     f.categories.emplace_back(d.attr.categories[i], i < d.categories.size() ? d.categories[i] : 0);
   if (!d.replay.has_trace || d.events == 0) f.history = "none";
   else if (d.replay.truncated || r.history_truncated) f.history = "truncated";
+  if (f.history == "truncated")
+    f.truncation = truncation_name(d.replay.truncated ? d.replay.truncation : r.truncation);
   f.phase = phase_name(d.peak_phase);
   f.iteration = d.peak_iteration;
   return f;
@@ -151,11 +153,21 @@ CheckItem history_item(const std::string& name, const std::string& who, const Pe
     it.message = who + " " + f.name +
                  ": the profiler started with memory already allocated, so the trace's peak is exact for the profiled "
                  "window only: a higher peak before it cannot be seen. Profile from the start of the run";
-  else if (f.history == "truncated")
+  else if (f.history == "truncated" && f.truncation == "late_start")
+    it.message = who + " " + f.name +
+                 ": the history is truncated (the recording started after memory was already in use), so the peak "
+                 "cannot be established: a higher peak before the first recorded event cannot be seen. Call "
+                 "torch.cuda.memory._record_memory_history() before the model is built";
+  else if (f.history == "truncated" && f.truncation == "wrapped")
     it.message = who + " " + f.name +
                  ": the history is truncated (the ring buffer wrapped, max_entries was reached), so the peak "
                  "cannot be established: a higher peak before the first recorded event cannot be seen. Record with a "
                  "larger torch.cuda.memory._record_memory_history(max_entries=...)";
+  else if (f.history == "truncated")
+    it.message = who + " " + f.name +
+                 ": the history is truncated (the recording started late or the ring buffer wrapped; the file cannot "
+                 "tell which), so the peak cannot be established: a higher peak before the first recorded event cannot "
+                 "be seen. Record from before the model is built, with a max_entries above the run's events";
   else
     it.message = who + " " + f.name +
                  ": the snapshot has no allocation history (recorded without _record_memory_history, or a bare "

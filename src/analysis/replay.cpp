@@ -271,13 +271,14 @@ class Replayer {
       check_counters(dev_.index, "before the first event", c_);
   }
   uint32_t pool_index(const int64_t id[2]) {
-    for (size_t k = 0; k < out.pools.size(); ++k)
-      if (out.pools[k].id[0] == id[0] && out.pools[k].id[1] == id[1]) return uint32_t(k);
-    PoolUsage p;
-    p.id[0] = id[0];
-    p.id[1] = id[1];
-    out.pools.push_back(p);
-    return uint32_t(out.pools.size() - 1);
+    auto [it, fresh] = pool_of_id_.try_emplace({id[0], id[1]}, uint32_t(out.pools.size()));
+    if (fresh) {
+      PoolUsage p;
+      p.id[0] = id[0];
+      p.id[1] = id[1];
+      out.pools.push_back(p);
+    }
+    return it->second;
   }
   // The pool of a segment made at `addr`, from the dumped segments (the
   // history of PyTorch 2.11 does not name pools); the default pool when the
@@ -308,6 +309,7 @@ class Replayer {
   // Dumped segments' pools: non-expandable by address; expandable mapped
   // ranges as (lo, hi, pool) sorted by lo.
   std::unordered_map<uint64_t, uint32_t> dump_pool_by_addr_;
+  std::map<std::pair<int64_t, int64_t>, uint32_t> pool_of_id_;
   std::vector<std::pair<std::pair<uint64_t, uint64_t>, uint32_t>> dump_pool_ranges_;
 };
 
@@ -643,6 +645,7 @@ void Replayer::reconstruct_initial_state() {
       if (s == detail::AddrMap::kNone) {
         pre.push_back({b.addr, b.requested_size, b.size, sg.stream, b.stack, true,
                        b.state == BlockState::ActivePendingFree, kNever});
+        if (b.stack != 0) ++evd.framed_early_blocks;
       } else if (uint32_t p = pre_open.find(b.addr); p != detail::AddrMap::kNone) {
         // Freed in the history but still waiting at the dump: the dump has its size.
         pre[p].size = b.size;
@@ -657,11 +660,21 @@ void Replayer::reconstruct_initial_state() {
   };
   std::vector<Seg0> seg0;
   for (const PreSeg& p : pre_segs) seg0.push_back({p.addr, p.size, p.stream, false});
-  for (auto& r : pre_mapped.ranges()) {
-    uint64_t stream = 0;
+  {
+    // The stream of each early mapped range: that of the dumped mapped range
+    // holding its start (0 when none does).
+    std::vector<std::pair<uint64_t, const Segment*>> exp_dump;
     for (const Segment& sg : dev_.segments)
-      if (sg.expandable && sg.addr <= r.first && r.first < sg.addr + sg.total_size) stream = sg.stream;
-    seg0.push_back({r.first, r.second - r.first, stream, true});
+      if (sg.expandable) exp_dump.push_back({sg.addr, &sg});
+    std::sort(exp_dump.begin(), exp_dump.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto& r : pre_mapped.ranges()) {
+      uint64_t stream = 0;
+      auto it = std::upper_bound(exp_dump.begin(), exp_dump.end(), r.first,
+                                 [](uint64_t a, const auto& e) { return a < e.first; });
+      if (it != exp_dump.begin() && r.first < std::prev(it)->second->addr + std::prev(it)->second->total_size)
+        stream = std::prev(it)->second->stream;
+      seg0.push_back({r.first, r.second - r.first, stream, true});
+    }
   }
   std::sort(seg0.begin(), seg0.end(), [](const Seg0& a, const Seg0& b) { return a.addr < b.addr; });
   std::sort(pre.begin(), pre.end(), [](const Pre& a, const Pre& b) { return a.addr < b.addr; });
@@ -677,8 +690,15 @@ void Replayer::reconstruct_initial_state() {
   if (!out.truncated) out.truncation = Truncation::None;
   else if (evd.max_entries >= 0)
     out.truncation = evd.entries >= uint64_t(evd.max_entries) ? Truncation::Wrapped : Truncation::LateStart;
+  // A ring that wrapped holds exactly max_entries, and people pass round
+  // numbers. Otherwise a late start, unless the file shows entries lost from
+  // a history that was on: blocks allocated before the first event that
+  // carry a stack (PyTorch keeps a live block's stack outside the ring, so
+  // only blocks allocated while recording have one; with a non-round count
+  // that is a restarted history or an odd max_entries), or frees of blocks
+  // the history had already seen freed.
   else if (evd.entries_round) out.truncation = Truncation::Wrapped;
-  else if (evd.head_orphan_free || evd.dropped_mid_history > 0) out.truncation = Truncation::Unknown;
+  else if (evd.framed_early_blocks > 0 || evd.dropped_mid_history > 0) out.truncation = Truncation::Unknown;
   else out.truncation = Truncation::LateStart;
   out.pre_trace_allocations = 0;
 

@@ -45,6 +45,7 @@ J truncation_evidence_json(const TruncationEvidence& e) {
   j["max_entries"] = e.max_entries >= 0 ? J(e.max_entries) : J(nullptr);
   j["entries_round"] = e.entries_round;
   j["head_orphan_free"] = e.head_orphan_free;
+  j["framed_early_blocks"] = e.framed_early_blocks;
   j["dropped_mid_history"] = e.dropped_mid_history;
   return j;
 }

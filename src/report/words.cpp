@@ -157,6 +157,12 @@ std::string history_cut_words(const HistoryTruncatedFacts& f) {
   std::string m = "the recorded history starts mid-run, and the file cannot tell whether recording started late or "
                   "the ring buffer wrapped (" + with_commas(e.entries) + " entries";
   if (e.max_entries >= 0) m += ", max_entries=" + with_commas(uint64_t(e.max_entries));
+  if (e.framed_early_blocks > 0)
+    m += "; " + with_commas(e.framed_early_blocks) +
+         " blocks allocated before the first event carry stacks, so they were allocated while recording, yet the "
+         "count is not a round max_entries";
+  if (e.dropped_mid_history > 0)
+    m += "; " + with_commas(e.dropped_mid_history) + " frees of blocks the history had already seen freed";
   return m + ")";
 }
 

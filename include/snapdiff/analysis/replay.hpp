@@ -44,7 +44,10 @@ struct TruncationEvidence {
   uint64_t entries = 0;          // trace entries of the device
   int64_t max_entries = -1;      // as the file records it; -1 when it does not
   bool entries_round = false;    // the count is a round number (a plausible max_entries)
-  bool head_orphan_free = false; // the first event completes a free whose request is not in the history
+  bool head_orphan_free = false; // the history begins by completing frees it never saw requested
+                                 // (pending frees of a late start do that too: not decisive)
+  uint64_t framed_early_blocks = 0;  // blocks alive at the dump, allocated before the history, that carry
+                                     // a stack: allocated while recording was on, their alloc lost
   uint64_t dropped_mid_history = 0;  // frees of blocks the history had already seen freed
 };
 

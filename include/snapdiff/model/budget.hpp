@@ -42,6 +42,7 @@ struct PeakFigures {
   int64_t requested = 0, allocated = 0, reserved = 0;
   std::vector<std::pair<std::string, int64_t>> categories;  // requested bytes at the peak
   std::string history = "complete";  // "complete", "truncated", "none"
+  std::string truncation = "none";   // truncated: "late_start", "wrapped" or "unknown"
   std::string phase;                 // phase of the (requested) peak
   int iteration = 0;
   uint64_t events = 0;
