@@ -247,6 +247,15 @@ std::string render_text(const Report& r) {
       cmp("reserved  ", ck.replay.reserved, ck.dump.reserved);
       o << "  segments  " << pad_left(with_commas(ck.replay_segments), 11) << "  replayed, "
         << pad_left(with_commas(ck.dump_segments), 11) << "  dumped\n";
+      // Private pools (CUDA graphs, torch.cuda.MemPool): their memory is
+      // reused only within them and empty_cache() does not return it.
+      for (size_t k = 1; k < d.pools.size(); ++k) {
+        const PoolUsage& p = d.pools[k];
+        if (p.segments == 0 && p.reserved == 0) continue;
+        o << "  pool (" << p.id[0] << ", " << p.id[1] << ")" << pad_left(human_bytes(p.reserved), 11)
+          << "  reserved, " << pad_left(human_bytes(p.allocated), 11) << "  allocated in " << with_commas(p.segments)
+          << (p.segments == 1 ? " segment" : " segments") << "  (private: a CUDA graph's or a MemPool's)\n";
+      }
     }
   }
   o << detail::timeline_text(r);
