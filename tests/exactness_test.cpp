@@ -184,3 +184,29 @@ TEST_CASE("xxl_fp8: wrapped history, requested peak exact", "[analysis][exact][x
       CHECK(double(temp) >= 0.9 * double(tr["grad_bytes"].get<int64_t>()));
     }
 }
+
+TEST_CASE("graph and MemPool runs: every allocation knows its pool, as the dump does", "[analysis][exact]") {
+  // The requested bytes alive at the end in private pools, by the pool the
+  // replay gave each allocation, against the dump's own blocks in segments
+  // whose segment_pool_id is not (0, 0).
+  for (const char* stem : {"graphed_resnet", "graph_step", "mempool_resnet"}) {
+    INFO(stem);
+    Trace t = load_trace(test::real_data(std::string(stem) + ".pickle.gz"));
+    Analysis r = analyze(t, {});
+    REQUIRE(!r.devices.empty());
+    const DeviceAnalysis& d = r.devices[0];
+    REQUIRE(d.replay.pools.size() >= 2);
+    CHECK(d.replay.pools[0].id[0] == 0);
+    CHECK(d.replay.pools[0].id[1] == 0);
+    int64_t dumped = 0, replayed = 0;
+    for (const Segment& sg : t.devices[0].segments)
+      if (sg.pool_id[0] != 0 || sg.pool_id[1] != 0)
+        for (uint32_t k = 0; k < sg.block_count; ++k)
+          if (t.devices[0].blocks[sg.first_block + k].state != BlockState::Inactive)
+            dumped += int64_t(t.devices[0].blocks[sg.first_block + k].requested_size);
+    for (const Allocation& al : d.attr.allocations)
+      if (al.free_event == INT64_MAX && al.pool != 0) replayed += int64_t(al.requested);
+    CHECK(dumped > 0);
+    CHECK(replayed == dumped);
+  }
+}

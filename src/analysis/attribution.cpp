@@ -3,6 +3,7 @@
 #include "snapdiff/analysis/attribution.hpp"
 
 #include <algorithm>
+#include <map>
 #include <iterator>
 #include <unordered_map>
 #include <unordered_set>
@@ -226,6 +227,7 @@ class Attributor {
         al.requested = e.size;
         al.stack = e.stack;
         al.alloc_event = int64_t(i);
+        if (!rp_.alloc_pool.empty()) al.pool = rp_.alloc_pool[i];
         uint32_t id = uint32_t(a_.allocations.size());
         a_.allocations.push_back(al);
         live.put(e.addr, id);
@@ -291,8 +293,13 @@ class Attributor {
         a_.allocations.push_back(al);
       }
     }
-    // Blocks alive at the dump that the history never allocated.
-    for (const Segment& sg : d_.segments)
+    // Blocks alive at the dump that the history never allocated, in the
+    // pool of their segment.
+    std::map<std::pair<int64_t, int64_t>, uint32_t> pool_of;
+    for (uint32_t p = 0; p < rp_.pools.size(); ++p) pool_of.emplace(std::make_pair(rp_.pools[p].id[0], rp_.pools[p].id[1]), p);
+    for (const Segment& sg : d_.segments) {
+      auto pi = pool_of.find({sg.pool_id[0], sg.pool_id[1]});
+      const uint32_t pool = pi == pool_of.end() ? 0 : pi->second;
       for (uint32_t k = 0; k < sg.block_count; ++k) {
         const Block& b = d_.blocks[sg.first_block + k];
         // Active blocks: allocated, and freed but waiting on other streams
@@ -302,9 +309,11 @@ class Attributor {
         al.addr = b.addr;
         al.requested = b.requested_size;
         al.stack = b.stack;
+        al.pool = pool;
         al.alloc_event = -1;
         a_.allocations.push_back(al);
       }
+    }
   }
 
   // ---- phases ------------------------------------------------------------

@@ -401,6 +401,7 @@ void Replayer::do_alloc(size_t i, const Event& e) {
   wadd(c_.requested, e.size);
   wadd(c_.allocated, a.size);
   wadd(c_.active, a.size);
+  if (!out.alloc_pool.empty()) out.alloc_pool[i] = a.seg >= 0 ? segs_[size_t(a.seg)].pool : 0;
 }
 
 // The user freed the block: allocated_bytes drops now; requested_bytes and
@@ -788,6 +789,7 @@ void Replayer::reconstruct_initial_state() {
   }
   check_counters(dev_.index, "before the first event", c_);
   out.baseline = c_;
+  if (out.pools.size() > 1) out.alloc_pool.assign(ev.size(), 0);
 }
 
 void Replayer::finish_end_check() {

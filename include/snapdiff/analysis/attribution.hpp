@@ -100,6 +100,7 @@ struct Allocation {
   uint64_t addr = 0;
   uint64_t requested = 0;
   StackId stack = 0;
+  uint32_t pool = 0;               // index into DeviceReplay::pools: 0 the default pool, else a private one
   int64_t alloc_event = -1;        // -1: before the recorded history
   // Live until its free completes (free_completed; free_requested in inputs
   // without completions): INT64_MAX while alive at the end.

@@ -100,6 +100,9 @@ struct DeviceReplay {
   // Memory pools seen (index 0 is the default pool, (0, 0)); pools other than
   // the default are private: CUDA graphs' and torch.cuda.MemPool's.
   std::vector<PoolUsage> pools;
+  // The pool (index into pools) of the block each alloc event took; empty
+  // when every segment is the default pool's.
+  std::vector<uint32_t> alloc_pool;
   // A profiler trace: allocated and reserved are the totals the trace
   // reported after each event (exact); requested is the running sum of the
   // events' sizes, which are block sizes (so requested = allocated: PyTorch's
