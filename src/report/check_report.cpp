@@ -180,6 +180,7 @@ std::string render_check_json(const CheckResult& r) {
     j["name"] = f.name;
     j["device"] = f.device;
     j["history"] = f.history;
+    j["truncation"] = f.truncation;
     j["peak"] = {{"requested_bytes", f.requested}, {"allocated_bytes", f.allocated}, {"reserved_bytes", f.reserved}};
     if (!f.phase.empty()) {
       j["peak"]["phase"] = f.phase;
