@@ -367,7 +367,8 @@ TEST_CASE("replay: a large block is split only when more than 1 MiB remains, an 
                         {39 * M, 20 * M, 40 * M, 40 * M},        // 5 x requested
                         {20 * M, 20 * M, 40 * M, 20 * M},        // 6 x completed
                     });
-    const LiveAllocation* x = live_at(h.state_at(1), L1);
+    const AllocatorState s1 = h.state_at(1);
+    const LiveAllocation* x = live_at(s1, L1);
     REQUIRE(x != nullptr);
     CHECK(x->block_size == 20 * MiB);
     CHECK(free_ranges(h.state_at(1)).empty());
