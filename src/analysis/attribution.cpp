@@ -212,6 +212,20 @@ class Attributor {
         completions = true;
         break;
       }
+    // An allocation made before the history, known from its free event i
+    // (user's free at free_requested: i, or -1 when that too came before).
+    auto before_history = [&](const Event& e, size_t i, int64_t free_requested) {
+      Allocation al;
+      al.addr = e.addr;
+      al.requested = e.size;
+      al.stack = e.stack;
+      al.alloc_event = -1;
+      al.free_requested_event = free_requested;
+      const uint32_t id = uint32_t(a_.allocations.size());
+      alloc_of_event_[i] = id;
+      a_.allocations.push_back(al);
+      return id;
+    };
     auto close = [&](uint32_t id, size_t i) {
       a_.allocations[id].free_event = int64_t(i);
       alloc_of_event_[i] = id;
@@ -243,15 +257,7 @@ class Attributor {
           if (!completions) close(id, i);
         } else if (!freed_once_.count(e.addr)) {
           // Freed without a recorded alloc: allocated before the history began.
-          Allocation al;
-          al.addr = e.addr;
-          al.requested = e.size;
-          al.stack = e.stack;
-          al.alloc_event = -1;
-          al.free_requested_event = int64_t(i);
-          id = uint32_t(a_.allocations.size());
-          alloc_of_event_[i] = id;
-          a_.allocations.push_back(al);
+          id = before_history(e, i, int64_t(i));
           if (completions) live.put(e.addr, id);
           else a_.allocations[id].free_event = int64_t(i);
         }
@@ -265,15 +271,7 @@ class Attributor {
         } else if (!freed_once_.count(e.addr)) {
           // Freed before the history began, its free completing in it (it
           // waited on another stream): live until here.
-          Allocation al;
-          al.addr = e.addr;
-          al.requested = e.size;
-          al.stack = e.stack;
-          al.alloc_event = -1;
-          al.free_requested_event = -1;
-          al.free_event = int64_t(i);
-          alloc_of_event_[i] = uint32_t(a_.allocations.size());
-          a_.allocations.push_back(al);
+          a_.allocations[before_history(e, i, -1)].free_event = int64_t(i);
           freed_once_.insert(e.addr);
         }
       }
