@@ -45,6 +45,8 @@ TEST_CASE("diff of real pairs: peak delta exact, parameter delta within 1%", "[a
                                     ta["memory_stats"]["allocated_bytes.all.peak"].get<int64_t>());
     CHECK(p->d.peak_delta[2] == tb["memory_stats"]["reserved_bytes.all.peak"].get<int64_t>() -
                                     ta["memory_stats"]["reserved_bytes.all.peak"].get<int64_t>());
+    CHECK(p->d.peak_delta[3] == tb["memory_stats"]["active_bytes.all.peak"].get<int64_t>() -
+                                    ta["memory_stats"]["active_bytes.all.peak"].get<int64_t>());
     int64_t want = tb["param_bytes"].get<int64_t>() - ta["param_bytes"].get<int64_t>();
     int64_t got = cat_delta(p->d, "parameter");
     INFO("parameter delta " << got << " want " << want);

@@ -218,6 +218,7 @@ TEST_CASE("diff: the active peak beside the other three, except for profiler tra
   d.a = filled_view();
   d.b = filled_view();
   d.b.devices[0].peak_active.bytes += 1 << 20;
+  d.peak_delta[3] = 1 << 20;  // the analysis's delta (diff.cpp), which the renderers show
   CHECK(has(render_diff_text(d), "\n  active   "));
   CHECK(has(render_diff_markdown(d), "| active | "));
   CHECK(nlohmann::json::parse(render_diff_json(d))["delta"]["peak"]["active_bytes"] == 1 << 20);

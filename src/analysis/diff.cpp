@@ -200,6 +200,7 @@ Diff diff_reports(const Analysis& a, const Analysis& b, const DiffOptions& opts)
   d.peak_delta[0] = db.replay.peak_requested.bytes - da.replay.peak_requested.bytes;
   d.peak_delta[1] = db.replay.peak_allocated.bytes - da.replay.peak_allocated.bytes;
   d.peak_delta[2] = db.replay.peak_reserved.bytes - da.replay.peak_reserved.bytes;
+  d.peak_delta[3] = db.replay.peak_active.bytes - da.replay.peak_active.bytes;
 
   // Categories at each run's peak: union of names, A's order first.
   std::vector<std::string> names = da.attr.categories;

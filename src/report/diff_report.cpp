@@ -42,7 +42,7 @@ std::vector<detail::DiffPeakRow> detail::diff_peak_rows(const Diff& d) {
   std::vector<DiffPeakRow> rows = {
       {"requested", da->peak_requested.bytes, db->peak_requested.bytes, d.peak_delta[0]},
       {"allocated", da->peak_allocated.bytes, db->peak_allocated.bytes, d.peak_delta[1]},
-      {"active", da->peak_active.bytes, db->peak_active.bytes, db->peak_active.bytes - da->peak_active.bytes},
+      {"active", da->peak_active.bytes, db->peak_active.bytes, d.peak_delta[3]},
       {"reserved", da->peak_reserved.bytes, db->peak_reserved.bytes, d.peak_delta[2]}};
   if (da->reported_totals || db->reported_totals) rows.erase(rows.begin() + 2);
   return rows;
@@ -108,12 +108,10 @@ std::string render_diff_json(const Diff& d) {
   j["a"] = J::parse(render_json(d.a));
   j["b"] = J::parse(render_json(d.b));
   J delta;
-  const DeviceView* da = top(d.a);
-  const DeviceView* db = top(d.b);
   delta["peak"] = {{"requested_bytes", d.peak_delta[0]},
                    {"allocated_bytes", d.peak_delta[1]},
                    {"reserved_bytes", d.peak_delta[2]},
-                   {"active_bytes", da && db ? db->peak_active.bytes - da->peak_active.bytes : 0}};
+                   {"active_bytes", d.peak_delta[3]}};
   J cats = J::object();
   for (const CategoryDelta& c : d.categories) cats[c.name] = c.delta();
   delta["categories"] = cats;

@@ -49,7 +49,7 @@ struct SiteDelta {
 struct Diff {
   std::string a_name, b_name;
   Report a, b;  // each run's report view
-  int64_t peak_delta[3] = {0, 0, 0};  // requested, allocated, reserved (B - A)
+  int64_t peak_delta[4] = {0, 0, 0, 0};  // requested, allocated, reserved, active (B - A)
   std::vector<CategoryDelta> categories;  // sorted by |delta|, largest first
   std::vector<PhaseDelta> phases;         // time order (A's, then B-only spans)
   std::vector<SiteDelta> sites;           // top N by |delta|
