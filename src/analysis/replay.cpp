@@ -288,6 +288,7 @@ class Replayer {
   // when it is the first mapping of a reservation.
   int32_t expandable_seg(uint64_t addr, uint64_t size, uint64_t stream);
   void index_dump_pools();
+  std::vector<PoolUsage> pool_usage() const;
 
   void do_alloc(size_t i, const Event& e);
   void do_free_requested(size_t i, uint64_t addr, bool quiet);
@@ -362,8 +363,7 @@ void Replayer::do_alloc(size_t i, const Event& e) {
   uint32_t id = by_start_.find(e.addr);
   if (id != detail::AddrMap::kNone && blocks_[id].state != BS::Free) {
     note(i, "alloc at an address that is still allocated; treating the old block as freed");
-    Event done = e;
-    do_free_completed(i, done);
+    do_free_completed(i, e);
     id = by_start_.find(e.addr);
   }
   if (id == detail::AddrMap::kNone || blocks_[id].state != BS::Free || blocks_[id].size < r) {
@@ -812,40 +812,41 @@ void Replayer::finish_end_check() {
       check_counters(dev_.index, "the dumped segments", ck.dump);
   }
   ck.dump_segments = dev_.segments.size();
-  // Replayed segments as PyTorch dumps them: each cudaMalloc'd segment, and
-  // each contiguous mapped range of an expandable one.
+  out.pools = pool_usage();
+  for (const PoolUsage& p : out.pools) ck.replay_segments += p.segments;
+}
+
+// Each pool's segments as PyTorch dumps them (each cudaMalloc'd segment, and
+// each contiguous mapped range of an expandable one), its reserved bytes and
+// the block bytes allocated in it, at this moment.
+std::vector<PoolUsage> Replayer::pool_usage() const {
+  std::vector<PoolUsage> pools = out.pools;
+  for (PoolUsage& p : pools) p.segments = 0, p.reserved = 0, p.allocated = 0;
   for (const RSeg& s : segs_)
     if (s.live && !s.expandable) {
-      ++ck.replay_segments;
-      ++out.pools[s.pool].segments;
-      wadd(out.pools[s.pool].reserved, s.size);
+      ++pools[s.pool].segments;
+      wadd(pools[s.pool].reserved, s.size);
     }
   uint64_t run_end = UINT64_MAX;
   for (auto& kv : mapped_) {
     const RBlock& b = blocks_[kv.second];
-    const uint32_t pool = segs_[size_t(b.seg)].pool;
-    if (b.addr != run_end) {
-      ++ck.replay_segments;
-      ++out.pools[pool].segments;
-    }
-    wadd(out.pools[pool].reserved, b.size);
+    PoolUsage& p = pools[segs_[size_t(b.seg)].pool];
+    if (b.addr != run_end) ++p.segments;
+    wadd(p.reserved, b.size);
     run_end = b.addr + b.size;
   }
   for (const RBlock& b : blocks_)
-    if (b.live && b.state == BS::Alloc && b.seg >= 0) wadd(out.pools[segs_[size_t(b.seg)].pool].allocated, b.size);
+    if (b.live && b.state == BS::Alloc && b.seg >= 0) wadd(pools[segs_[size_t(b.seg)].pool].allocated, b.size);
+  return pools;
 }
 
 AllocatorState Replayer::state() const {
   AllocatorState st;
   st.counters = c_;
-  st.pools = out.pools;
-  for (PoolUsage& p : st.pools) p.segments = 0, p.reserved = 0, p.allocated = 0;
-  for (const RSeg& s : segs_)
-    if (s.live && !s.expandable) ++st.pools[s.pool].segments, wadd(st.pools[s.pool].reserved, s.size);
+  st.pools = pool_usage();
   for (const RBlock& b : blocks_) {
     if (!b.live) continue;
     const uint32_t pool = b.seg >= 0 ? segs_[size_t(b.seg)].pool : 0;
-    if (seg_expandable(b.seg)) wadd(st.pools[pool].reserved, b.size);
     if (b.state == BS::Free) {
       st.free_blocks.push_back({b.addr, b.size, seg_expandable(b.seg), pool});
       continue;
@@ -855,8 +856,6 @@ AllocatorState Replayer::state() const {
     if (pending) {
       st.pending_free_bytes += b.size;
       st.pending_free_requested += b.requested;
-    } else {
-      wadd(st.pools[pool].allocated, b.size);
     }
   }
   return st;
