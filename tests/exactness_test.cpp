@@ -15,9 +15,6 @@ using namespace snapdiff;
 
 namespace {
 
-const char* kComplete[] = {"small_bf16",           "small_bf16_cpp", "small_bf16_expandable", "small_fp8",
-                           "small_fp8_pw",         "small_oom",      "med_bf16_cpp"};
-
 // Every recording in tests/data/real/ with a truth file and a snapshot
 // beside it (STEM.pickle or STEM.pickle.gz; xxl_fp8 is unpacked by the build
 // and has its own test): the allocator modes of
@@ -41,30 +38,6 @@ std::vector<std::pair<std::string, std::string>> all_recordings() {
 }
 
 }  // namespace
-
-TEST_CASE("peaks equal PyTorch's memory_stats on every complete-history snapshot", "[analysis][exact]") {
-  for (const char* stem : kComplete) {
-    INFO(stem);
-    auto path = test::real_data(std::string(stem) + ".pickle");
-    REQUIRE(test::file_exists(path));
-    Trace t = load_trace(path);
-    ReportOptions o;
-    Analysis r = analyze(t, o);
-    REQUIRE(!r.devices.empty());
-    CHECK_FALSE(r.history_truncated);
-    const DeviceReplay& rp = r.devices[r.peak_device].replay;
-    auto ms = test::truth(stem)["memory_stats"];
-    CHECK(rp.peak_requested.bytes == ms["requested_bytes.all.peak"].get<int64_t>());
-    CHECK(rp.peak_allocated.bytes == ms["allocated_bytes.all.peak"].get<int64_t>());
-    CHECK(rp.peak_reserved.bytes == ms["reserved_bytes.all.peak"].get<int64_t>());
-    // The end of the replay is the state PyTorch dumped, and its counters.
-    CHECK(rp.end_check.matches());
-    auto tr = test::truth(stem);
-    CHECK(rp.end.allocated == tr["memory_allocated_end"].get<int64_t>());
-    CHECK(rp.end.reserved == tr["memory_reserved_end"].get<int64_t>());
-    CHECK(rp.inconsistencies == 0);
-  }
-}
 
 TEST_CASE("every recording replays to PyTorch's own counters: peaks, end, truncation", "[analysis][exact]") {
   // For each recording: the four peaks are memory_stats()' peaks (since the
@@ -93,7 +66,7 @@ TEST_CASE("every recording replays to PyTorch's own counters: peaks, end, trunca
       CHECK(rp.peak_reserved.bytes == ms["reserved_bytes.all.peak"].get<int64_t>());
       CHECK(rp.peak_active.bytes == ms["active_bytes.all.peak"].get<int64_t>());
       CHECK(rp.end_check.matches());
-      // The older truth files (kComplete) lack requested_bytes.all.current
+      // The older truth files (the reference workload's) lack requested_bytes.all.current
       // and `truncation` (their histories are complete); their end requested
       // bytes are the dump's, which end_check compares.
       if (ms.contains("requested_bytes.all.current"))
