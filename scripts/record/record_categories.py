@@ -16,6 +16,9 @@ from PyTorch in the same process:
   cat_fsdp2_gpt2      fully_shard, bf16 mixed precision, world size 1
   cat_late_fsdp1      FullyShardedDataParallel, recording from the third step
   cat_graphed_mlp     make_graphed_callables training
+  cat_late_keepgrad_gpt2  GPT-2, Adam, zero_grad(set_to_none=False): recording
+                      after two warm-up steps, the gradients kept from before
+  cat_autocast_cpp    GPT-2 under bf16 autocast, recorded with stacks="all"
 
 Usage, on a CUDA machine:  python3 record_categories.py OUT_DIR [NAME ...]
 
@@ -41,7 +44,7 @@ import sys
 import time
 
 SCENARIOS = ["cat_late_llama", "cat_resnet50_sgd", "cat_compiled_mlp", "cat_autocast_gpt2", "cat_fp8_mlp",
-             "cat_fsdp2_gpt2", "cat_late_fsdp1", "cat_graphed_mlp"]
+             "cat_fsdp2_gpt2", "cat_late_fsdp1", "cat_graphed_mlp", "cat_late_keepgrad_gpt2", "cat_autocast_cpp"]
 
 
 def now_us():
@@ -239,25 +242,52 @@ def run_compiled_mlp(name, out):
         opt.step()
         K.state(opt)
         STEPS["n"] += 1
+    if os.environ.get("SNAPDIFF_SHOW_INDUCTOR"):
+        snap = torch.cuda.memory._snapshot()
+        files = {f["filename"] for e in snap["device_traces"][0] for f in e.get("frames", [])
+                 if "torchinductor" in f["filename"]}
+        for fn in sorted(files):
+            print("==", fn)
+            print(open(fn).read()[-9000:])
     finish(name, out, {"model": "MLP 2048-4096-4096-2048", "compile": True, "batch": 2048, "optimizer": "Adam fused"},
            STEPS["n"])
 
 
-def copy_recorder(params):
-    """A dispatch mode that notes every cast of a parameter (autocast's
-    cached_cast runs aten::_to_copy below the autocast key)."""
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-    ptrs = {p.untyped_storage().data_ptr() for p in params}
+VIEWS = {"TBackward0", "TransposeBackward0", "ViewBackward0", "UnsafeViewBackward0", "PermuteBackward0",
+         "ExpandBackward0", "AsStridedBackward0", "SliceBackward0", "ReshapeAliasBackward0", "AliasBackward0"}
 
-    class Casts(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            r = func(*args, **(kwargs or {}))
-            if func is torch.ops.aten._to_copy.default and torch.is_tensor(args[0]) and \
-                    args[0].untyped_storage().data_ptr() in ptrs:
-                K.note("parameter_copy", [r])
-            return r
-    return Casts
+
+def note_saved_casts(loss, params):
+    """Autocast's cached casts of parameters that the autograd graph saved for
+    the backward: saved tensors whose own grad_fn (through views) is a
+    ToCopyBackward0 fed by a parameter's AccumulateGrad."""
+    import torch
+    ids = {id(p) for p in params}
+
+    def cast_of_param(fn):
+        while fn is not None and type(fn).__name__ in VIEWS and fn.next_functions:
+            fn = fn.next_functions[0][0]
+        if fn is None or type(fn).__name__ != "ToCopyBackward0" or not fn.next_functions:
+            return False
+        acc = fn.next_functions[0][0]
+        return acc is not None and id(getattr(acc, "variable", None)) in ids
+
+    seen, todo = set(), [loss.grad_fn]
+    while todo:
+        fn = todo.pop()
+        if fn is None or fn in seen:
+            continue
+        seen.add(fn)
+        todo.extend(nf for nf, _ in fn.next_functions if nf is not None)
+        for name in dir(fn):
+            if not name.startswith("_saved_"):
+                continue
+            try:
+                v = getattr(fn, name)
+            except Exception:
+                continue
+            if torch.is_tensor(v) and v.is_cuda and cast_of_param(v.grad_fn):
+                K.note("parameter_copy", [v])
 
 
 def run_autocast_gpt2(name, out):
@@ -268,14 +298,14 @@ def run_autocast_gpt2(name, out):
                      embd_pdrop=0.0, attn_pdrop=0.0)
     model = GPT2LMHeadModel(cfg).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    Casts = copy_recorder(list(model.parameters()))
     K.params(model)
     for _ in range(3):
         opt.zero_grad(set_to_none=True)
         ids = torch.randint(0, 8192, (8, 256), device="cuda")
         K.note("input", [ids])
-        with torch.autocast("cuda", dtype=torch.bfloat16), Casts():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
             loss = model(input_ids=ids, labels=ids).loss
+        note_saved_casts(loss, list(model.parameters()))
         loss.backward()
         K.grads(model)
         opt.step()
@@ -371,6 +401,32 @@ def note_unsharded(model):
                 m.register_full_backward_pre_hook(hook)
 
 
+def note_fsdp1_unsharded(model):
+    """FSDP1's unsharded flat parameters (its low-precision shard, or the
+    padded all-gather output) as each wrapped module starts its forward."""
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+    import torch
+    for m in FSDP.fsdp_modules(model):
+        def note(m=m):
+            fp = m._handle.flat_param if m._handle is not None else None
+            if fp is not None:
+                K.note("parameter_copy", [getattr(fp, "_mp_shard", None), getattr(fp, "_full_param_padded", None)])
+
+        def pre(_mod, _args, note=note):
+            note()
+
+        # On the outputs, after FSDP's own pre-backward hook (registered
+        # first), which unshards again for the backward.
+        def post(_mod, _args, out, note=note):
+            outs = [out] if torch.is_tensor(out) else list(out) if isinstance(out, (tuple, list)) else list(out.values())
+            for t in outs:
+                if torch.is_tensor(t) and t.requires_grad:
+                    t.register_hook(lambda g, note=note: (note(), None)[1])
+        m.module.register_forward_pre_hook(pre)
+        m.register_forward_hook(post)
+
+
 def run_fsdp2(name, out):
     import torch
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
@@ -409,6 +465,7 @@ def run_late_fsdp1(name, out):
     for _ in range(2):
         lm_step(model, opt, 8, 256, 8192, note=False)
     STEPS["n"] = 0
+    note_fsdp1_unsharded(model)
     start_recording()
     K.params(model)
     K.grads(model)
@@ -441,7 +498,67 @@ def run_graphed_mlp(name, out):
                        "optimizer": "Adam"}, STEPS["n"])
 
 
-RUNNERS = {"cat_late_llama": run_late_llama, "cat_resnet50_sgd": run_resnet50, "cat_compiled_mlp": run_compiled_mlp,
+def run_late_keepgrad(name, out):
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+    cfg = GPT2Config(n_layer=4, n_embd=512, n_head=8, vocab_size=8192, n_positions=512, resid_pdrop=0.0,
+                     embd_pdrop=0.0, attn_pdrop=0.0)
+    model = GPT2LMHeadModel(cfg).cuda()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+
+    def step(note):
+        opt.zero_grad(set_to_none=False)
+        ids = torch.randint(0, 8192, (8, 256), device="cuda")
+        if note:
+            K.note("input", [ids])
+        model(input_ids=ids, labels=ids).loss.backward()
+        if note:
+            K.grads(model)
+        opt.step()
+        if note:
+            K.state(opt)
+    for _ in range(2):
+        step(False)
+    start_recording()
+    K.params(model)
+    K.grads(model)
+    K.state(opt)
+    for _ in range(2):
+        step(True)
+        STEPS["n"] += 1
+    finish(name, out, {"model": "transformers GPT2LMHeadModel 4x512", "batch": 8, "seq": 256, "optimizer": "Adam",
+                       "zero_grad": "set_to_none=False",
+                       "recording": "after model, optimizer and 2 warm-up steps; gradients kept"}, STEPS["n"],
+           "late_start")
+
+
+def run_autocast_cpp(name, out):
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+    torch.cuda.reset_peak_memory_stats()
+    torch.cuda.memory._record_memory_history(max_entries=1_000_000, stacks="all")
+    cfg = GPT2Config(n_layer=2, n_embd=512, n_head=8, vocab_size=8192, n_positions=512, resid_pdrop=0.0,
+                     embd_pdrop=0.0, attn_pdrop=0.0)
+    model = GPT2LMHeadModel(cfg).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    K.params(model)
+    for _ in range(2):
+        opt.zero_grad(set_to_none=True)
+        ids = torch.randint(0, 8192, (4, 256), device="cuda")
+        K.note("input", [ids])
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(input_ids=ids, labels=ids).loss
+        note_saved_casts(loss, list(model.parameters()))
+        loss.backward()
+        K.grads(model)
+        opt.step()
+        K.state(opt)
+        STEPS["n"] += 1
+    finish(name, out, {"model": "transformers GPT2LMHeadModel 2x512 fp32", "amp": "bf16 autocast", "batch": 4,
+                       "seq": 256, "optimizer": "AdamW", "stacks": "all"}, STEPS["n"])
+
+
+RUNNERS = {"cat_late_keepgrad_gpt2": run_late_keepgrad, "cat_autocast_cpp": run_autocast_cpp, "cat_late_llama": run_late_llama, "cat_resnet50_sgd": run_resnet50, "cat_compiled_mlp": run_compiled_mlp,
            "cat_autocast_gpt2": run_autocast_gpt2, "cat_fp8_mlp": run_fp8_mlp, "cat_fsdp2_gpt2": run_fsdp2,
            "cat_late_fsdp1": run_late_fsdp1, "cat_graphed_mlp": run_graphed_mlp}
 

@@ -52,6 +52,16 @@ void explain_query(const Trace& t, Analysis& r, const std::string& q) {
     if (al.rule >= 0) {
       it.rule = rs.rules[size_t(al.rule)].name;
       it.evidence = rs.rules[size_t(al.rule)].evidence;
+      // The run's own evidence for each inference the rule relied on.
+      const uint16_t used = uint16_t(rs.rules[size_t(al.rule)].facts_any & al.facts);
+      for (int f = 0; f < kFactCount; ++f)
+        if ((used >> f & 1) && !a.fact_evidence[f].empty())
+          it.evidence += "; inferred (" + std::string(kFactNames[f]) + "): " + a.fact_evidence[f];
+    } else if (al.alloc_event < 0) {
+      it.rule = "(none)";
+      it.evidence = "no rule matched: allocated before recording started, " +
+                    std::string(al.user_free() == INT64_MAX ? "never freed" : "freed in " + std::string(phase_name(it.free_phase))) +
+                    ", and its size matches no gradient or optimizer state the recording shows";
     } else {
       it.rule = "(none)";
       it.evidence = "no rule matched: allocated in " + std::string(phase_name(it.alloc_phase)) +

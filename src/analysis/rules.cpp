@@ -13,8 +13,14 @@ namespace snapdiff {
 
 extern const char* const kBuiltinRulesJson;  // generated from rules/builtin.json
 
-const char* const kBuiltinCategories[] = {"parameter", "gradient",  "optimizer_state", "optimizer_temporary",
-                                          "activation", "temporary", "workspace",       "unknown"};
+const char* const kBuiltinCategories[] = {"parameter", "parameter_copy", "gradient",      "optimizer_state",
+                                          "optimizer_temporary", "activation", "input", "temporary",
+                                          "workspace", "communication",  "graph_pool", "unknown"};
+
+const char* const kFactNames[kFactCount] = {"graph_pool",          "pre_trace_parameter", "pre_trace_gradient",
+                                            "pre_trace_optimizer_state", "parameter_sized_copy", "parameter_copy_site",
+                                            "freed_by_zero_grad", "input_site",
+                                            "graph_pool_gradient", "kept_backward_buffer"};
 
 const char* phase_name(Phase p) {
   switch (p) {
@@ -229,7 +235,9 @@ void RuleSet::add_json(const std::string& text, const std::string& origin) {
       if (!h[i].is_object()) fail(p, "expected an object");
       PhaseHint ph;
       std::string phase = str_field(h[i], "phase", p, true);
-      if (!parse_phase(phase, &ph.phase) || ph.phase == Phase::PreTrace) fail(p + ".phase", "unknown phase '" + phase + "'");
+      if (phase == "ignore") ph.ignore = true, ph.phase = Phase::Other;
+      else if (!parse_phase(phase, &ph.phase) || ph.phase == Phase::PreTrace)
+        fail(p + ".phase", "unknown phase '" + phase + "'");
       ph.name_re = str_field(h[i], "name", p, false);
       ph.file_re = str_field(h[i], "file", p, false);
       if (ph.name_re.empty() && ph.file_re.empty()) fail(p, "a hint needs \"name\" or \"file\"");
@@ -301,6 +309,16 @@ void RuleSet::add_json(const std::string& text, const std::string& origin) {
             rule.unlike_sizes_of = category_index(v.get<std::string>());
             if (categories.size() > kMaxCategories)
               fail(kp, "more than " + n_commas(kMaxCategories) + " categories (the built-in ones included)");
+          } else if (k == "inferred") {
+            if (!v.is_array() || v.empty()) fail(kp, "expected a list of inference names");
+            for (size_t s = 0; s < v.size(); ++s) {
+              const std::string sp = kp + "[" + std::to_string(s) + "]";
+              if (!v[s].is_string()) fail(sp, "expected an inference name");
+              int f = 0;
+              while (f < kFactCount && v[s].get<std::string>() != kFactNames[f]) ++f;
+              if (f == kFactCount) fail(sp, "unknown inference '" + v[s].get<std::string>() + "'");
+              rule.facts_any = uint16_t(rule.facts_any | (1u << f));
+            }
           } else if (k == "no_later_optimizer") {
             if (!v.is_boolean()) fail(kp, "expected true or false");
             rule.no_later_optimizer = v.get<bool>();

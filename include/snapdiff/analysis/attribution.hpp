@@ -28,7 +28,25 @@ constexpr int kPhaseCount = 6;
 
 // Built-in categories, in report order; rules may add their own names.
 extern const char* const kBuiltinCategories[];
-constexpr int kBuiltinCategoryCount = 8;
+constexpr int kBuiltinCategoryCount = 12;
+
+// What the analysis infers about an allocation beyond its own stack and
+// lifetime (docs/attribution.md "Inferences"); rules name them in
+// "inferred". Bit i of Allocation::facts is kFactNames[i].
+enum Fact : uint16_t {
+  kFactGraphPool = 1u << 0,          // in a private pool that is a CUDA graph's (not a user MemPool)
+  kFactPreParameter = 1u << 1,       // from before the recording; size-matched to a parameter
+  kFactPreGradient = 1u << 2,        // from before the recording; size-matched to a gradient
+  kFactPreOptimizerState = 1u << 3,  // from before the recording; size-matched to optimizer state
+  kFactParamSized = 1u << 4,         // a parameter's element count in a narrower dtype, made in a forward
+  kFactParamCopySite = 1u << 5,      // ... at a site whose forward allocations match parameters one to one
+  kFactZeroGradFree = 1u << 6,       // freed inside Optimizer.zero_grad
+  kFactInputSite = 1u << 7,          // made at a site that makes the input batch in other iterations
+  kFactGraphGradient = 1u << 8,      // graph-pool memory of a parameter's size alive into the optimizer step
+  kFactKeptBuffer = 1u << 9,         // a backward buffer never freed while later gradients are made and freed
+};
+constexpr int kFactCount = 10;
+extern const char* const kFactNames[kFactCount];
 
 enum class Lifetime : uint8_t {
   Any,
@@ -57,6 +75,7 @@ struct Rule {
   int replaces_category = -1;
   int unlike_sizes_of = -1;  // size is not 1/4..4x that of any allocation of this category
   bool no_later_optimizer = false;
+  uint16_t facts_any = 0;  // "inferred": at least one of these Fact bits
 };
 
 struct PhaseHint {
@@ -64,6 +83,7 @@ struct PhaseHint {
   std::string name_re, file_re;
   Pattern name, file;
   bool has_name = false, has_file = false;
+  bool ignore = false;  // "phase": "ignore": the frame never decides (torch.compile's own frames)
 };
 
 class RuleSet {
@@ -113,6 +133,7 @@ struct Allocation {
   }
   uint16_t category = 0;
   int16_t rule = -1;  // index into RuleSet::rules; -1 = no rule (unknown)
+  uint16_t facts = 0;  // Fact bits
 };
 
 struct PhaseSpan {
@@ -123,6 +144,10 @@ struct PhaseSpan {
   int64_t start_requested = 0;             // requested bytes before its first event
   int64_t peak_requested = 0;
   std::vector<int64_t> categories;  // requested bytes per category at the span's peak
+  // An optimizer step that allocated and freed nothing (its annotation has
+  // no event): start_event is the first event after it, end_event one less,
+  // peak_event the event before it (the state it ran in).
+  bool empty() const { return end_event < start_event; }
 };
 
 struct Attribution {
@@ -132,6 +157,7 @@ struct Attribution {
   std::vector<uint32_t> event_alloc;    // per event: the allocation it allocates or frees (UINT32_MAX: none)
   std::vector<PhaseSpan> spans;
   std::string phase_evidence;           // how phases were found
+  std::string fact_evidence[kFactCount];  // what decided each inference in this run ("size-matched to 324 gradients")
   int iterations = 0;
   uint64_t allocs_without_frames = 0;
 
