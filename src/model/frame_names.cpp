@@ -38,6 +38,15 @@ std::string short_native_name(std::string name) {
     if (angle > 0) continue;
     out += c;
   }
+  // Drop a method's qualifiers ("f(...) const" would otherwise read "const").
+  for (bool cut = true; cut;) {
+    cut = false;
+    for (std::string_view q : {" const", " volatile", " &&", " &", " noexcept"})
+      if (out.size() > q.size() && out.compare(out.size() - q.size(), q.size(), q.data(), q.size()) == 0) {
+        out.resize(out.size() - q.size());
+        cut = true;
+      }
+  }
   // Drop a leading return type ("void ", "at::Tensor ").
   size_t sp = out.rfind(' ');
   if (sp != std::string::npos && sp + 1 < out.size()) out = out.substr(sp + 1);

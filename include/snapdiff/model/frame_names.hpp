@@ -8,8 +8,8 @@
 
 namespace snapdiff::detail {
 
-// "void ns::f<T, U>(int, long) [clone .isra.0]" -> "ns::f<…>": template
-// arguments, parameter lists and return types removed.
+// "void ns::f<T, U>(int, long) const [clone .isra.0]" -> "ns::f<…>":
+// template arguments, parameter lists, qualifiers and return types removed.
 std::string short_native_name(std::string name);
 
 // Numbers that stand alone ("layer 17", "layers.0.fc1") become '*'; digits

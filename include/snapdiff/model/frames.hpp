@@ -39,6 +39,25 @@ enum class FrameKind : uint8_t {
 };
 const char* frame_kind_name(FrameKind k);
 
+// What a C++ frame is to a site (decided once per frame, from its name
+// normalised as short_native_name does). Python frames and scope labels are
+// None.
+enum class NativeRole : uint8_t {
+  None,      // Python or a scope label
+  Op,        // an aten op's entry ("at::_ops::addmm::call"): "aten::addmm"
+  Factory,   // an op that only makes or views a tensor (empty, empty_strided, view, ...): plumbing
+  Node,      // an autograd node's apply ("...::LogSoftmaxBackward0::apply"): "LogSoftmaxBackward0"
+  Plumbing,  // allocator, factory, dispatcher, binding and interpreter internals (internal() ones too)
+  Other,     // any other C++ frame (a kernel, a helper): shown when nothing better exists
+};
+const char* native_role_name(NativeRole r);
+namespace detail {
+// The role of a C++ frame by its name as recorded; for an Op or Node, *shown
+// (when given) is set to what a user recognises: "aten::addmm",
+// "LogSoftmaxBackward0", "AccumulateGrad".
+NativeRole classify_native(std::string_view raw_name, std::string* shown = nullptr);
+}  // namespace detail
+
 class FrameTable {
  public:
   FrameTable() = default;
@@ -50,37 +69,58 @@ class FrameTable {
   // Unwinder, interpreter, dispatcher and allocator frames by name or file:
   // noise in a site (kind() is Internal for the native ones).
   bool internal(FrameId f) const { return internal_[f] != 0; }
+  // A C++ frame's role in a site; plumbing() is Plumbing or Factory (every
+  // internal() frame among them): never a site when anything better exists.
+  NativeRole role(FrameId f) const { return role_[f]; }
+  bool plumbing(FrameId f) const { return role_[f] == NativeRole::Plumbing || role_[f] == NativeRole::Factory; }
+  // An aten op that is not a factory, or an autograd node.
+  bool op_or_node(FrameId f) const { return role_[f] == NativeRole::Op || role_[f] == NativeRole::Node; }
   size_t size() const { return kind_.size(); }
 
   // "name (dir/file.py:88)": the name verbatim for Python and scopes, native
   // names shortened ("at::native::f<…>"), the last two path components, the
-  // line when there is one; both cut for display. kNoFrame: "<no stack recorded>".
+  // line when there is one; both cut for display. An aten op or autograd node
+  // is its short name ("aten::addmm", "LogSoftmaxBackward0"), with its file
+  // only when it has a real file and line. kNoFrame: "<no stack recorded>".
   const std::string& label(FrameId f) const;
   // "name (file.py:88)": the charts' shorter form (the file's base name,
   // native names cut to their last two scopes).
   const std::string& short_label(FrameId f) const;
   // A native frame's name shortened and cut to its last two scopes
-  // ("native::add_kernel"); the name as recorded for other frames.
+  // ("native::add_kernel"), an op's or node's short name ("aten::addmm");
+  // the name as recorded for other frames.
   std::string short_native(FrameId f) const;
 
-  // The innermost frame of the user's own code (else the innermost Python
-  // frame, else the innermost frame that is not plumbing, else the innermost);
-  // kNoFrame for an empty stack.
+  // The frame a site is named by: the innermost frame of the user's own code;
+  // without one, the innermost aten op that is not a factory, else the
+  // innermost autograd node, when it lies inside the innermost Python frame
+  // (a backward on the autograd engine's thread: "aten::mm", then
+  // "AddmmBackward0"); else the innermost Python frame; else the innermost
+  // frame that is not plumbing; else the innermost that is not internal();
+  // else the innermost. kNoFrame for an empty stack.
   FrameId user_frame(StackId stack) const;
   // The innermost Python frame inside the user's call (e.g. the optimizer
   // function a training-loop line calls); kNoFrame when none.
   FrameId python_callee(StackId stack) const;
+  // What a site shows as "[in ...]": the Python callee; without one, when the
+  // user frame is Python, the innermost aten op (not a factory) inside its
+  // call, else the innermost autograd node inside it ("aten::addmm");
+  // kNoFrame when none.
+  FrameId site_callee(StackId stack) const;
   // The innermost Python frame of a stack; kNoFrame when none.
   FrameId innermost_python(StackId stack) const;
 
   // A site in one line: the user frame, then its callers ("f (a.py:3) <-
   // g (b.py:9)"), at most `max_frames`; callers of a Python frame are Python
-  // frames, of a native one the native frames that are not plumbing; then,
-  // when the user frame is not the innermost Python frame, "  [in that one]".
+  // frames, of an op or node the ops, nodes and Python frames ("aten::mm <-
+  // AddmmBackward0", "aten::addmm <- linear (nn/functional.py:125)"; when
+  // none is left, the frames that are not plumbing), of
+  // another native one the frames that are not plumbing; then the site
+  // callee, if any, as "  [in that one]".
   std::string site_text(StackId stack, size_t max_frames, std::string_view separator = " <- ") const;
   struct SitePath {
     std::vector<std::string> frames;  // labels: the user frame, then its callers
-    std::string callee;               // the Python frame inside the user's call ("" = none)
+    std::string callee;               // the site callee's label ("" = none)
   };
   SitePath site_path(StackId stack, size_t max_frames) const;
 
@@ -103,16 +143,19 @@ class FrameTable {
   const Trace* trace_ = nullptr;
   std::vector<FrameKind> kind_;
   std::vector<uint8_t> internal_;
+  std::vector<NativeRole> role_;
   // Labels are made when first asked for: a report names a few hundred of a
   // run's frames, a million-event run has hundreds of thousands.
   mutable std::vector<std::optional<std::string>> label_, short_label_;
   // Per stack node, made by index() for the nodes the trace has (and again
   // when it has more): depth, and the innermost node at or above it of the
-  // user's Python, of any Python, and not plumbing (0 = none); the ancestor
-  // at depth kShownOuter (0 = not that deep).
+  // user's Python, of any Python, not internal(), not plumbing(), an aten op
+  // that is not a factory, an autograd node (0 = none); the ancestor at
+  // depth kShownOuter (0 = not that deep).
   struct NodeInfo {
     uint32_t depth = 0;
     StackId user = 0, py = 0, any = 0, outer = 0;
+    StackId plain = 0, op = 0, node = 0;
   };
   mutable std::vector<NodeInfo> node_;
   const NodeInfo& info(StackId s) const {
