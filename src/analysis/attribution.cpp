@@ -93,7 +93,9 @@ void RuleMatcher::match_frame(FrameId f) {
     return out;
   };
   const std::vector<uint32_t> hints = satisfied(name_hints_, file_hints_, hint_conds_);
-  frame_hint_[f] = hints.empty() || rs_.hints[hints.front()].ignore ? kHintNone : int8_t(rs_.hints[hints.front()].phase);
+  frame_hint_[f] = hints.empty() || rs_.hints[hints.front()].ignore
+                       ? kHintNone
+                       : int8_t(int(rs_.hints[hints.front()].phase) | (rs_.hints[hints.front()].outer ? kHintOuter : 0));
   frame_set_[f] = intern(satisfied(name_rules_, file_rules_, rule_conds_));
 }
 
@@ -137,20 +139,22 @@ void RuleMatcher::grow_nodes() {
 int8_t RuleMatcher::stack_hint(StackId s) {
   if (s == 0) return kHintEmpty;
   if (node_hint_.size() <= s) grow_nodes();
-  if (node_hint_[s] != kUnset) return node_hint_[s];
+  if (node_hint_[s] != kUnset) return node_hint_[s] >= 0 ? int8_t(node_hint_[s] & ~kHintOuter) : node_hint_[s];
   // Up to the first node already known, then back down: a node's hint is its
   // frame's, else its parent's.
   std::vector<StackId> chain;
   StackId x = s;
   for (; x != 0 && node_hint_[x] == kUnset; x = t_.stacks.node(x).parent) chain.push_back(x);
+  // (An "outer" hint holds against the frames inside it: node values keep
+  // its bit until returned.)
   int8_t h = x == 0 ? kHintNone : node_hint_[x];
   for (size_t i = chain.size(); i-- > 0;) {
     const FrameId f = t_.stacks.node(chain[i]).frame;
     if (f >= frame_hint_.size() || frame_hint_[f] == kUnset) match_frame(f);
-    if (frame_hint_[f] >= 0) h = frame_hint_[f];
+    if (frame_hint_[f] >= 0 && !(h >= 0 && (h & kHintOuter))) h = frame_hint_[f];
     node_hint_[chain[i]] = h;
   }
-  return h;
+  return h >= 0 ? int8_t(h & ~kHintOuter) : h;
 }
 
 const std::vector<uint32_t>& RuleMatcher::stack_rules(StackId s) {
@@ -177,6 +181,7 @@ namespace {
 
 using detail::kHintEmpty;
 using detail::kHintNone;
+constexpr int8_t kHintOptFrame = -4;  // an optimizer frame outside every timed step annotation
 
 class Attributor {
  public:
@@ -351,17 +356,21 @@ class Attributor {
       int8_t h = e.kind == EventKind::Alloc ? stack_hint(e.stack) : kHintEmpty;
       if (h != kHintEmpty) any_frames = true;
       if (!opt_spans.empty() && e.time_us != kNoTime) {
-        while (osp < opt_spans.size() && opt_spans[osp].second < e.time_us) ++osp;
-        if (osp < opt_spans.size() && opt_spans[osp].first <= e.time_us) {
+        // (Times of events on several streams need not be in order: a
+        // search, not a cursor.)
+        auto it = std::upper_bound(opt_spans.begin(), opt_spans.end(), std::make_pair(e.time_us, INT64_MAX));
+        if (it != opt_spans.begin() && std::prev(it)->second >= e.time_us) {
+          osp = size_t(std::prev(it) - opt_spans.begin());
           h = int8_t(Phase::Optimizer);
           ann[i] = int32_t(osp);
           ann_hit[osp] = 1;
         }
       }
       // With timed step annotations the step is where they say: a frame
-      // named like an optimizer outside them (a user's own step() around
-      // the forward and backward) says nothing.
-      if (h == int8_t(Phase::Optimizer) && !opt_spans.empty() && e.time_us != kNoTime && ann[i] < 0) h = kHintNone;
+      // named like an optimizer outside them counts only after a backward
+      // (a user's own update loop); before the forward it is a user's
+      // step() around forward and backward, and says nothing.
+      if (h == int8_t(Phase::Optimizer) && !opt_spans.empty() && e.time_us != kNoTime && ann[i] < 0) h = kHintOptFrame;
       if (h == int8_t(Phase::Forward) || h == int8_t(Phase::Backward)) any_fb = true;
       hint[i] = h;
     }
@@ -387,6 +396,8 @@ class Attributor {
     std::vector<int32_t> iter;
     detail::assign_huge(iter, n, 0);
     if (!any_fb && !opt_spans.empty()) {
+      for (int8_t& h : hint)
+        if (h == kHintOptFrame) h = int8_t(Phase::Optimizer);
       // No frames tell forward from backward: between optimizer steps the
       // forward builds memory up and the backward releases it, so split each
       // stretch at its requested-bytes maximum.
@@ -397,6 +408,19 @@ class Attributor {
       int it = 0;
       bool after_bwd_or_opt = false;
       size_t next_empty = 0;
+      // Per event, the next allocation's hint that is not such a frame: a
+      // user's step() is followed by its forward, an update loop is not.
+      bool opt_from_ann = false;  // the current optimizer phase is an annotated step's
+      bool post_step = false;     // in "other" right after an annotated step, its iteration
+      std::vector<int8_t> next_hint;
+      if (!opt_spans.empty()) {
+        detail::assign_huge(next_hint, n, kHintEmpty);
+        int8_t nh = kHintEmpty;
+        for (size_t i = n; i-- > 0;) {
+          next_hint[i] = nh;
+          if (hint[i] != kHintOptFrame && hint[i] != kHintEmpty) nh = hint[i];
+        }
+      }
       for (size_t i = 0; i < n; ++i) {
         for (; next_empty < empty_steps.size() && empty_steps[next_empty].first <= i; ++next_empty) {
           // A step that allocated nothing: it ends the iteration like any other.
@@ -404,22 +428,40 @@ class Attributor {
           empty_iter_.push_back(it);
           cur = Phase::Optimizer;
           after_bwd_or_opt = true;
+          opt_from_ann = true;
         }
         int8_t h = hint[i];
+        const bool timed_outside = !ann.empty() && ann[i] < 0 && ev[i].time_us != kNoTime;
+        if (h == kHintEmpty && cur == Phase::Optimizer && opt_from_ann && timed_outside) {
+          // After an annotated step ended: frees completing late and
+          // frameless work are not the step. They stay in its iteration
+          // (the run may end here); what the user's code allocates next
+          // starts the next one.
+          cur = Phase::Other;
+          opt_from_ann = false;
+          post_step = true;
+        }
+        if (h == int8_t(Phase::Optimizer)) opt_from_ann = !ann.empty() && ann[i] >= 0;
+        if (h == kHintOptFrame)
+          h = (cur == Phase::Backward || cur == Phase::Optimizer) && next_hint[i] != int8_t(Phase::Forward)
+                  ? int8_t(Phase::Optimizer)
+                  : kHintNone;
         if (h == kHintEmpty) {
           // keep the current phase (autograd engine threads record no frames)
         } else if (h == kHintNone) {
           // user code outside any hint: the loss belongs to the forward; after
           // an optimizer step it is the next iteration's data loading.
-          if (cur == Phase::Init || cur == Phase::Optimizer) {
+          if (cur == Phase::Init || cur == Phase::Optimizer || (cur == Phase::Other && post_step)) {
             ++it;
             cur = Phase::Other;
             after_bwd_or_opt = false;
+            post_step = false;
           } else if (cur == Phase::Backward) {
             cur = Phase::Other;
           }
         } else {
           Phase p = Phase(h);
+          post_step = post_step && p == Phase::Init;
           if (p == Phase::Init) {
             if (cur != Phase::Init) cur = Phase::Other;
           } else {
@@ -935,6 +977,39 @@ class Attributor {
         for (uint32_t id : ids)
           if (a_.allocations[id].category == unknown) mark(id, 0);
     }
+    // Gradients not of a parameter's size (FSDP2 reduce-scatters each
+    // layer's gradients into one buffer): the blocks left are parameters and
+    // their k states, 1 + k blocks of each size, if the parameters among
+    // them add up to an iteration's gradients.
+    if (grad_total > 0 && k >= 0 && !left.empty()) {
+      std::map<int, int64_t> grad_bytes_per_iter;
+      for (const Allocation& al : a_.allocations)
+        if (al.category == grad && al.alloc_event >= 0)
+          grad_bytes_per_iter[a_.iteration_at(al.alloc_event)] += int64_t(al.requested);
+      int64_t g = 0;
+      for (const auto& [it, b] : grad_bytes_per_iter) g = std::max(g, b);
+      std::map<uint64_t, std::vector<uint32_t>> by_size;
+      for (uint32_t id : left) by_size[a_.allocations[id].requested].push_back(id);
+      int64_t params = 0;
+      for (const auto& [size, ids] : by_size)
+        if (ids.size() % size_t(k + 1) == 0) params += int64_t(size * (ids.size() / size_t(k + 1)));
+      const int64_t want = g - bytes[0];
+      if (want > 0 && params >= want - want / 20 && params <= want + want / 20) {
+        std::vector<uint32_t> rest;
+        for (const auto& [size, ids] : by_size) {
+          if (ids.size() % size_t(k + 1) != 0) {
+            rest.insert(rest.end(), ids.begin(), ids.end());
+            continue;
+          }
+          const size_t p = ids.size() / size_t(k + 1);
+          for (size_t i = 0; i < ids.size(); ++i) mark(ids[i], i < p ? 0 : 2);
+        }
+        left = std::move(rest);
+        k_from += k_from.empty() ? "" : "; ";
+        k_from += "parameters and states in groups of " + std::to_string(k + 1) +
+                  " blocks of one size, the parameters adding up to an iteration's gradients";
+      }
+    }
     // Optimizer state not of a parameter's size (FSDP1's flat parameters
     // carry per-parameter states): the rest counts as state when its total
     // is the state the parameters still lack.
@@ -1054,6 +1129,29 @@ class Attributor {
     return n > 0;
   }
 
+  bool narrow_compute(uint64_t ratio) {
+    const int grad = cat("gradient");
+    uint64_t grads = 0, cast_up = 0;
+    for (const Allocation& al : a_.allocations) {
+      if (al.category != grad || al.alloc_event < 0 || al.requested < kMinCopyBytes * ratio) continue;
+      ++grads;
+      // The narrower gradient is freed right after the cast made this one.
+      const uint64_t want = al.requested / ratio;
+      const int64_t n = int64_t(d_.events.size());
+      for (int64_t e = al.alloc_event + 1; e < n && e <= al.alloc_event + 8; ++e) {
+        const Event& ev = d_.events[size_t(e)];
+        // (the completion names the allocation; a free request does not)
+        if ((ev.kind != EventKind::FreeRequested && ev.kind != EventKind::FreeCompleted) || ev.size != want) continue;
+        const uint32_t id = a_.event_alloc[size_t(e)];
+        if (id != UINT32_MAX && a_.allocations[id].alloc_event >= 0 && a_.allocations[id].alloc_event < al.alloc_event) {
+          ++cast_up;
+          break;
+        }
+      }
+    }
+    return grads > 0 && cast_up * 2 >= grads;
+  }
+
   static constexpr uint64_t kMinCopyBytes = 64 << 10;
   bool infer_copies() {
     const int param = cat("parameter");
@@ -1101,7 +1199,7 @@ class Attributor {
     struct SiteCount {
       uint64_t matched = 0, all = 0, iterations = 0;
       int last_iteration = -1;
-      bool copies() const { return matched * 2 >= all && matched >= 2 * iterations && matched > 0; }
+      bool copies() const { return matched * 4 >= all * 3 && matched >= 2 * iterations && matched > 0; }
     };
     std::unordered_map<uint64_t, SiteCount> sites;
     // Slots per iteration, one per parameter. A site that makes more
@@ -1140,14 +1238,17 @@ class Attributor {
             if (clean != (round == 0)) continue;
             const bool hit = p != avail.end() && p->second > 0;
             if (hit) --p->second;
-            on_match(cand[k], hit);
+            on_match(cand[k], hit, clean);
           }
         i = j;
       }
     };
     match([](const Allocation&) { return true; },
-          [&](uint32_t id, bool hit) {
+          [&](uint32_t id, bool hit, bool clean) {
+            // A site counts its matches of sizes it makes no more often than
+            // there are parameters of that size.
             auto& s = sites[site(a_.allocations[id])];
+            hit = hit && clean;
             s.matched += hit, ++s.all;
             const int iter = a_.iteration_at(a_.allocations[id].alloc_event);
             if (hit && iter != s.last_iteration) ++s.iterations, s.last_iteration = iter;
@@ -1163,7 +1264,7 @@ class Attributor {
     std::unordered_map<int, uint64_t> filled;  // per iteration, parameter bytes whose slot a candidate took
     std::unordered_map<int, std::unordered_set<uint64_t>> kinds;
     match([](const Allocation&) { return true; },
-          [&](uint32_t id, bool hit) {
+          [&](uint32_t id, bool hit, bool) {
             if (!hit) return;
             const int it = a_.iteration_at(a_.allocations[id].alloc_event);
             const uint64_t b = a_.allocations[id].requested * ratio;
@@ -1173,11 +1274,14 @@ class Attributor {
     uint64_t best_fill = 0;
     for (const auto& [it, b] : filled)
       if (kinds[it].size() >= 3) best_fill = std::max(best_fill, b);
-    const bool whole_model = big > 0 && best_fill * 10 >= big * 9;
+    // And the run computes in the narrower dtype: most gradients are cast
+    // up from a gradient of that dtype made just before them (autocast's
+    // ToCopyBackward0), which a run in the parameters' own dtype never does.
+    const bool whole_model = big > 0 && best_fill * 10 >= big * 9 && narrow_compute(ratio);
     uint64_t n = 0, nsites = 0;
     for (const auto& [k, v] : sites) nsites += v.copies();
     match([&](const Allocation& al) { return whole_model || sites[site(al)].copies(); },
-          [&](uint32_t id, bool hit) {
+          [&](uint32_t id, bool hit, bool) {
             if (hit) a_.allocations[id].facts |= kFactParamCopySite, ++n;
           });
     const char* dtype = ratio == 2 ? "half the bytes" : "a quarter of the bytes";

@@ -21,6 +21,7 @@ namespace snapdiff::detail {
 
 constexpr int8_t kHintNone = -1;   // frames, but none matched a hint (user code)
 constexpr int8_t kHintEmpty = -3;  // no frames at all
+constexpr int8_t kHintOuter = 0x10;  // bit of a frame hint that frames inside it cannot override
 
 class RuleMatcher {
  public:

@@ -238,6 +238,10 @@ void RuleSet::add_json(const std::string& text, const std::string& origin) {
       if (phase == "ignore") ph.ignore = true, ph.phase = Phase::Other;
       else if (!parse_phase(phase, &ph.phase) || ph.phase == Phase::PreTrace)
         fail(p + ".phase", "unknown phase '" + phase + "'");
+      if (h[i].contains("outer")) {
+        if (!h[i]["outer"].is_boolean()) fail(p + ".outer", "expected true or false");
+        ph.outer = h[i]["outer"].get<bool>();
+      }
       ph.name_re = str_field(h[i], "name", p, false);
       ph.file_re = str_field(h[i], "file", p, false);
       if (ph.name_re.empty() && ph.file_re.empty()) fail(p, "a hint needs \"name\" or \"file\"");

@@ -46,14 +46,15 @@ std::string category_color(std::string_view c) {
     const char* color;
   };
   static const Entry fixed[] = {
-      {"parameter", "#4e79a7"},  {"gradient", "#f28e2b"},  {"optimizer_state", "#59a14f"},
-      {"optimizer_temporary", "#e15759"}, {"activation", "#76b7b2"}, {"temporary", "#edc948"},
-      {"workspace", "#b07aa1"},  {"unknown", "#9c755f"},
+      {"parameter", "#4e79a7"},  {"parameter_copy", "#a0cbe8"}, {"gradient", "#f28e2b"},
+      {"optimizer_state", "#59a14f"}, {"optimizer_temporary", "#e15759"}, {"activation", "#76b7b2"},
+      {"input", "#8cd17d"},      {"temporary", "#edc948"},   {"workspace", "#b07aa1"},
+      {"communication", "#d37295"}, {"graph_pool", "#86bcb6"}, {"unknown", "#9c755f"},
   };
   for (const Entry& e : fixed)
     if (c == e.name) return e.color;
   // Categories a rules file adds: a stable choice by name.
-  static const char* extra[] = {"#ff9da7", "#8cd17d", "#499894", "#d4a6c8", "#a0cbe8", "#ffbe7d", "#86bcb6", "#d37295"};
+  static const char* extra[] = {"#ff9da7", "#499894", "#d4a6c8", "#ffbe7d", "#bab0ac", "#f1ce63", "#79706e", "#b6992d"};
   uint32_t h = 2166136261u;
   for (char ch : c) h = (h ^ uint8_t(ch)) * 16777619u;
   return extra[h % (sizeof extra / sizeof extra[0])];

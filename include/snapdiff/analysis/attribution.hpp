@@ -84,6 +84,7 @@ struct PhaseHint {
   Pattern name, file;
   bool has_name = false, has_file = false;
   bool ignore = false;  // "phase": "ignore": the frame never decides (torch.compile's own frames)
+  bool outer = false;   // "outer": true: frames inside this one cannot change its phase
 };
 
 class RuleSet {

@@ -1,0 +1,126 @@
+// Categories at the peak against PyTorch's own tensors (issue 16): every
+// recording in tests/data/real/ whose truth file has `at_peak` (written by
+// scripts/record/record_categories.py from the storages of the parameters,
+// gradients, optimizer state, input batch and parameter copies the run
+// held, tied to the history's allocs) is checked without a change here.
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+
+#include "snapdiff/analysis/analysis.hpp"
+#include "snapdiff/analysis/diff.hpp"
+#include "snapdiff/input/input.hpp"
+#include "test_util.hpp"
+
+using namespace snapdiff;
+
+namespace {
+
+std::vector<std::pair<std::string, std::string>> recordings_with_peak_truth() {
+  std::vector<std::pair<std::string, std::string>> out;
+  const std::filesystem::path dir = std::filesystem::path(SNAPDIFF_SOURCE_DIR) / "tests/data/real";
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    const std::string suffix = ".truth.json";
+    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+    const std::string stem = name.substr(0, name.size() - suffix.size());
+    if (!test::truth(stem).contains("at_peak")) continue;
+    for (const char* ext : {".pickle", ".pickle.gz"})
+      if (std::filesystem::exists(dir / (stem + ext))) out.push_back({stem + ext, stem});
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+int64_t category_at_peak(const DeviceResult& d, const std::string& name) {
+  for (size_t i = 0; i < d.attr.categories.size(); ++i)
+    if (d.attr.categories[i] == name) return i < d.categories.size() ? d.categories[i] : 0;
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("categories at the peak match PyTorch's tensors on real runs of every shape", "[analysis]") {
+  // Late starts (Llama, FSDP1, kept gradients), steps that allocate nothing
+  // (ResNet-50 with SGD momentum), torch.compile with fused Adam, autocast,
+  // plain FP8 linears, FSDP2, make_graphed_callables.
+  const auto recordings = recordings_with_peak_truth();
+  REQUIRE(recordings.size() >= 10);
+  for (const auto& [file, stem] : recordings) {
+    DYNAMIC_SECTION(file) {
+      Trace t = load_trace(test::real_data(file));
+      Analysis r = analyze(t, {});
+      const DeviceResult& d = r.devices[size_t(r.peak_device)];
+      const auto tr = test::truth(stem);
+      const auto& at = tr["at_peak"];
+      // The recorder's peak is PyTorch's first requested maximum: the same event.
+      CHECK(d.replay.peak_requested.event_index == at["event_index"].get<int64_t>());
+      const int64_t peak = d.replay.peak_requested.bytes;
+      INFO("peak " << peak);
+      CHECK(category_at_peak(d, "unknown") * 50 <= peak);  // at most 2%
+      auto within = [&](const char* name, int64_t pct) {
+        const int64_t want = at[name].get<int64_t>(), got = category_at_peak(d, name);
+        INFO(name << ": snapdiff " << got << ", PyTorch " << want);
+        CHECK(std::llabs(got - want) * 100 <= want * pct);
+      };
+      within("parameter", 1);
+      within("gradient", 1);
+      within("optimizer_state", 1);
+      within("input", 1);
+      within("parameter_copy", 2);
+      // One optimizer phase per Optimizer.step annotation, also for steps
+      // that allocate nothing; one iteration per step.
+      int optimizer_phases = 0;
+      for (const PhaseSpan& s : d.attr.spans) optimizer_phases += s.phase == Phase::Optimizer;
+      CHECK(optimizer_phases == tr["optimizer_step_annotations"].get<int>());
+      CHECK(d.attr.iterations == tr["steps"].get<int>());
+    }
+  }
+}
+
+TEST_CASE("the FP8 run with bf16 primary weights: parameter_copy is its FP8 weight transposes", "[analysis]") {
+  // small_fp8 (the reference workload): each forward casts every weight to
+  // FP8 and keeps the transpose for the backward, one byte per parameter
+  // element (param_count from PyTorch). The transposes are made at one line;
+  // per iteration they sum to param_count bytes, and parameter_copy at the
+  // peak is exactly those of them still alive.
+  Trace t = load_trace(test::real_data("small_fp8.pickle"));
+  Analysis r = analyze(t, {});
+  const DeviceResult& d = r.devices[0];
+  const auto tr = test::truth("small_fp8");
+  const int copy = [&] {
+    for (size_t i = 0; i < d.attr.categories.size(); ++i)
+      if (d.attr.categories[i] == "parameter_copy") return int(i);
+    return -1;
+  }();
+  REQUIRE(copy >= 0);
+  std::map<int, int64_t> per_iteration;
+  int64_t live_at_peak = 0;
+  const int64_t pk = d.replay.peak_requested.event_index;
+  for (const Allocation& al : d.attr.allocations) {
+    if (al.category != uint16_t(copy)) continue;
+    per_iteration[d.attr.iteration_at(al.alloc_event)] += int64_t(al.requested);
+    if (al.alloc_event <= pk && al.free_event > pk) live_at_peak += int64_t(al.requested);
+  }
+  REQUIRE(per_iteration.size() == 3);
+  for (const auto& [it, bytes] : per_iteration) CHECK(bytes == tr["param_count"].get<int64_t>());
+  CHECK(category_at_peak(d, "parameter_copy") == live_at_peak);
+  CHECK(live_at_peak > 0);
+}
+
+TEST_CASE("the diff bf16 -> fp8 names parameter_copy and the transposes' own line", "[report]") {
+  Trace ta = load_trace(test::real_data("small_bf16.pickle"));
+  Trace tb = load_trace(test::real_data("small_fp8.pickle"));
+  Analysis a = analyze(ta, {}), b = analyze(tb, {});
+  const Diff df = diff_reports(a, b, {});
+  const std::string text = render_diff_text(df);
+  const size_t f = text.find("FINDINGS"), end = text.find("CATEGORIES AT EACH PEAK");
+  REQUIRE(f != std::string::npos);
+  const std::string findings = text.substr(f, end - f);
+  const size_t at = findings.find("parameter_copy +");
+  REQUIRE(at != std::string::npos);
+  const std::string line = findings.substr(at, findings.find("* ", at) - at);
+  CHECK(line.find("torch_reference.py:43") != std::string::npos);
+}
