@@ -441,11 +441,11 @@ class Attributor {
           opt_from_ann = false;
           post_step = true;
         }
-        if (h == int8_t(Phase::Optimizer)) opt_from_ann = !ann.empty() && ann[i] >= 0;
         if (h == kHintOptFrame)
-          h = (cur == Phase::Backward || cur == Phase::Optimizer) && next_hint[i] != int8_t(Phase::Forward)
+          h = (cur == Phase::Backward || cur == Phase::Optimizer || post_step) && next_hint[i] != int8_t(Phase::Forward)
                   ? int8_t(Phase::Optimizer)
                   : kHintNone;
+        if (h == int8_t(Phase::Optimizer)) opt_from_ann = !ann.empty() && ann[i] >= 0;
         if (h == kHintEmpty) {
           // keep the current phase (autograd engine threads record no frames)
         } else if (h == kHintNone) {
@@ -495,16 +495,18 @@ class Attributor {
       a_.spans.push_back(s);
       a_.iterations = std::max(a_.iterations, s.iteration);
     };
-    int32_t prev_ann = -1;
+    int32_t span_ann = -1;
     for (size_t i = 0; i < n; ++i) {
       for (; next_empty < empty_steps.size() && empty_steps[next_empty].first <= i && next_empty < empty_iter_.size();
            ++next_empty)
         add_empty(i);
+      // (A span's annotation is that of its first annotated event; a user's
+      // update loop around the step shares the span.)
       const int32_t an = ann.empty() ? -1 : ann[i];
-      const bool new_step = phase[i] == Phase::Optimizer && an >= 0 && prev_ann >= 0 && an != prev_ann;
-      if (phase[i] == Phase::Optimizer && an >= 0) prev_ann = an;
+      const bool new_step = phase[i] == Phase::Optimizer && an >= 0 && span_ann >= 0 && an != span_ann;
       if (a_.spans.empty() || a_.spans.back().empty() || new_step || a_.spans.back().phase != phase[i] ||
           a_.spans.back().iteration != iter[i]) {
+        span_ann = -1;
         PhaseSpan s;
         s.iteration = iter[i];
         s.phase = phase[i];
@@ -514,6 +516,7 @@ class Attributor {
       }
       a_.spans.back().end_event = int64_t(i);
       a_.event_span[i] = uint32_t(a_.spans.size() - 1);
+      if (phase[i] == Phase::Optimizer && an >= 0 && span_ann < 0) span_ann = an;
     }
     for (; next_empty < empty_steps.size() && next_empty < empty_iter_.size(); ++next_empty) add_empty(n);
   }
