@@ -305,10 +305,11 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSo
         size_t big = 0;
         for (size_t k = 0; k < ps.categories.size(); ++k)
           if (ps.categories[k] > ps.categories[big]) big = k;
-        const bool is_peak = ps.peak_event == pk.event_index;
+        const bool is_peak = ps.peak_event == pk.event_index && !ps.empty();
         o << "<tr" << (is_peak ? " class=\"peakrow\"" : "") << ">" << num_td(ps.iteration, std::to_string(ps.iteration))
           << "<td>" << phase_name(ps.phase) << (is_peak ? " <b>\xe2\x86\x90 the peak</b>" : "") << "</td>"
-          << num_td(ps.start_event, std::to_string(ps.start_event) + "\xe2\x80\x93" + std::to_string(ps.end_event))
+          << num_td(ps.start_event, ps.empty() ? std::string("none")
+                                               : std::to_string(ps.start_event) + "\xe2\x80\x93" + std::to_string(ps.end_event))
           << num_td(ps.start_requested, human_bytes(ps.start_requested))
           << num_td(ps.peak_requested, human_bytes(ps.peak_requested))
           << num_td(ps.peak_requested - ps.start_requested, human_delta(ps.peak_requested - ps.start_requested)) << "<td>"

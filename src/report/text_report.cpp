@@ -189,10 +189,11 @@ std::string render_text(const Report& r) {
           if (ps.categories[i] > ps.categories[big]) big = i;
         std::string largest = ps.categories.empty() ? "" : dn(d.category_names[big]) + " " + human_bytes(ps.categories[big]);
         o << "  " << pad_left(std::to_string(ps.iteration), 4) << "  " << pad_right(phase_name(ps.phase), 10)
-          << pad_left(std::to_string(ps.start_event) + "-" + std::to_string(ps.end_event), 15) << "  "
+          << pad_left(ps.empty() ? std::string("none") : std::to_string(ps.start_event) + "-" + std::to_string(ps.end_event), 15)
+          << "  "
           << pad_left(human_bytes(ps.start_requested), 10) << "  " << pad_left(human_bytes(ps.peak_requested), 10) << "  "
           << pad_left(human_delta(ps.peak_requested - ps.start_requested), 10) << "  " << largest
-          << (ps.peak_event == pk.event_index ? "   <- the peak" : "") << "\n";
+          << (ps.peak_event == pk.event_index && !ps.empty() ? "   <- the peak" : "") << "\n";
       }
       flush_skip();
     }
