@@ -42,9 +42,9 @@ import gzip
 import json
 import os
 import pickle
-import subprocess
 import sys
-import time
+
+import scenario_runner
 
 SCENARIOS = ["fsdp2_gpt2", "fsdp1_gpt2", "side_stream", "expandable_gpt2", "graphed_resnet", "graph_step",
              "late_gpt2", "late_resnet", "wrapped_gpt2"]
@@ -537,34 +537,5 @@ RUNNERS = {"fsdp2_gpt2": run_fsdp2, "fsdp1_gpt2": run_fsdp1, "side_stream": run_
            "mempool_resnet": run_mempool, "oom_expandable": run_oom_expandable, "late_side_stream": run_late_side_stream}
 
 
-def main():
-    if len(sys.argv) >= 4 and sys.argv[1] == "--one":
-        out, name = sys.argv[2], sys.argv[3]
-        import torch
-        torch.manual_seed(0)
-        RUNNERS[name](name, out)
-        try:
-            import torch.distributed as dist
-            if dist.is_initialized():
-                dist.destroy_process_group()
-        except Exception:
-            pass
-        return 0
-    out = sys.argv[1]
-    names = sys.argv[2:] or SCENARIOS
-    os.makedirs(out, exist_ok=True)
-    rc = 0
-    for name in names:
-        env = dict(os.environ, **ENV.get(name, {}))
-        t0 = time.time()
-        p = subprocess.run([sys.executable, __file__, "--one", out, name], env=env, capture_output=True, text=True,
-                           timeout=300)
-        print(f"== {name}: exit {p.returncode} in {time.time() - t0:.1f} s", flush=True)
-        if p.returncode != 0:
-            rc = 1
-            print(p.stdout[-3000:], p.stderr[-6000:], flush=True)
-    return rc
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(scenario_runner.main(__file__, RUNNERS, SCENARIOS, ENV))

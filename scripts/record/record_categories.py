@@ -39,9 +39,10 @@ import gzip
 import json
 import os
 import pickle
-import subprocess
 import sys
 import time
+
+import scenario_runner
 
 SCENARIOS = ["cat_late_llama", "cat_resnet50_sgd", "cat_compiled_mlp", "cat_autocast_gpt2", "cat_fp8_mlp",
              "cat_fsdp2_gpt2", "cat_late_fsdp1", "cat_graphed_mlp", "cat_late_keepgrad_gpt2", "cat_autocast_cpp"]
@@ -157,11 +158,11 @@ def finish(name, out, cfg, steps, truncation="none", extra=None):
         json.dump(truth, f, indent=1, sort_keys=True)
 
 
-def start_recording():
+def start_recording(stacks="python"):
     import torch
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
-    torch.cuda.memory._record_memory_history(max_entries=1_000_000, stacks="python")
+    torch.cuda.memory._record_memory_history(max_entries=1_000_000, stacks=stacks)
 
 
 def lm_step(model, opt, batch, seq, vocab, note=True, zero=True):
@@ -290,18 +291,18 @@ def note_saved_casts(loss, params):
                 K.note("parameter_copy", [v])
 
 
-def run_autocast_gpt2(name, out):
+def autocast_gpt2(name, out, layers, batch, steps, stacks):
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
-    start_recording()
-    cfg = GPT2Config(n_layer=4, n_embd=512, n_head=8, vocab_size=8192, n_positions=512, resid_pdrop=0.0,
+    start_recording(stacks)
+    cfg = GPT2Config(n_layer=layers, n_embd=512, n_head=8, vocab_size=8192, n_positions=512, resid_pdrop=0.0,
                      embd_pdrop=0.0, attn_pdrop=0.0)
     model = GPT2LMHeadModel(cfg).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     K.params(model)
-    for _ in range(3):
+    for _ in range(steps):
         opt.zero_grad(set_to_none=True)
-        ids = torch.randint(0, 8192, (8, 256), device="cuda")
+        ids = torch.randint(0, 8192, (batch, 256), device="cuda")
         K.note("input", [ids])
         with torch.autocast("cuda", dtype=torch.bfloat16):
             loss = model(input_ids=ids, labels=ids).loss
@@ -311,8 +312,19 @@ def run_autocast_gpt2(name, out):
         opt.step()
         K.state(opt)
         STEPS["n"] += 1
-    finish(name, out, {"model": "transformers GPT2LMHeadModel 4x512 fp32", "amp": "bf16 autocast", "batch": 8,
-                       "seq": 256, "optimizer": "AdamW"}, STEPS["n"])
+    cfg = {"model": f"transformers GPT2LMHeadModel {layers}x512 fp32", "amp": "bf16 autocast", "batch": batch,
+           "seq": 256, "optimizer": "AdamW"}
+    if stacks != "python":
+        cfg["stacks"] = stacks
+    finish(name, out, cfg, STEPS["n"])
+
+
+def run_autocast_gpt2(name, out):
+    autocast_gpt2(name, out, layers=4, batch=8, steps=3, stacks="python")
+
+
+def run_autocast_cpp(name, out):
+    autocast_gpt2(name, out, layers=2, batch=4, steps=2, stacks="all")
 
 
 def fp8_linear_fn():
@@ -532,63 +544,11 @@ def run_late_keepgrad(name, out):
            "late_start")
 
 
-def run_autocast_cpp(name, out):
-    import torch
-    from transformers import GPT2Config, GPT2LMHeadModel
-    torch.cuda.reset_peak_memory_stats()
-    torch.cuda.memory._record_memory_history(max_entries=1_000_000, stacks="all")
-    cfg = GPT2Config(n_layer=2, n_embd=512, n_head=8, vocab_size=8192, n_positions=512, resid_pdrop=0.0,
-                     embd_pdrop=0.0, attn_pdrop=0.0)
-    model = GPT2LMHeadModel(cfg).cuda()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    K.params(model)
-    for _ in range(2):
-        opt.zero_grad(set_to_none=True)
-        ids = torch.randint(0, 8192, (4, 256), device="cuda")
-        K.note("input", [ids])
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(input_ids=ids, labels=ids).loss
-        note_saved_casts(loss, list(model.parameters()))
-        loss.backward()
-        K.grads(model)
-        opt.step()
-        K.state(opt)
-        STEPS["n"] += 1
-    finish(name, out, {"model": "transformers GPT2LMHeadModel 2x512 fp32", "amp": "bf16 autocast", "batch": 4,
-                       "seq": 256, "optimizer": "AdamW", "stacks": "all"}, STEPS["n"])
-
-
-RUNNERS = {"cat_late_keepgrad_gpt2": run_late_keepgrad, "cat_autocast_cpp": run_autocast_cpp, "cat_late_llama": run_late_llama, "cat_resnet50_sgd": run_resnet50, "cat_compiled_mlp": run_compiled_mlp,
+RUNNERS = {"cat_late_keepgrad_gpt2": run_late_keepgrad, "cat_autocast_cpp": run_autocast_cpp,
+           "cat_late_llama": run_late_llama, "cat_resnet50_sgd": run_resnet50, "cat_compiled_mlp": run_compiled_mlp,
            "cat_autocast_gpt2": run_autocast_gpt2, "cat_fp8_mlp": run_fp8_mlp, "cat_fsdp2_gpt2": run_fsdp2,
            "cat_late_fsdp1": run_late_fsdp1, "cat_graphed_mlp": run_graphed_mlp}
 
 
-def main():
-    if len(sys.argv) >= 4 and sys.argv[1] == "--one":
-        out, name = sys.argv[2], sys.argv[3]
-        import torch
-        torch.manual_seed(0)
-        RUNNERS[name](name, out)
-        try:
-            import torch.distributed as dist
-            if dist.is_initialized():
-                dist.destroy_process_group()
-        except Exception:
-            pass
-        return 0
-    out = sys.argv[1]
-    names = sys.argv[2:] or SCENARIOS
-    os.makedirs(out, exist_ok=True)
-    rc = 0
-    for name in names:
-        t0 = time.time()
-        p = subprocess.run([sys.executable, __file__, "--one", out, name], capture_output=True, text=True, timeout=300)
-        print(f"== {name}: exit {p.returncode} in {time.time() - t0:.1f} s", flush=True)
-        if p.returncode != 0:
-            rc = 1
-            print(p.stdout[-3000:], p.stderr[-6000:], flush=True)
-    return rc
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(scenario_runner.main(__file__, RUNNERS, SCENARIOS))
