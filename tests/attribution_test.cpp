@@ -152,6 +152,48 @@ TEST_CASE("user rules come first and can name new categories; bad rules files ar
   }
   CHECK_THROWS_AS(bad.add_json(R"({"format": "snapdiff.rules", "version": 1, "rules": [{"name": "x", "category": "c", "when": {"frame_name": "(unclosed"}}]})", "t"), InputError);
   CHECK_THROWS_AS(bad.add_json("{not json", "t"), InputError);
+  // Inferences by name; "outer" hints a boolean; "ignore" a phase of hints only.
+  try {
+    bad.add_json(R"({"format": "snapdiff.rules", "version": 1, "rules": [{"name": "x", "category": "c", "when": {"inferred": ["graph_pool", "telepathy"]}}]})", "t");
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    CHECK(e.describe().find("$.rules[0].when.inferred[1]") != std::string::npos);
+    CHECK(e.describe().find("unknown inference 'telepathy'") != std::string::npos);
+  }
+  try {
+    bad.add_json(R"({"format": "snapdiff.rules", "version": 1, "phase_hints": [{"phase": "backward", "name": "^b$", "outer": "yes"}]})", "t");
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    CHECK(e.describe().find("$.phase_hints[0].outer") != std::string::npos);
+  }
+  CHECK_THROWS_AS(bad.add_json(R"({"format": "snapdiff.rules", "version": 1, "rules": [{"name": "x", "category": "c", "when": {"alloc_phase": ["ignore"]}}]})", "t"), InputError);
+  RuleSet ok = RuleSet::builtin();
+  ok.add_json(R"({"format": "snapdiff.rules", "version": 1, "phase_hints": [{"phase": "ignore", "file": "/mylib/"}], "rules": [{"name": "x", "category": "c", "when": {"inferred": ["graph_pool", "input_site"]}}]})", "t");
+  CHECK(ok.hints.front().ignore);
+  CHECK(ok.rules.front().facts_any == (kFactGraphPool | kFactInputSite));
+}
+
+TEST_CASE("--explain gives the run's own evidence for an inference", "[analysis]") {
+  // cat_late_llama: recording after the model, optimizer and two steps; the
+  // parameters and Adam states from before it are placed by their sizes
+  // against the gradients the recording makes.
+  Trace t = load_trace(test::real_data("cat_late_llama.pickle.gz"));
+  Analysis plain = analyze(t, {});
+  uint64_t addr = 0;
+  for (const Allocation& al : plain.devices[0].attr.allocations)
+    if (al.alloc_event < 0 && (al.facts & kFactPreParameter) && al.requested > (1 << 20)) {
+      addr = al.addr;
+      break;
+    }
+  REQUIRE(addr != 0);
+  ReportOptions o;
+  o.explain = std::to_string(addr);
+  Analysis r = analyze(t, o);
+  REQUIRE(r.explain.size() == 1);
+  CHECK(r.explain[0].category == "parameter");
+  CHECK(r.explain[0].rule == "pre-trace-size-parameter");
+  CHECK(r.explain[0].evidence.find("inferred (pre_trace_parameter): ") != std::string::npos);
+  CHECK(r.explain[0].evidence.find("size-matched to the ") != std::string::npos);
 }
 
 TEST_CASE("--explain names the rule and the evidence", "[analysis][attribution]") {
