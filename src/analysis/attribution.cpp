@@ -410,6 +410,9 @@ class Attributor {
       size_t next_empty = 0;
       // Per event, the next allocation's hint that is not such a frame: a
       // user's step() is followed by its forward, an update loop is not.
+      bool steps_timed = false;   // timed step annotations bound the iterations
+      for (size_t j = 0; j < opt_spans.size() && !steps_timed; ++j) steps_timed = ann_hit[j];
+      for (const auto& es : empty_steps) steps_timed = true, (void)es;
       bool opt_from_ann = false;  // the current optimizer phase is an annotated step's
       bool post_step = false;     // in "other" right after an annotated step, its iteration
       std::vector<int8_t> next_hint;
@@ -472,7 +475,10 @@ class Attributor {
               ++it;
               after_bwd_or_opt = false;
             }
-            if (p == Phase::Backward || p == Phase::Optimizer) after_bwd_or_opt = true;
+            // With step annotations an iteration is one optimizer step, all
+            // its micro-batches (gradient accumulation) included; without
+            // them a forward after a backward starts the next one.
+            if ((p == Phase::Backward && !steps_timed) || p == Phase::Optimizer) after_bwd_or_opt = true;
             cur = p;
           }
         }
