@@ -154,14 +154,16 @@ DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analy
     std::vector<int64_t> by_cat;
     uint64_t largest = 0;
   };
-  std::unordered_map<StackId, Acc> by_stack;
-  std::unordered_map<StackId, Acc> unknown_by_stack;
+  // One row per stack and category: allocations with no stack (from before
+  // the recording) or one stack that made several kinds show apart.
+  std::unordered_map<uint64_t, Acc> by_stack;
+  std::unordered_map<uint64_t, Acc> unknown_by_stack;
   const int unknown = at.unknown_index();
   for (uint32_t id : at.live_at(pk.event_index)) {
     const Allocation& al = at.allocations[id];
     for (auto* m : {&by_stack, &unknown_by_stack}) {
       if (m == &unknown_by_stack && al.category != unknown) continue;
-      Acc& acc = (*m)[al.stack];
+      Acc& acc = (*m)[uint64_t(al.stack) << 16 | al.category];
       acc.row.stack = al.stack;
       acc.row.requested_bytes += int64_t(al.requested);
       auto b = block_of.find(al.addr);
@@ -191,7 +193,7 @@ DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analy
     for (size_t c = 0; c < kv.second.by_cat.size(); ++c)
       if (kv.second.by_cat[c] != 0) ++dr.category_sites[c];
   for (uint32_t id : at.live_at(pk.event_index)) ++dr.category_allocations[at.allocations[id].category];
-  auto rows_of = [&](std::unordered_map<StackId, Acc>& m) {
+  auto rows_of = [&](std::unordered_map<uint64_t, Acc>& m) {
     std::vector<SiteRow> rows;
     rows.reserve(m.size());
     for (auto& kv : m) {
@@ -201,7 +203,8 @@ DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analy
     }
     std::sort(rows.begin(), rows.end(), [](const SiteRow& a, const SiteRow& b) {
       if (a.requested_bytes != b.requested_bytes) return a.requested_bytes > b.requested_bytes;
-      return a.stack < b.stack;
+      if (a.stack != b.stack) return a.stack < b.stack;
+      return a.category < b.category;
     });
     return rows;
   };

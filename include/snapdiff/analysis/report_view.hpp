@@ -126,7 +126,7 @@ struct SiteRow {
   int64_t requested_bytes = 0;
   int64_t block_bytes = 0;
   uint64_t count = 0;
-  int category = -1;  // the category holding most of the row's bytes
+  int category = -1;  // the row's category: rows are per stack and category
   int rule = -1;      // the rule that decided it (for the largest allocation)
   Phase alloc_phase = Phase::Other;
   int alloc_iteration = 0;
