@@ -17,11 +17,7 @@ using namespace snapdiff;
 
 namespace {
 
-int64_t category(const DeviceAnalysis& d, const std::string& name) {
-  for (size_t i = 0; i < d.attr.categories.size(); ++i)
-    if (d.attr.categories[i] == name) return d.categories[i];
-  return 0;
-}
+int64_t category(const DeviceAnalysis& d, const std::string& name) { return test::category_at_peak(d, name); }
 
 int64_t span_category(const DeviceAnalysis& d, const PhaseSpan& s, const std::string& name) {
   for (size_t i = 0; i < d.attr.categories.size(); ++i)

@@ -16,37 +16,13 @@
 
 using namespace snapdiff;
 
-namespace {
-
-std::vector<std::pair<std::string, std::string>> recordings_with_peak_truth() {
-  std::vector<std::pair<std::string, std::string>> out;
-  const std::filesystem::path dir = std::filesystem::path(SNAPDIFF_SOURCE_DIR) / "tests/data/real";
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    const std::string suffix = ".truth.json";
-    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
-    const std::string stem = name.substr(0, name.size() - suffix.size());
-    if (!test::truth(stem).contains("at_peak")) continue;
-    for (const char* ext : {".pickle", ".pickle.gz"})
-      if (std::filesystem::exists(dir / (stem + ext))) out.push_back({stem + ext, stem});
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-int64_t category_at_peak(const DeviceAnalysis& d, const std::string& name) {
-  for (size_t i = 0; i < d.attr.categories.size(); ++i)
-    if (d.attr.categories[i] == name) return i < d.categories.size() ? d.categories[i] : 0;
-  return 0;
-}
-
-}  // namespace
+using test::category_at_peak;
 
 TEST_CASE("categories at the peak match PyTorch's tensors on real runs of every shape", "[analysis]") {
   // Late starts (Llama, FSDP1, kept gradients), steps that allocate nothing
   // (ResNet-50 with SGD momentum), torch.compile with fused Adam, autocast,
   // plain FP8 linears, FSDP2, make_graphed_callables.
-  const auto recordings = recordings_with_peak_truth();
+  const auto recordings = test::real_recordings("at_peak");
   REQUIRE(recordings.size() >= 10);
   for (const auto& [file, stem] : recordings) {
     DYNAMIC_SECTION(file) {

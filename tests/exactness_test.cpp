@@ -13,32 +13,6 @@
 
 using namespace snapdiff;
 
-namespace {
-
-// Every recording in tests/data/real/ with a truth file and a snapshot
-// beside it (STEM.pickle or STEM.pickle.gz; xxl_fp8 is unpacked by the build
-// and has its own test): the allocator modes of
-// scripts/record/record_allocator_modes.py (FSDP, DDP, side streams,
-// expandable segments, CUDA graphs, a MemPool, torch.compile, late starts,
-// wrapped rings, an OOM) and the reference workload's complete runs. A file
-// added there is checked without a change here.
-std::vector<std::pair<std::string, std::string>> all_recordings() {
-  std::vector<std::pair<std::string, std::string>> out;
-  const std::filesystem::path dir = std::filesystem::path(SNAPDIFF_SOURCE_DIR) / "tests/data/real";
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    const std::string suffix = ".truth.json";
-    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
-    const std::string stem = name.substr(0, name.size() - suffix.size());
-    for (const char* ext : {".pickle", ".pickle.gz"})
-      if (std::filesystem::exists(dir / (stem + ext))) out.push_back({stem + ext, stem});
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-}  // namespace
-
 TEST_CASE("every recording replays to PyTorch's own counters: peaks, end, truncation", "[analysis][exact]") {
   // For each recording: the four peaks are memory_stats()' peaks (since the
   // recording started; for wrapped_gpt2 since a reset before the last two
@@ -46,7 +20,7 @@ TEST_CASE("every recording replays to PyTorch's own counters: peaks, end, trunca
   // PyTorch's), the end is the dump and memory_stats()' current values, no
   // event contradicts the replayed layout, and the history is named for
   // what it covers.
-  const auto recordings = all_recordings();
+  const auto recordings = test::real_recordings();
   REQUIRE(recordings.size() >= 24);  // the 7 reference runs and the 17 allocator modes, at least
   for (const auto& [file, stem] : recordings) {
     DYNAMIC_SECTION(file) {

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -46,6 +48,33 @@ inline std::string read_file(const std::string& path) {
 }
 inline nlohmann::json truth(const std::string& stem) {
   return nlohmann::json::parse(read_file(real_data(stem + ".truth.json")));
+}
+
+// Every recording in tests/data/real/ with a truth file and a snapshot beside
+// it (STEM.pickle or STEM.pickle.gz), as {file, stem}, sorted; with `key`, only
+// those whose truth has that key. A file added there is checked without a
+// change to the tests.
+inline std::vector<std::pair<std::string, std::string>> real_recordings(const std::string& key = "") {
+  std::vector<std::pair<std::string, std::string>> out;
+  const std::filesystem::path dir = std::filesystem::path(SNAPDIFF_SOURCE_DIR) / "tests/data/real";
+  const std::string suffix = ".truth.json";
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+    const std::string stem = name.substr(0, name.size() - suffix.size());
+    if (!key.empty() && !truth(stem).contains(key)) continue;
+    for (const char* ext : {".pickle", ".pickle.gz"})
+      if (std::filesystem::exists(dir / (stem + ext))) out.push_back({stem + ext, stem});
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Requested bytes of a category at the device's peak (0 when it has none).
+inline int64_t category_at_peak(const DeviceAnalysis& d, const std::string& name) {
+  for (size_t i = 0; i < d.attr.categories.size() && i < d.categories.size(); ++i)
+    if (d.attr.categories[i] == name) return d.categories[i];
+  return 0;
 }
 
 // Emits pickle opcodes byte by byte.

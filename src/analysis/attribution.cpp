@@ -340,7 +340,6 @@ class Attributor {
       }
       std::sort(opt_spans.begin(), opt_spans.end());
     }
-    size_t osp = 0;
     bool any_frames = false, any_fb = false;
     std::vector<int8_t> hint;
     detail::assign_huge(hint, n, kHintEmpty);
@@ -360,7 +359,7 @@ class Attributor {
         // search, not a cursor.)
         auto it = std::upper_bound(opt_spans.begin(), opt_spans.end(), std::make_pair(e.time_us, INT64_MAX));
         if (it != opt_spans.begin() && std::prev(it)->second >= e.time_us) {
-          osp = size_t(std::prev(it) - opt_spans.begin());
+          const size_t osp = size_t(std::prev(it) - opt_spans.begin());
           h = int8_t(Phase::Optimizer);
           ann[i] = int32_t(osp);
           ann_hit[osp] = 1;
@@ -411,8 +410,8 @@ class Attributor {
       // Per event, the next allocation's hint that is not such a frame: a
       // user's step() is followed by its forward, an update loop is not.
       bool steps_timed = false;   // timed step annotations bound the iterations
+      steps_timed = !empty_steps.empty();
       for (size_t j = 0; j < opt_spans.size() && !steps_timed; ++j) steps_timed = ann_hit[j];
-      for (const auto& es : empty_steps) steps_timed = true, (void)es;
       bool opt_from_ann = false;  // the current optimizer phase is an annotated step's
       bool post_step = false;     // in "other" right after an annotated step, its iteration
       std::vector<int8_t> next_hint;
@@ -1325,7 +1324,12 @@ class Attributor {
     // What the first pass's parameters, gradients and optimizer state say
     // about the rest: memory from before the recording, then copies of
     // parameters. Only allocations an inference marks can change category.
+    // (Only facts some rule tests can change a category.)
+    uint16_t tested = 0;
+    for (const Rule& r : rs_.rules) tested = uint16_t(tested | r.facts_any);
     auto again = [&](uint16_t mask) {
+      mask = uint16_t(mask & tested);
+      if (mask == 0) return;
       for (uint32_t id : order)
         if (a_.allocations[id].facts & mask) categorize_one(id);
     };
