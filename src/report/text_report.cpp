@@ -145,8 +145,8 @@ std::string render_text(const Report& r) {
         << pad_left(with_commas(d.peak_live_allocations), 7) << " " << pad_left("", 7) << "  TOTAL (= requested peak)\n";
     }
 
-    o << "\nLIVE AT THE PEAK  cuda:" << d.device << "  (" << with_commas(d.peak_live_allocations)
-      << " allocations, " << human_bytes(d.peak_live_requested) << " requested)\n";
+    o << "\nLIVE AT THE PEAK  cuda:" << d.device << "  (" << detail::count_of(d.peak_live_allocations, "allocation")
+      << ", " << human_bytes(d.peak_live_requested) << " requested)\n";
     o << "       BYTES       %   COUNT  CATEGORY             SITE (innermost user frame <- callers)\n";
     for (const SiteRow& s : d.sites) {
       std::string cat = s.category >= 0 ? dn(s.category_name) : "?";
@@ -171,7 +171,8 @@ std::string render_text(const Report& r) {
       int skipped_from = -1, skipped_to = -1, skipped = 0;
       auto flush_skip = [&]() {
         if (skipped > 0)
-          o << "  ...   (" << skipped << " phases of iterations " << skipped_from << "-" << skipped_to
+          o << "  ...   (" << skipped << " phases of iteration" << (skipped_from == skipped_to ? " " : "s ")
+            << skipped_from << (skipped_from == skipped_to ? "" : "-" + std::to_string(skipped_to))
             << " omitted; --format json lists every phase)\n";
         skipped = 0;
         skipped_from = -1;

@@ -15,6 +15,13 @@ struct Diff;
 
 namespace snapdiff::detail {
 
+// "1 allocation", "3 allocations" (with the count's thousands separated).
+inline std::string count_of(uint64_t n, std::string_view singular, std::string_view plural = {}) {
+  std::string c = std::to_string(n);
+  for (int i = int(c.size()) - 3; i > 0; i -= 3) c.insert(size_t(i), ",");
+  return c + " " + std::string(n == 1 ? singular : plural.empty() ? std::string(singular) + "s" : plural);
+}
+
 inline std::string pad_left(const std::string& s, size_t w) {
   return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
 }

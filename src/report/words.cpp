@@ -16,22 +16,37 @@ namespace snapdiff {
 
 namespace {
 
+using detail::count_of;
 using detail::with_commas;
 
 std::string change_percent(int64_t delta, int64_t base) { return detail::change_percent(delta, base, 1, "0%", "new"); }
 
+// Where in an iteration something happens, as a clause: "in the backward
+// pass", "outside the forward, backward and optimizer step".
+std::string phase_clause(Phase p) {
+  switch (p) {
+    case Phase::Init: return "while the model is built, before the first iteration";
+    case Phase::Forward: return "in the forward pass";
+    case Phase::Backward: return "in the backward pass";
+    case Phase::Optimizer: return "in the optimizer step";
+    case Phase::Other: return "outside the forward, backward and optimizer step";
+    case Phase::PreTrace: return "before the recorded history";
+  }
+  return "";
+}
+
 std::string peak_words(const PeakFacts& f) {
   std::string m = "The peak, " + human_bytes(f.peak) + ", is reached";
-  if (f.phase == Phase::PreTrace) m += " before the recorded history";
-  else if (f.iteration > 0)
-    m += " in iteration " + std::to_string(f.iteration) + (f.truncated ? " of the recorded window" : "") + " during the " +
-         phase_name(f.phase);
-  else m += " during " + std::string(phase_name(f.phase));
-  m += ":";
-  for (size_t k = 0; k < f.parts.size(); ++k) {
-    const PeakFacts::Part& p = f.parts[k];
-    m += (k ? ", " : " ") + p.category + " " + human_bytes(p.bytes);
-    if (p.kept_from_iteration > 0)
+  if (f.iteration > 0 && f.phase != Phase::PreTrace && f.phase != Phase::Init)
+    m += " in iteration " + std::to_string(f.iteration) + (f.truncated ? " of the recorded window" : "") + ", " +
+         phase_clause(f.phase);
+  else m += " " + phase_clause(f.phase);
+  bool first = true;
+  for (const PeakFacts::Part& p : f.parts) {
+    if (p.bytes <= 0) continue;
+    m += (first ? ": " : ", ") + p.category + " " + human_bytes(p.bytes);
+    first = false;
+    if (p.kept_from_iteration > 0 && p.kept_from_iteration < f.iteration)
       m += " (kept from iteration " + std::to_string(p.kept_from_iteration) +
            ": gradients are not freed between iterations)";
   }
@@ -43,7 +58,7 @@ std::string step_words(const OptimizerStepFacts& f) {
                   " above its start";
   if (f.new_state > 0) m += " (" + human_bytes(f.new_state) + " of it new optimizer state, created on the first step)";
   if (f.similar > 0)
-    m += " (" + std::to_string(f.similar + 1) + " of the " + std::to_string(f.steps) + " steps rise as much)";
+    m += " (" + std::to_string(f.similar + 1) + " of the " + count_of(f.steps, "step") + " rise as much)";
   if (f.temporaries > 0) {
     m += ": " + human_bytes(f.temporaries) + " of optimizer temporaries live at its peak";
     if (f.gradients > 0 && f.temporaries * 10 >= f.gradients * 9)
@@ -86,7 +101,7 @@ std::string groups_words(const std::vector<DiffCategoryFacts::Group>& v) {
   for (size_t i = 0; i < v.size(); ++i) {
     const DiffCategoryFacts::Group& g = v[i];
     out += (i ? ", " : "") + human_delta(g.delta) + " at " + g.name;
-    if (g.sites > 1) out += " (" + std::to_string(g.sites) + " call paths)";
+    if (g.sites > 1) out += " (" + count_of(g.sites, "call path") + ")";
     out += g.all_new ? " [NEW]" : g.all_gone ? " [GONE]" : "";
   }
   return out;
@@ -97,12 +112,20 @@ std::string diff_category_words(const DiffCategoryFacts& f) {
                   human_bytes(f.b) + " in B)";
   if (f.parameters) {
     const double r = f.parameter_ratio;
-    char buf[200];
-    std::snprintf(buf, sizeof buf, ": B's parameters take %.2fx A's bytes (%llu tensors in A, %llu in B)", r,
-                  (unsigned long long)f.a_tensors, (unsigned long long)f.b_tensors);
-    m += buf;
-    if (r > 0.4 && r < 0.6) m += " — B stores its weights in half the bytes per element (e.g. 1-byte FP8 instead of 2-byte bf16)";
-    else if (r > 1.8 && r < 2.2) m += " — B stores its weights in twice the bytes per element (e.g. fp32 instead of bf16)";
+    const std::string tensors =
+        " (" + count_of(f.a_tensors, "tensor") + " in A, " + std::to_string(f.b_tensors) + " in B)";
+    char buf[64];
+    if (f.a_tensors == 0 || f.b_tensors == 0 || !(r > 0)) {
+      m += f.b_tensors == 0 ? ": B holds no parameter tensors at its peak" : ": A holds no parameter tensors at its peak";
+      m += tensors;
+    } else if (r < 0.01) {
+      m += ": B's parameters take under 1% of A's bytes" + tensors;
+    } else {
+      std::snprintf(buf, sizeof buf, "%.2f", r);
+      m += ": B's parameters take " + std::string(buf) + " times A's bytes" + tensors;
+      if (r > 0.4 && r < 0.6) m += " — B stores its weights in half the bytes per element (e.g. 1-byte FP8 instead of 2-byte bf16)";
+      else if (r > 1.8 && r < 2.2) m += " — B stores its weights in twice the bytes per element (e.g. fp32 instead of bf16)";
+    }
   }
   if (!f.mostly.empty()) m += "; mostly " + groups_words(f.mostly);
   if (!f.offset.empty()) m += "; partly offset by " + groups_words(f.offset);
@@ -150,19 +173,19 @@ std::string history_cut_words(const HistoryTruncatedFacts& f) {
                with_commas(uint64_t(e.max_entries)) + " wrapped and dropped the oldest entries";
       return "the recorded history starts mid-run: the ring buffer wrapped and dropped the oldest entries (the file "
              "does not record max_entries, but its " +
-             with_commas(e.entries) + " entries are a round number, as a max_entries is)";
+             count_of(e.entries, "entry", "entries") + (e.entries == 1 ? " is" : " are") + " a round number, as a max_entries is)";
     case Truncation::None:  // truncated without a kind told: say so
     case Truncation::Unknown: break;
   }
   std::string m = "the recorded history starts mid-run, and the file cannot tell whether recording started late or "
-                  "the ring buffer wrapped (" + with_commas(e.entries) + " entries";
+                  "the ring buffer wrapped (" + count_of(e.entries, "entry", "entries");
   if (e.max_entries >= 0) m += ", max_entries=" + with_commas(uint64_t(e.max_entries));
   if (e.framed_early_blocks > 0)
-    m += "; " + with_commas(e.framed_early_blocks) +
-         " blocks allocated before the first event carry stacks, so they were allocated while recording, yet the "
+    m += "; " + count_of(e.framed_early_blocks, "block") +
+         " allocated before the first event carry stacks, so they were allocated while recording, yet the "
          "count is not a round max_entries";
   if (e.dropped_mid_history > 0)
-    m += "; " + with_commas(e.dropped_mid_history) + " frees of blocks the history had already seen freed";
+    m += "; " + count_of(e.dropped_mid_history, "free") + " of blocks the history had already seen freed";
   return m + ")";
 }
 
@@ -179,8 +202,7 @@ const char* history_remedy(Truncation kind) {
 }
 
 std::string history_truncated_words(const HistoryTruncatedFacts& f) {
-  return history_cut_words(f) + ". " + human_bytes(f.requested) + " in " + std::to_string(f.allocations) +
-         " allocations and " + human_bytes(f.reserved) +
+  return history_cut_words(f) + ". " + human_bytes(f.requested) + " in " + count_of(f.allocations, "allocation") + " and " + human_bytes(f.reserved) +
          " of segments were live before the first event. They are rebuilt from later frees and the "
          "dump, so the requested peak is exact for the recorded window; a higher peak before the window "
          "cannot be seen" +
@@ -227,7 +249,7 @@ const char* truncation_reason(Truncation t) {
 }
 
 std::string oom_words(const OomFacts& f) {
-  std::string m = "the run hit " + std::to_string(f.errors) + " out-of-memory error" + (f.errors > 1 ? "s" : "");
+  std::string m = "the run hit " + count_of(f.errors, "out-of-memory error");
   if (f.has_first)
     m += "; the first asked for " + human_bytes(int64_t(f.first_size)) + " while CUDA reported " +
          human_bytes(int64_t(f.first_free)) + " free on the device";
@@ -282,7 +304,7 @@ std::string warning_text(const Warning& w) {
     case Code::ProfilerWindow:
       return m + "the profiler started with " +
              human_bytes(std::get<ProfilerWindowFacts>(w.facts).allocated_before) +
-             " already allocated (the model, optimizer state, workspaces, ...): " +
+             " already allocated (the model, optimizer state, workspaces and the like): " +
              "allocations freed inside the trace are known by their frees; the rest is one row, "
              "'<allocated before the profiler started>', whose sites the trace cannot tell. The peak is exact "
              "for the profiled window (= the largest Total Allocated the trace reports); a higher peak before "
@@ -295,10 +317,10 @@ std::string warning_text(const Warning& w) {
     case Code::EndStateMismatch: return m + end_state_words(std::get<EndStateFacts>(w.facts));
     case Code::ReplayInconsistent: {
       const InconsistentFacts& f = std::get<InconsistentFacts>(w.facts);
-      return m + std::to_string(f.events) +
-             (f.reported_totals ? " events disagree with the totals the trace reports (first: "
-                                : " events did not fit the replayed allocator layout (first: ") +
-             (f.first.empty() ? std::string("?") : f.first) + ")";
+      return m + count_of(f.events, "event") +
+             (f.reported_totals ? (f.events == 1 ? " disagrees" : " disagree") + std::string(" with the totals the trace reports")
+                                : std::string(" did not fit the replayed allocator layout")) +
+             (f.first.empty() ? std::string() : " (first: " + f.first + ")");
     }
     case Code::Oom: return m + oom_words(std::get<OomFacts>(w.facts));
     case Code::NoTimestamps: return m + "events carry no time_us (PyTorch < 2.2): times are event indices";
