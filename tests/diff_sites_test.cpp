@@ -234,9 +234,9 @@ TEST_CASE("allocator settings: read, printed in the report, diffed side by side"
   const std::string dt = render_diff_text(d);
   const size_t block = dt.find("ALLOCATOR SETTINGS");
   REQUIRE(block != std::string::npos);
-  const size_t row = dt.find("expandable_segments", block);
+  const size_t row = dt.find("\n  expandable_segments ", block);
   REQUIRE(row != std::string::npos);
-  const std::string line = dt.substr(row, dt.find('\n', row) - row);
+  const std::string line = dt.substr(row + 1, dt.find('\n', row + 1) - row - 1);
   CHECK(line.find("false") != std::string::npos);
   CHECK(line.find("true") != std::string::npos);
   CHECK(line.find("<- differs") != std::string::npos);

@@ -134,7 +134,7 @@ struct SiteAcc {
   int64_t bytes = 0;
   uint64_t count = 0;
   uint32_t loose = 0;  // the stack's id without line numbers (the fallback match)
-  std::string loose_key;
+  StackId stack = 0;   // its (first) stack: the text without lines is written only for a moved row
   std::map<std::string, int64_t> by_cat;
 };
 
@@ -172,12 +172,11 @@ std::map<SiteKey, SiteAcc> sites_at_peak(const FrameTable& t, const DeviceAnalys
       if (grad) {
         acc.key = "<gradient of " + std::to_string(al.requested) + " bytes>|" + cat;
         acc.display = "gradient tensors of " + std::to_string(al.requested) + " bytes";
-        acc.loose_key = acc.key;
       } else {
         acc.key = sym.text(t, al.stack) + "|" + cat;
         acc.display = site_display(t, al.stack, depth);
         acc.loose = k->second.second;
-        acc.loose_key = loose.text(t, al.stack) + "|" + cat;
+        acc.stack = al.stack;
       }
     }
     acc.bytes += int64_t(al.requested);
@@ -347,7 +346,7 @@ Diff diff_reports(const Analysis& a, const Analysis& b, const DiffOptions& opts)
           if (y->bytes > by->bytes) by = y;
           for (auto& c : y->by_cat) cats[c.first] += c.second;
         }
-        s.key = by->loose_key;
+        s.key = loose.text(*b.frames, by->stack) + "|" + kv.first.second;
         s.display = by->display;
         s.a_display = bx->display;
         s.category = top_cat(cats);

@@ -105,10 +105,10 @@ std::string render_diff_text(const Diff& d) {
     if (rows.empty()) {
       o << "  A: " << detail::settings_text(d.a.allocator_settings) << "  |  B: " << detail::settings_text(d.b.allocator_settings) << "\n";
     } else {
-      o << "  " << pad_right("SETTING", 30) << "  " << pad_right("A", 24) << "  " << pad_right("B", 24) << "\n";
+      o << "  " << pad_right("SETTING", 34) << "  " << pad_right("A", 24) << "  B\n";
       for (const SettingRow& s : rows)
-        o << "  " << pad_right(dn(s.key), 30) << "  " << pad_right(dn(s.a), 24) << "  " << pad_right(dn(s.b), 24)
-          << (s.differs ? "  <- differs" : "") << "\n";
+        o << "  " << pad_right(dn(s.key), 34) << "  " << pad_right(dn(s.a), 24) << "  " << dn(s.b)
+          << (s.differs ? "   <- differs" : "") << "\n";
     }
   }
 
