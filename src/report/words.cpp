@@ -282,6 +282,10 @@ std::string history_words(const Report& r) {
 std::vector<std::pair<std::string, std::string>> detail::settings_rows(const AllocatorSettings& s) {
   std::vector<std::pair<std::string, std::string>> out;
   if (!s.present) return out;
+  if (s.raw.empty()) {  // a .snap: the parsed keys only
+    out.emplace_back("expandable_segments", s.expandable_segments ? "true" : "false");
+    out.emplace_back("max_split_size", s.max_split_size < 0 ? "unlimited" : std::to_string(s.max_split_size));
+  }
   for (const auto& kv : s.raw) {
     std::string v = kv.second;
     // PyTorch writes SIZE_MAX for an unlimited max_split_size.
@@ -296,7 +300,7 @@ std::string detail::settings_text(const AllocatorSettings& s) {
   if (!s.present) return "not recorded";
   std::string out;
   for (const auto& kv : settings_rows(s)) out += (out.empty() ? "" : ", ") + kv.first + " " + kv.second;
-  return out.empty() ? "recorded, empty" : out;
+  return out;
 }
 
 std::string finding_text(const Finding& f) {
