@@ -258,6 +258,7 @@ Analysis analyze_trace(const Trace& trace, const ReportOptions& opts) {
   }
   Analysis r;
   r.input_name = opts.input_name;
+  r.site_depth = opts.site_depth;
   r.source = trace.source;
   r.events = trace.event_count();
   r.rules = std::make_shared<RuleSet>(opts.rules ? *opts.rules : RuleSet::builtin());

@@ -26,6 +26,8 @@ const std::vector<CatalogueEntry>& catalogue() {
        "a category whose bytes at the peak change materially, with the sites or parameter sizes behind it"},
       {Code::DiffOptimizerTransient, "optimizer_transient", K::DiffFinding, S::Info,
        "the change of the largest optimizer step's temporaries, and what kind of step each run takes"},
+      {Code::DiffReserved, "reserved", K::DiffFinding, S::Info,
+       "the reserved peak changes materially: reserved and allocated peaks of each run, the cache's free bytes and largest free block at each peak"},
       {Code::ProfilerWindow, "profiler_window", K::Warning, S::Info,
        "a profiler trace that started with memory already allocated: the peak is that of the profiled window"},
       {Code::HistoryTruncated, "history_truncated", K::Warning, S::Warning,

@@ -30,6 +30,10 @@ int64_t cat_of(const DeviceAnalysis& d, const std::vector<int64_t>& v, const std
 // as FrameTable::shown() cuts it.
 class SymbolicStacks {
  public:
+  // with_lines: tokens carry the frame's line ("name@file:43;"); python_only:
+  // native frames are left out (a run recorded without C++ frames is
+  // matched on the frames both runs have).
+  SymbolicStacks(bool with_lines, bool python_only) : lines_(with_lines), python_only_(python_only) {}
   uint32_t id(const FrameTable& ft, StackId s) {
     if (s == 0) return 0;
     PerTrace& pt = per_[&ft.trace()];
@@ -41,7 +45,12 @@ class SymbolicStacks {
     for (; x != 0 && pt.node[x] == UINT32_MAX; x = t.stacks.node(x).parent) chain.push_back(x);
     uint32_t cur = x == 0 ? 0 : pt.node[x];
     for (size_t i = chain.size(); i-- > 0;) {
-      const uint64_t key = (uint64_t(cur) << 32) | token(ft, pt, t.stacks.node(chain[i]).frame);
+      const FrameId f = t.stacks.node(chain[i]).frame;
+      if (skip(ft, f)) {
+        pt.node[chain[i]] = cur;
+        continue;
+      }
+      const uint64_t key = (uint64_t(cur) << 32) | token(ft, pt, f);
       cur = nodes_.emplace(key, uint32_t(nodes_.size() + 1)).first->second;
       pt.node[chain[i]] = cur;
     }
@@ -52,17 +61,21 @@ class SymbolicStacks {
     PerTrace& pt = per_[&ft.trace()];
     const FrameTable::Shown sh = ft.shown(s);
     std::string k;
-    for (FrameId f : sh.inner) k += tokens_[token(ft, pt, f)];
+    for (FrameId f : sh.inner)
+      if (!skip(ft, f)) k += tokens_[token(ft, pt, f)];
     if (sh.elided > 0) {
       k += '<';
       k += std::to_string(sh.elided);
       k += " frames elided>;";
     }
-    for (FrameId f : sh.outer) k += tokens_[token(ft, pt, f)];
-    return k;
+    for (FrameId f : sh.outer)
+      if (!skip(ft, f)) k += tokens_[token(ft, pt, f)];
+    return k.empty() ? std::string("<no stack>") : k;
   }
 
  private:
+  bool skip(const FrameTable& ft, FrameId f) const { return python_only_ && !ft.python(f) && !ft.scope(f); }
+  bool lines_ = false, python_only_ = false;
   struct PerTrace {
     std::vector<uint32_t> frame, node;  // token per frame, id per stack node (UINT32_MAX: not yet)
   };
@@ -79,6 +92,10 @@ class SymbolicStacks {
     else k += t.strings.get(f.name);
     k += '@';
     k += file;
+    if (lines_ && f.line != kNoLine && !ft.scope(fid)) {
+      k += ':';
+      k += std::to_string(f.line);
+    }
     k += ';';
     auto it = token_ids_.emplace(k, uint32_t(tokens_.size())).first;
     if (it->second == tokens_.size()) tokens_.push_back(std::move(k));
@@ -90,18 +107,20 @@ class SymbolicStacks {
   std::map<const Trace*, PerTrace> per_;
 };
 
-std::string site_display(const FrameTable& ft, StackId s) {
+std::string site_display(const FrameTable& ft, StackId s, size_t depth) {
   const Trace& t = ft.trace();
   if (s == 0) return "<no stack recorded>";
   if (ft.scope(t.stacks.node(s).frame)) {
-    // Scope labels: the innermost three, numbers generalized (the row sums
-    // every layer and iteration that shares the scope).
+    // Scope labels: the innermost three (or --depth's), numbers generalized
+    // (the row sums every layer and iteration that shares the scope).
     std::string out;
-    int n = 0;
-    for (StackId x = s; x != 0 && n < 3; x = t.stacks.node(x).parent, ++n)
+    const size_t most = depth == 0 ? kShownFrames : depth == 1 ? 3 : depth;
+    size_t n = 0;
+    for (StackId x = s; x != 0 && n < most; x = t.stacks.node(x).parent, ++n)
       out += (n ? " <- " : "") + detail::numbers_as_stars(t.strings.get(t.frames[t.stacks.node(x).frame].name));
     return out + "  (snapcapture)";
   }
+  if (depth != 1) return ft.site_text(s, depth == 0 ? kShownFrames : depth);
   std::string out = ft.label(ft.user_frame(s));
   // Name the innermost Python frame inside the user's call, if any.
   const FrameId callee = ft.python_callee(s);
@@ -114,27 +133,55 @@ struct SiteAcc {
   std::string display;
   int64_t bytes = 0;
   uint64_t count = 0;
+  uint32_t loose = 0;  // the stack's id without line numbers (the fallback match)
+  StackId stack = 0;   // its (first) stack: the text without lines is written only for a moved row
   std::map<std::string, int64_t> by_cat;
 };
 
-// One row per (site, category): a site whose bytes change role shows as two rows.
-using SiteKey = std::pair<uint32_t, std::string>;  // (SymbolicStacks id, category)
+// One row per (site, category): a site whose bytes change role shows as two
+// rows. Sites are stacks with their line numbers; gradients are one row per
+// tensor size, whatever stack allocated them (the autograd engine's thread
+// records no Python stack, or a backward one: the site of a gradient is its
+// parameter's, and a parameter's gradient has its size).
+struct SiteKey {
+  uint32_t id = 0;  // SymbolicStacks id (with lines); 0 for gradients
+  std::string category;
+  uint64_t tensor_bytes = 0;  // gradients: the tensor's requested size
+  auto operator<=>(const SiteKey&) const = default;
+};
 
-std::map<SiteKey, SiteAcc> sites_at_peak(const FrameTable& t, const DeviceAnalysis& d, SymbolicStacks& sym) {
+bool native_frames(const Trace& t, const FrameTable& ft) {
+  for (FrameId f = 0; f < t.frames.size() && f < ft.size(); ++f)
+    if (!ft.python(f) && !ft.scope(f)) return true;
+  return false;
+}
+
+std::map<SiteKey, SiteAcc> sites_at_peak(const FrameTable& t, const DeviceAnalysis& d, SymbolicStacks& sym,
+                                         SymbolicStacks& loose, size_t depth) {
   std::map<SiteKey, SiteAcc> m;
-  std::unordered_map<StackId, uint32_t> ids;
+  std::unordered_map<StackId, std::pair<uint32_t, uint32_t>> ids;
   for (uint32_t id : d.attr.live_at(d.peak_index)) {
     const Allocation& al = d.attr.allocations[id];
+    const std::string& cat = d.attr.categories[al.category];
+    const bool grad = cat == "gradient";
     auto k = ids.find(al.stack);
-    if (k == ids.end()) k = ids.emplace(al.stack, sym.id(t, al.stack)).first;
-    SiteAcc& acc = m[{k->second, d.attr.categories[al.category]}];
+    if (k == ids.end()) k = ids.emplace(al.stack, std::make_pair(sym.id(t, al.stack), loose.id(t, al.stack))).first;
+    SiteKey key{grad ? 0 : k->second.first, cat, grad ? al.requested : 0};
+    SiteAcc& acc = m[key];
     if (acc.count == 0) {
-      acc.key = sym.text(t, al.stack) + "|" + d.attr.categories[al.category];
-      acc.display = site_display(t, al.stack);
+      if (grad) {
+        acc.key = "<gradient of " + std::to_string(al.requested) + " bytes>|" + cat;
+        acc.display = "gradient tensors of " + std::to_string(al.requested) + " bytes";
+      } else {
+        acc.key = sym.text(t, al.stack) + "|" + cat;
+        acc.display = site_display(t, al.stack, depth);
+        acc.loose = k->second.second;
+        acc.stack = al.stack;
+      }
     }
     acc.bytes += int64_t(al.requested);
     ++acc.count;
-    acc.by_cat[d.attr.categories[al.category]] += int64_t(al.requested);
+    acc.by_cat[cat] += int64_t(al.requested);
   }
   return m;
 }
@@ -252,38 +299,79 @@ Diff diff_reports(const Analysis& a, const Analysis& b, const DiffOptions& opts)
   std::map<std::string, std::map<std::string, SiteGroup>> groups;  // category -> name -> group
   // Sites at each peak, matched by symbolic stack.
   {
-    SymbolicStacks sym;
-    auto sa = sites_at_peak(*a.frames, da, sym);
-    auto sb = sites_at_peak(*b.frames, db, sym);
+    // Keys leave native frames out when either run has none: the same code
+    // recorded with stacks="python" and with stacks="all" is one set of sites.
+    const bool python_only = !native_frames(a.frames->trace(), *a.frames) || !native_frames(b.frames->trace(), *b.frames);
+    SymbolicStacks sym(true, python_only), loose(false, python_only);
+    auto sa = sites_at_peak(*a.frames, da, sym, loose, opts.depth);
+    auto sb = sites_at_peak(*b.frames, db, sym, loose, opts.depth);
     std::vector<SiteDelta> all;
     std::vector<SiteKey> all_keys;  // parallel to `all`: ties of a cut key text keep one order
+    auto row = [&](const SiteKey& k, SiteAcc* x, SiteAcc* y) {
+      SiteDelta s;
+      s.key = (x ? x : y)->key;
+      s.display = (x ? x : y)->display;
+      s.tensor_bytes = k.tensor_bytes;
+      if (x) s.a = x->bytes, s.a_count = x->count;
+      if (y) s.b = y->bytes, s.b_count = y->count;
+      s.category = top_cat((y ? y : x)->by_cat);
+      all_keys.push_back(k);
+      all.push_back(std::move(s));
+    };
+    // 1. Sites with the same stack, lines included, in both runs.
+    std::map<std::pair<uint32_t, std::string>, std::pair<std::vector<SiteAcc*>, std::vector<SiteAcc*>>> alone;
     for (auto& kv : sa) {
-      SiteDelta s;
-      s.key = std::move(kv.second.key);
-      all_keys.push_back(kv.first);
-      s.display = kv.second.display;
-      s.a = kv.second.bytes;
-      s.a_count = kv.second.count;
       auto it = sb.find(kv.first);
-      if (it != sb.end()) {
-        s.b = it->second.bytes;
-        s.b_count = it->second.count;
-        s.category = top_cat(it->second.by_cat);
-      } else {
-        s.category = top_cat(kv.second.by_cat);
-      }
-      all.push_back(std::move(s));
+      if (it != sb.end()) row(kv.first, &kv.second, &it->second);
+      else alone[{kv.second.loose, kv.first.category}].first.push_back(&kv.second);
     }
-    for (auto& kv : sb) {
-      if (sa.count(kv.first)) continue;
-      SiteDelta s;
-      s.key = std::move(kv.second.key);
-      all_keys.push_back(kv.first);
-      s.display = kv.second.display;
-      s.b = kv.second.bytes;
-      s.b_count = kv.second.count;
-      s.category = top_cat(kv.second.by_cat);
-      all.push_back(std::move(s));
+    for (auto& kv : sb)
+      if (!sa.count(kv.first)) alone[{kv.second.loose, kv.first.category}].second.push_back(&kv.second);
+    // 2. Sites on one side alone: matched by function and file (code moved
+    // between the versions), marked; else new or gone.
+    for (auto& kv : alone) {
+      auto& [xs, ys] = kv.second;
+      if (!xs.empty() && !ys.empty() && kv.first.first != 0) {
+        SiteDelta s;
+        s.moved = true;
+        const SiteAcc* bx = xs[0];
+        const SiteAcc* by = ys[0];
+        std::map<std::string, int64_t> cats;
+        for (const SiteAcc* x : xs) {
+          s.a += x->bytes, s.a_count += x->count;
+          if (x->bytes > bx->bytes) bx = x;
+        }
+        for (const SiteAcc* y : ys) {
+          s.b += y->bytes, s.b_count += y->count;
+          if (y->bytes > by->bytes) by = y;
+          for (auto& c : y->by_cat) cats[c.first] += c.second;
+        }
+        s.key = loose.text(*b.frames, by->stack) + "|" + kv.first.second;
+        s.display = by->display;
+        s.a_display = bx->display;
+        s.category = top_cat(cats);
+        all_keys.push_back({0, kv.first.second, 0});
+        all.push_back(std::move(s));
+        continue;
+      }
+      for (SiteAcc* x : xs) {
+        SiteDelta s;
+        s.key = x->key;
+        s.display = x->display;
+        s.a = x->bytes, s.a_count = x->count;
+        s.category = top_cat(x->by_cat);
+        all_keys.push_back({0, kv.first.second, uint64_t(all.size())});
+        all.push_back(std::move(s));
+      }
+      for (SiteAcc* y : ys) {
+        SiteDelta s;
+        s.key = y->key;
+        s.display = y->display;
+        s.b = y->bytes, s.b_count = y->count;
+        s.category = top_cat(y->by_cat);
+        all_keys.push_back({0, kv.first.second, uint64_t(all.size())});
+        all.push_back(std::move(s));
+      }
     }
     {
       std::vector<size_t> order(all.size());
@@ -303,7 +391,9 @@ Diff diff_reports(const Analysis& a, const Analysis& b, const DiffOptions& opts)
     for (const SiteDelta& sd : all) {
       if (sd.delta() == 0) continue;
       size_t cut = sd.display.find(" <- ");
-      std::string name = cut == std::string::npos ? sd.display : sd.display.substr(0, cut);
+      std::string name = sd.tensor_bytes ? std::string("gradients (matched by tensor size)")
+                         : cut == std::string::npos ? sd.display
+                                                    : sd.display.substr(0, cut);
       SiteGroup& g = groups[sd.category][name];
       g.name = name;
       g.delta += sd.delta();
@@ -390,6 +480,18 @@ Diff diff_reports(const Analysis& a, const Analysis& b, const DiffOptions& opts)
   if ((oa.any || ob.any) && is_material(ob.temp - oa.temp))
     d.findings.push_back(
         {Code::DiffOptimizerTransient, ob.temp - oa.temp, DiffStepFacts{oa.temp, ob.temp, oa.grads, ob.grads}});
+  // Reserved memory: the cache, not the tensors, can move while requested
+  // bytes barely do (a different allocator setting, fragmentation).
+  {
+    const int64_t rscale = std::max(da.replay.peak_reserved.bytes, db.replay.peak_reserved.bytes);
+    const int64_t rmaterial = std::max<int64_t>(rscale / 100, int64_t(1) << 20);
+    if (std::llabs(d.peak_delta[2]) >= rmaterial)
+      d.findings.push_back({Code::DiffReserved, d.peak_delta[2],
+                            DiffReservedFacts{da.replay.peak_reserved.bytes, db.replay.peak_reserved.bytes,
+                                              da.replay.peak_allocated.bytes, db.replay.peak_allocated.bytes,
+                                              da.frag.free_cached, db.frag.free_cached, da.frag.largest_free_block,
+                                              db.frag.largest_free_block}});
+  }
   std::stable_sort(d.findings.begin(), d.findings.end(), [](const Finding& x, const Finding& y) {
     if ((x.code == Code::DiffPeak) != (y.code == Code::DiffPeak)) return x.code == Code::DiffPeak;
     return std::llabs(x.bytes) > std::llabs(y.bytes);

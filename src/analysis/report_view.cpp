@@ -52,9 +52,9 @@ static std::vector<FrameRef> shown_frames(const FrameTable& ft, StackId stack) {
   return out;
 }
 
-SiteFrames site_frames(const FrameTable& ft, StackId stack) {
+SiteFrames site_frames(const FrameTable& ft, StackId stack, size_t depth) {
   SiteFrames s;
-  FrameTable::SitePath p = ft.site_path(stack, 4);
+  FrameTable::SitePath p = ft.site_path(stack, depth == 0 ? kShownFrames : std::max<size_t>(depth, 4));
   s.path = std::move(p.frames);
   s.callee = std::move(p.callee);
   const FrameId uf = ft.user_frame(stack);
@@ -99,10 +99,10 @@ std::optional<KernelRef> kernel_ref(const FrameTable& ft, int64_t idx) {
   return r;
 }
 
-void resolve(const FrameTable& ft, const Attribution& a, const RuleSet& rules, SiteRow& row) {
+void resolve(const FrameTable& ft, const Attribution& a, const RuleSet& rules, SiteRow& row, size_t depth) {
   row.category_name = category_name(a, row.category);
   row.rule_name = row.rule >= 0 ? rules.rules[size_t(row.rule)].name : std::string();
-  row.site = site_frames(ft, row.stack);
+  row.site = site_frames(ft, row.stack, depth);
 }
 
 void resolve(const FrameTable& ft, const Attribution& a, OpRow& row) {
@@ -116,8 +116,8 @@ void resolve(const FrameTable& ft, const Attribution& a, OpRow& row) {
 void resolve_rows(Analysis& r) {
   const FrameTable& ft = *r.frames;
   for (DeviceAnalysis& d : r.devices) {
-    for (SiteRow& s : d.sites) resolve(ft, d.attr, *r.rules, s);
-    for (SiteRow& s : d.unknown_sites) resolve(ft, d.attr, *r.rules, s);
+    for (SiteRow& s : d.sites) resolve(ft, d.attr, *r.rules, s, r.site_depth);
+    for (SiteRow& s : d.unknown_sites) resolve(ft, d.attr, *r.rules, s, r.site_depth);
     for (std::vector<OpRow>* rows : {&d.by_op, &d.by_kernel})
       for (OpRow& o : *rows) resolve(ft, d.attr, o);
     resolve(ft, d.attr, d.other_ops);
@@ -145,6 +145,8 @@ void resolve_rows(Analysis& r) {
 Report report_view(const Analysis& a) {
   Report r;
   r.input_name = a.input_name;
+  r.site_depth = a.site_depth;
+  if (a.frames) r.allocator_settings = a.frames->trace().settings;
   r.source = a.source;
   r.events = a.events;
   r.history_truncated = a.history_truncated;

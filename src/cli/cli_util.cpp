@@ -289,6 +289,11 @@ uint64_t count_arg(const boost::program_options::variables_map& vm, const std::s
   return n;
 }
 
+size_t depth_arg(const boost::program_options::variables_map& vm, size_t fallback) {
+  if (!vm.count("depth")) return fallback;
+  return size_t(count_arg(vm, "depth", "--depth", kMaxDepth));
+}
+
 boost::program_options::variables_map parse_command(const std::vector<std::string>& args,
                                                     const boost::program_options::options_description& visible) {
   namespace po = boost::program_options;

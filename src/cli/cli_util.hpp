@@ -74,6 +74,11 @@ void print_error(const std::string& message, const char* suffix = "");
 uint64_t count_arg(const boost::program_options::variables_map& vm, const std::string& name, const std::string& option,
                    uint64_t max);
 
+// --depth N (frames per site row; 0: the whole stack, up to 1,000 frames):
+// `fallback` when not given.
+constexpr uint64_t kMaxDepth = 1000;
+size_t depth_arg(const boost::program_options::variables_map& vm, size_t fallback);
+
 // Parses a subcommand's arguments: the visible options plus any number of
 // positional inputs (vm["input"]).
 boost::program_options::variables_map parse_command(const std::vector<std::string>& args,

@@ -19,6 +19,7 @@ int cmd_diff(const std::vector<std::string>& args) {
       "format,f", po::value<std::string>()->default_value("text"), "output format: text | json | markdown | html")(
       "output,o", po::value<std::string>(), "write the diff to this file instead of stdout")(
       "top,n", po::value<std::string>()->default_value("20"), "number of sites to list, 0 to 10000000 (the rest are summed)")(
+      "depth", po::value<std::string>(), "frames per site row: the user frame and N-1 callers (default 1; 0: the whole stack)")(
       "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable)");
   add_input_options(d);
   po::variables_map vm = parse_command(args, d);
@@ -34,6 +35,7 @@ int cmd_diff(const std::vector<std::string>& args) {
   if (fmt != "text" && fmt != "json" && fmt != "markdown" && fmt != "html")
     throw UsageError("unknown --format '" + fmt + "' (text, json, markdown, html)");
   const size_t top = size_t(count_arg(vm, "top", "-n/--top", kMaxTopSites));
+  const size_t depth = depth_arg(vm, 1);
   const auto& in = vm["input"].as<std::vector<std::string>>();
   RuleSet rules = load_rules(rules_files(vm));
   // Both inputs are held at once: each gets half of the memory bound.
@@ -48,6 +50,7 @@ int cmd_diff(const std::vector<std::string>& args) {
   Analysis rb = analyze(tb, ro);
   DiffOptions dopt;
   dopt.top_sites = top;
+  dopt.depth = depth;
   dopt.a_name = in[0];
   dopt.b_name = in[1];
   Diff df = diff_reports(ra, rb, dopt);

@@ -25,6 +25,7 @@ int cmd_report(const std::vector<std::string>& args) {
       "format,f", po::value<std::string>()->default_value("text"), "output format: text | json | html (one self-contained page with the charts)")(
       "output,o", po::value<std::string>(), "write the report to this file instead of stdout")(
       "top,n", po::value<std::string>()->default_value("10"), "number of allocation sites to list (0 to 10000000)")(
+      "depth", po::value<std::string>(), "frames per site row: the user frame and N-1 callers (default 3; 0: the whole stack)")(
       "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable; tried before the built-in rules)")(
       "explain", po::value<std::string>(), "why allocations got their category: an ADDRESS (0x... or decimal) or a SITE "
                                            "(function, file:line, or text in \"function (file:line)\")")(
@@ -47,6 +48,7 @@ int cmd_report(const std::vector<std::string>& args) {
   std::string fmt = vm["format"].as<std::string>();
   if (fmt != "text" && fmt != "json" && fmt != "html") throw UsageError("unknown --format '" + fmt + "' (text, json, html)");
   const size_t top = size_t(count_arg(vm, "top", "-n/--top", kMaxTopSites));
+  const size_t depth = depth_arg(vm, 3);
   std::string path = vm["input"].as<std::vector<std::string>>()[0];
   // Rules are read first: a bad rules file fails before a long load.
   RuleSet rules = load_rules(rules_files(vm));
@@ -54,6 +56,7 @@ int cmd_report(const std::vector<std::string>& args) {
   Trace t = load_input(path, lo);
   ReportOptions ro;
   ro.top_sites = top;
+  ro.site_depth = depth;
   ro.input_name = path;
   ro.rules = &rules;
   if (vm.count("explain")) ro.explain = vm["explain"].as<std::string>();

@@ -31,7 +31,42 @@ const DeviceView* top(const Report& r) { return !r.devices.empty() ? &r.devices[
 
 std::string pct(int64_t delta, int64_t base) { return detail::change_percent(delta, base, 1, "", "new"); }
 
-std::string marker(const SiteDelta& s) { return s.a_count == 0 ? "[NEW] " : s.b_count == 0 ? "[GONE] " : ""; }
+std::string marker(const SiteDelta& s) {
+  return s.a_count == 0 ? "[NEW] " : s.b_count == 0 ? "[GONE] " : s.moved ? "[MOVED] " : "";
+}
+
+// A row's site as words: gradients by their tensors' size; a moved site with
+// A's form of it when that reads differently.
+std::string site_words(const SiteDelta& s) {
+  if (s.tensor_bytes) return "gradients of " + human_bytes(int64_t(s.tensor_bytes)) + " tensors (any stack)";
+  if (s.moved && s.a_display != s.display) return s.display + "  (in A: " + s.a_display + ")";
+  return s.display;
+}
+
+// The allocator settings side by side: every key either run recorded, in
+// A's order then B's; `differs` when the values (or presence) differ.
+struct SettingRow {
+  std::string key, a, b;
+  bool differs = false;
+};
+std::vector<SettingRow> setting_rows(const Diff& d) {
+  const auto ra = detail::settings_rows(d.a.allocator_settings), rb = detail::settings_rows(d.b.allocator_settings);
+  std::vector<SettingRow> out;
+  auto find = [](const std::vector<std::pair<std::string, std::string>>& v, const std::string& k) -> const std::string* {
+    for (const auto& kv : v)
+      if (kv.first == k) return &kv.second;
+    return nullptr;
+  };
+  for (const auto& kv : ra) {
+    const std::string* b = find(rb, kv.first);
+    out.push_back({kv.first, kv.second, b ? *b : "-", !b || *b != kv.second});
+  }
+  for (const auto& kv : rb)
+    if (!find(ra, kv.first)) out.push_back({kv.first, "-", kv.second, true});
+  return out;
+}
+
+std::string status(const SiteDelta& s) { return s.a_count == 0 ? "new" : s.b_count == 0 ? "gone" : "changed"; }
 
 }  // namespace
 
@@ -64,6 +99,19 @@ std::string render_diff_text(const Diff& d) {
   o << "  the peak   iteration " << da->peak_iteration << ", " << phase_name(da->peak_phase) << "  |  iteration "
     << db->peak_iteration << ", " << phase_name(db->peak_phase) << "\n";
 
+  o << "\nALLOCATOR SETTINGS\n";
+  {
+    const auto rows = setting_rows(d);
+    if (rows.empty()) {
+      o << "  A: " << detail::settings_text(d.a.allocator_settings) << "  |  B: " << detail::settings_text(d.b.allocator_settings) << "\n";
+    } else {
+      o << "  " << pad_right("SETTING", 34) << "  " << pad_right("A", 24) << "  B\n";
+      for (const SettingRow& s : rows)
+        o << "  " << pad_right(dn(s.key), 34) << "  " << pad_right(dn(s.a), 24) << "  " << dn(s.b)
+          << (s.differs ? "   <- differs" : "") << "\n";
+    }
+  }
+
   o << "\nFINDINGS\n";
   if (d.findings.empty()) o << "  none: no difference reaches 1% of the peak\n";
   for (const Finding& f : d.findings) o << wrap("  * ", dn(finding_text(f)), 100);
@@ -90,11 +138,11 @@ std::string render_diff_text(const Diff& d) {
     o << "\n";
   }
 
-  o << "\nSITES AT EACH PEAK (by |delta|, matched by function and file)\n";
+  o << "\nSITES AT EACH PEAK (by |delta|, matched by function, file and line; [MOVED]: by function and file)\n";
   o << "         DELTA            A            B  CATEGORY             SITE\n";
   for (const SiteDelta& s : d.sites)
     o << "  " << pad_left(human_delta(s.delta()), 12) << " " << pad_left(human_bytes(s.a), 12) << " "
-      << pad_left(human_bytes(s.b), 12) << "  " << pad_right(dn(s.category), 19) << "  " << marker(s) << dn(s.display)
+      << pad_left(human_bytes(s.b), 12) << "  " << pad_right(dn(s.category), 19) << "  " << marker(s) << dn(site_words(s))
       << "\n";
   if (d.other_sites.a || d.other_sites.b)
     o << "  " << pad_left(human_delta(d.other_sites.delta()), 12) << " " << pad_left(human_bytes(d.other_sites.a), 12) << " "
@@ -132,7 +180,9 @@ std::string render_diff_json(const Diff& d) {
                            {"b_optimizer_temporary_bytes", p.b_opt_temp}});
   j["sites"] = J::array();
   for (const SiteDelta& s : d.sites)
-    j["sites"].push_back({{"site", s.display},
+    j["sites"].push_back({{"site", s.tensor_bytes ? site_words(s) : s.display},
+                          {"matched_by", s.moved ? "function_and_file" : s.tensor_bytes ? "tensor_size" : "line"},
+                          {"a_site", s.moved ? J(s.a_display) : J(nullptr)},
                           {"key", s.key},
                           {"category", s.category},
                           {"a_bytes", s.a},
@@ -140,7 +190,10 @@ std::string render_diff_json(const Diff& d) {
                           {"delta_bytes", s.delta()},
                           {"a_count", s.a_count},
                           {"b_count", s.b_count},
-                          {"status", s.a_count == 0 ? "new" : s.b_count == 0 ? "gone" : "changed"}});
+                          {"status", status(s)}});
+  j["allocator_settings"] = J::array();
+  for (const SettingRow& s : setting_rows(d))
+    j["allocator_settings"].push_back({{"setting", s.key}, {"a", s.a}, {"b", s.b}, {"differs", s.differs}});
   j["other_sites"] = {{"a_bytes", d.other_sites.a}, {"b_bytes", d.other_sites.b}, {"delta_bytes", d.other_sites.delta()}};
   j["findings"] = J::array();
   for (const Finding& f : d.findings) j["findings"].push_back({{"kind", std::string(code_name(f.code))}, {"message", finding_text(f)}, {"bytes", f.bytes}});
@@ -160,6 +213,16 @@ std::string render_diff_markdown(const Diff& d) {
       << " | " << pct(p.delta, p.a) << " |\n";
   o << "\n";
   if (d.findings.empty()) o << "No difference reaches 1% of the peak.\n";
+  {
+    const auto rows = setting_rows(d);
+    bool any = false;
+    for (const SettingRow& s : rows) any |= s.differs;
+    if (any) {
+      o << "\nAllocator settings that differ:\n\n| setting | A | B |\n|---|---|---|\n";
+      for (const SettingRow& s : rows)
+        if (s.differs) o << "| " << markdown_code(s.key) << " | " << markdown_code(s.a) << " | " << markdown_code(s.b) << " |\n";
+    }
+  }
   for (const Finding& f : d.findings) o << "- " << markdown_text(finding_text(f)) << "\n";
   o << "\n<details><summary>Categories at each peak</summary>\n\n| category | A | B | Δ |\n|---|---:|---:|---:|\n";
   for (const CategoryDelta& c : d.categories)
@@ -171,7 +234,7 @@ std::string render_diff_markdown(const Diff& d) {
   o << "\n</details>\n\n<details><summary>Sites</summary>\n\n| Δ | A | B | category | site |\n|---:|---:|---:|---|---|\n";
   for (const SiteDelta& s : d.sites)
     o << "| " << human_delta(s.delta()) << " | " << human_bytes(s.a) << " | " << human_bytes(s.b) << " | "
-      << markdown_text(s.category) << " | " << marker(s) << markdown_code(s.display) << " |\n";
+      << markdown_text(s.category) << " | " << marker(s) << markdown_code(site_words(s)) << " |\n";
   o << "\n</details>\n";
   return detail::terminal_safe(o.str());
 }

@@ -169,6 +169,17 @@ std::string render_json(const Report& r) {
   in["devices"] = J::array();
   for (const DeviceView& d : r.devices) in["devices"].push_back(d.device);
   j["input"] = in;
+  {
+    const AllocatorSettings& s = r.allocator_settings;
+    J as;
+    as["present"] = s.present;
+    as["expandable_segments"] = s.expandable_segments;
+    as["max_split_size"] = s.max_split_size < 0 ? J(nullptr) : J(s.max_split_size);
+    J raw = J::object();
+    for (const auto& kv : s.raw) raw[kv.first] = kv.second;
+    as["recorded"] = raw;
+    j["allocator_settings"] = as;
+  }
   if (!r.devices.empty()) {
     J top = device_peak(r.devices[r.peak_device], kernels);
     top["device"] = r.devices[r.peak_device].device;

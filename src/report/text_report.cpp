@@ -59,6 +59,7 @@ std::string signed_seconds(int64_t us) {
 }  // namespace
 
 std::string render_text(const Report& r) {
+  const size_t depth = r.site_depth == 0 ? SIZE_MAX : r.site_depth;
   std::ostringstream o;
   o << "snapdiff report: " << dn(r.input_name) << "\n\n";
   o << "INPUT\n";
@@ -75,6 +76,7 @@ std::string render_text(const Report& r) {
   if (r.kernel_launches > 0) o << "  kernels     " << with_commas(r.kernel_launches) << " launches\n";
   o << detail::profiler_input_text(r);
   o << "  history     " << detail::history_words(r) << "\n";
+  o << wrap("  allocator   ", "settings: " + dn(detail::settings_text(r.allocator_settings)), 100);
 
   for (const DeviceView& d : r.devices) {
     o << "\nPEAK  cuda:" << d.device << "  (" << with_commas(d.events) << " events, " << d.streams
@@ -152,7 +154,7 @@ std::string render_text(const Report& r) {
       std::string cat = s.category >= 0 ? dn(s.category_name) : "?";
       o << "  " << pad_right(pad_left(human_bytes(s.requested_bytes), 10) + "  " + pct(s.requested_bytes, d.peak_live_requested) +
                               "  " + pad_left(with_commas(s.count), 6) + "  " + cat, 47)
-        << "  " << site_text(s.site, 3) << "\n";
+        << "  " << site_text(s.site, depth) << "\n";
     }
     if (d.other_sites.count > 0)
       o << "  " << pad_left(human_bytes(d.other_sites.requested_bytes), 10) << "  "
@@ -206,7 +208,7 @@ std::string render_text(const Report& r) {
       for (const SiteRow& s : d.unknown_sites)
         o << "  " << pad_left(human_bytes(s.requested_bytes), 10) << "  " << pad_left(with_commas(s.count), 6) << "  "
           << pad_right(when(s.alloc_phase, s.alloc_iteration), 17) << "  "
-          << pad_right(s.freed ? when(s.free_phase, s.free_iteration) : "never", 17) << "  " << site_text(s.site, 3)
+          << pad_right(s.freed ? when(s.free_phase, s.free_iteration) : "never", 17) << "  " << site_text(s.site, depth)
           << "\n";
     }
 

@@ -62,6 +62,12 @@ inline std::string site_line(const SiteFrames& s, size_t n, std::string_view sep
   return out;
 }
 
+// The allocator settings a file recorded, in its order: "key value" pairs
+// ("expandable_segments true, max_split_size unlimited, ..."); "not recorded"
+// when the file has none. settings_rows gives the pairs, values as words.
+std::vector<std::pair<std::string, std::string>> settings_rows(const AllocatorSettings& s);
+std::string settings_text(const AllocatorSettings& s);
+
 // A diff's PEAK rows (diff_report.cpp): requested, allocated, active (left
 // out when either run is a profiler trace, which does not record when frees
 // complete) and reserved, of each run's top device, with B - A. Empty when

@@ -136,6 +136,19 @@ std::string diff_category_words(const DiffCategoryFacts& f) {
   return m + ".";
 }
 
+std::string diff_reserved_words(const DiffReservedFacts& f) {
+  const int64_t dr = f.b_reserved - f.a_reserved, da = f.b_allocated - f.a_allocated;
+  std::string m = "Reserved memory " + human_delta(dr) + " (" + change_percent(dr, f.a_reserved) + "): " +
+                  human_bytes(f.a_reserved) + " at A's reserved peak against " + human_bytes(f.b_reserved) +
+                  " at B's, while the allocated peak ";
+  m += da == 0 ? "stays at " + human_bytes(f.a_allocated)
+               : "moves " + human_delta(da) + " (" + human_bytes(f.a_allocated) + " in A, " + human_bytes(f.b_allocated) + " in B)";
+  m += "; at each peak the cache holds " + human_bytes(f.a_free_cached) + " free in A (largest free block " +
+       human_bytes(int64_t(f.a_largest_free)) + ") and " + human_bytes(f.b_free_cached) + " in B (largest " +
+       human_bytes(int64_t(f.b_largest_free)) + ").";
+  return m;
+}
+
 // What kind of step a run takes, from its temporaries against its gradients.
 std::string step_kind(int64_t temporaries, int64_t gradients) {
   if (gradients <= 0) return "";
@@ -288,13 +301,38 @@ std::string history_words(const Report& r) {
 
 }  // namespace detail
 
+std::vector<std::pair<std::string, std::string>> detail::settings_rows(const AllocatorSettings& s) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!s.present) return out;
+  if (s.raw.empty()) {  // a .snap: the parsed keys only
+    out.emplace_back("expandable_segments", s.expandable_segments ? "true" : "false");
+    out.emplace_back("max_split_size", s.max_split_size < 0 ? "unlimited" : std::to_string(s.max_split_size));
+  }
+  for (const auto& kv : s.raw) {
+    std::string v = kv.second;
+    // PyTorch writes SIZE_MAX for an unlimited max_split_size.
+    if (kv.first == "max_split_size" && (s.max_split_size < 0 || v == "18446744073709551615" || v == "-1")) v = "unlimited";
+    if (v.empty()) v = "\"\"";
+    out.emplace_back(kv.first, v);
+  }
+  return out;
+}
+
+std::string detail::settings_text(const AllocatorSettings& s) {
+  if (!s.present) return "not recorded";
+  std::string out;
+  for (const auto& kv : settings_rows(s)) out += (out.empty() ? "" : ", ") + kv.first + " " + kv.second;
+  return out;
+}
+
 std::string finding_text(const Finding& f) {
   return std::visit(Overloaded{[](const PeakFacts& x) { return peak_words(x); },
                                [](const OptimizerStepFacts& x) { return step_words(x); },
                                [](const UnknownFacts& x) { return unknown_words(x); },
                                [](const DiffPeakFacts& x) { return diff_peak_words(x); },
                                [](const DiffCategoryFacts& x) { return diff_category_words(x); },
-                               [](const DiffStepFacts& x) { return diff_step_words(x); }},
+                               [](const DiffStepFacts& x) { return diff_step_words(x); },
+                               [](const DiffReservedFacts& x) { return diff_reserved_words(x); }},
                     f.facts);
 }
 

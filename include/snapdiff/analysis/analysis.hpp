@@ -21,6 +21,7 @@ namespace snapdiff {
 
 struct ReportOptions {
   size_t top_sites = 10;
+  size_t site_depth = 3;   // --depth: frames per site row in reports (0: the whole stack)
   std::string input_name;  // shown in the report (the path as given)
   const RuleSet* rules = nullptr;  // nullptr: the built-in rules
   std::string explain;             // --explain ADDRESS|SITE ("" = none)
@@ -67,6 +68,7 @@ struct DeviceAnalysis {
 
 struct Analysis {
   std::string input_name;
+  size_t site_depth = 3;  // ReportOptions::site_depth
   SourceInfo source;
   uint64_t events = 0;
   bool history_truncated = false;

@@ -22,6 +22,7 @@ enum class Code : uint8_t {
   DiffPeak,
   DiffCategory,
   DiffOptimizerTransient,
+  DiffReserved,
   // Warnings of `snapdiff report`.
   ProfilerWindow,
   HistoryTruncated,

@@ -2,8 +2,10 @@
 //
 // Built on two Reports (replay + attribution of each run): peaks side by
 // side, categories at each run's peak, phases aligned by (iteration, phase),
-// sites matched by symbolic stack (function and file, never addresses or
-// line numbers), and plain-language findings computed from those numbers.
+// sites matched by symbolic stack (function, file and line, never addresses;
+// a stack on one side alone falls back to function and file, marked as moved;
+// native frames left out of both when either run has none; gradients matched
+// by tensor size), and plain-language findings computed from those numbers.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +19,9 @@ namespace snapdiff {
 
 struct DiffOptions {
   size_t top_sites = 20;
+  // --depth: frames a site row shows; 1 (the default) is the user frame and
+  // the Python function it calls, 0 the whole path (FrameTable::site_text).
+  size_t depth = 1;
   std::string a_name, b_name;
 };
 
@@ -37,12 +42,20 @@ struct PhaseDelta {
 };
 
 struct SiteDelta {
-  std::string key;      // function@file;... innermost first, then "|category"; a stack deeper than
+  std::string key;      // function@file:line;... innermost first (moved rows: no lines; gradients: "<gradient of N bytes>"), then "|category"; a stack deeper than
                         // 1,000 frames cut as FrameTable::shown() (sites are matched on the whole stack)
   std::string display;  // user frame <- callers
   std::string category; // the category holding most of its bytes (B's when present)
   int64_t a = 0, b = 0;
   uint64_t a_count = 0, b_count = 0;
+  // Matched by function and file alone: no stack with these lines exists in
+  // both runs, but this one's frames (lines left out) do (code moved between
+  // versions). a_display is A's form of it (the largest A stack).
+  bool moved = false;
+  std::string a_display;
+  // Gradients: one row per tensor size, whatever stack allocated it (the
+  // autograd engine's thread records none, or a backward one); 0 for others.
+  uint64_t tensor_bytes = 0;
   int64_t delta() const { return b - a; }
 };
 

@@ -31,7 +31,8 @@ struct FrameRef {
 
 // A stack written out for a site row.
 struct SiteFrames {
-  std::vector<std::string> path;   // the user frame, then its callers (at most four labels)
+  std::vector<std::string> path;   // the user frame, then its callers (at most four labels, or
+                                   // --depth's; the whole path up to 1,000 with --depth 0)
   std::string callee;              // the Python frame inside the user's call ("" = none)
   std::optional<FrameRef> user;    // the user frame (none for an empty stack)
   std::vector<FrameRef> stack;     // every frame, innermost first (FrameTable::shown(): a stack deeper
@@ -232,11 +233,20 @@ struct DiffStepFacts {
   int64_t a_temporaries = 0, b_temporaries = 0;
   int64_t a_gradients = 0, b_gradients = 0;
 };
+// Code::DiffReserved: the reserved peak (>= 1% of the larger one and 1 MiB),
+// whatever the requested bytes do; free cached bytes and the largest free
+// block at each run's requested peak (Fragmentation).
+struct DiffReservedFacts {
+  int64_t a_reserved = 0, b_reserved = 0;    // peaks
+  int64_t a_allocated = 0, b_allocated = 0;  // peaks
+  int64_t a_free_cached = 0, b_free_cached = 0;
+  uint64_t a_largest_free = 0, b_largest_free = 0;
+};
 
 struct Finding {
   Code code = Code::Peak;
   int64_t bytes = 0;  // its size, for the order (signed in diffs)
-  std::variant<PeakFacts, OptimizerStepFacts, UnknownFacts, DiffPeakFacts, DiffCategoryFacts, DiffStepFacts> facts;
+  std::variant<PeakFacts, OptimizerStepFacts, UnknownFacts, DiffPeakFacts, DiffCategoryFacts, DiffStepFacts, DiffReservedFacts> facts;
 };
 
 // Code::ProfilerWindow.
@@ -344,6 +354,8 @@ struct DeviceView {
 // The report view: everything `snapdiff report` shows.
 struct Report {
   std::string input_name;
+  size_t site_depth = 3;  // frames a site row shows (--depth; 0: the whole stack, SiteFrames::path)
+  AllocatorSettings allocator_settings;  // as the file recorded them (Trace::settings)
   SourceInfo source;
   uint64_t events = 0;
   bool history_truncated = false;
