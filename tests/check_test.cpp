@@ -480,9 +480,11 @@ TEST_CASE("budget file round trip", "[analysis][check]") {
     CHECK(back.peak.phases[i].spans == fp8.phases[i].spans);
     for (Metric m : {Metric::Requested, Metric::Allocated, Metric::Reserved})
       CHECK(back.peak.phases[i].peak(m).bytes == fp8.phases[i].peak(m).bytes);
-    REQUIRE(back.peak.phases[i].categories.size() == fp8.phases[i].categories.size());
-    for (size_t c = 0; c < fp8.phases[i].categories.size(); ++c)
-      CHECK(back.peak.phases[i].categories[c].second.bytes == fp8.phases[i].categories[c].second.bytes);
+    // Categories a phase kind never holds are left out of the file.
+    for (const auto& [name, v] : fp8.phases[i].categories) {
+      const ExtentPoint* bv = back.peak.phases[i].category(name);
+      CHECK((bv ? bv->bytes : 0) == v.bytes);
+    }
   }
   REQUIRE(back.peak.category_max.size() == fp8.category_max.size());
   for (size_t c = 0; c < fp8.category_max.size(); ++c) {

@@ -267,7 +267,8 @@ std::string write_budget_json(const Budget& b) {
       o["allocated_bytes"] = p.allocated.bytes;
       o["reserved_bytes"] = p.reserved.bytes;
       o["categories"] = nlohmann::ordered_json::object();
-      for (const auto& [k, v] : p.categories) o["categories"][k] = v.bytes;
+      for (const auto& [k, v] : p.categories)  // the ones the phase kind holds (absent: none)
+        if (v.bytes != 0) o["categories"][k] = v.bytes;
       j["phases"][p.phase] = o;
     }
   }
