@@ -4,23 +4,27 @@
 # same binary and input whatever else the machine does), then RUNS timed runs
 # of each, interleaved, with wall time, user time and peak RSS.
 # Usage: bench/bench_ab.sh OLD_BINARY NEW_BINARY [RUNS]   (default 5)
+# AB_COMMAND sets the command measured (default "report --format json"),
+# e.g. AB_COMMAND="check --limit optimizer_temporary=1GiB"; the input is the
+# last argument.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OLD=$1
 NEW=$2
 RUNS=${3:-5}
+read -r -a CMD <<<"${AB_COMMAND:-report --format json}"
 OUT=bench/out
 mkdir -p "$OUT"
 IN=$OUT/xxl_fp8.pickle
 [[ -f $IN ]] || xz -dc tests/data/real/xxl_fp8.pickle.xz >"$IN"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 for b in "$OLD" "$NEW"; do
-  valgrind --tool=callgrind --callgrind-out-file="$OUT/ab.callgrind" "$b" report --format json "$IN" >/dev/null 2>"$OUT/ab.callgrind.log"
+  valgrind --tool=callgrind --callgrind-out-file="$OUT/ab.callgrind" "$b" "${CMD[@]}" "$IN" >/dev/null 2>"$OUT/ab.callgrind.log" || true
   echo "instructions  $(grep -m1 '^summary:' "$OUT/ab.callgrind" | cut -d' ' -f2)  $b"
 done
 for ((i = 0; i < RUNS; i++)); do
   for b in "$OLD" "$NEW"; do
-    /usr/bin/time -f "run  %e s wall  %U s user  %M KiB RSS  $b" "$b" report --format json "$IN" >/dev/null
+    /usr/bin/time -f "run  %e s wall  %U s user  %M KiB RSS  $b" "$b" "${CMD[@]}" "$IN" >/dev/null || true
   done
 done 2>&1 | sort -k6 -k2n
 rm -f "$OUT/ab.callgrind" "$OUT/ab.callgrind.log"

@@ -11,6 +11,7 @@ DATA=$SRC/tests/data/real
 BF16=$DATA/small_bf16.pickle
 FP8=$DATA/small_fp8.pickle
 PW=$DATA/small_fp8_pw.pickle
+SEED_FP8=$SRC/sample_snapshots/fp8_no_pw.snap
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 unset GITHUB_ACTIONS
@@ -41,6 +42,12 @@ check "bad metric" 2 "$BIN" check --metric peak --max-peak 1GiB "$FP8"
 check "bad --limit" 2 "$BIN" check --limit optimizer_temporary "$FP8"
 check "unknown category" 2 "$BIN" check --limit optimiser_state=1GiB "$FP8"
 expect "unknown category" "$T/err" "optimizer_state"
+check "unknown phase" 2 "$BIN" check --limit optimiser:optimizer_temporary=1GiB "$FP8"
+one_error_line "unknown phase"
+expect "unknown phase" "$T/err" "unknown phase 'optimiser' (init, forward, backward, optimizer, other)"
+check "empty phase" 2 "$BIN" check --limit :optimizer_temporary=1GiB "$FP8"
+check "unknown category in a phase" 2 "$BIN" check --limit optimizer:optimiser_temporary=1GiB "$FP8"
+expect "unknown category in a phase" "$T/err" "optimizer_temporary"
 check "bad format" 2 "$BIN" check --format yaml --max-peak 1GiB "$FP8"
 check "warn above max" 2 "$BIN" check --max-increase 1% --warn-increase 2% "$BF16" "$FP8"
 check "budget and write-budget" 2 "$BIN" check --budget "$T/a.json" --write-budget "$T/b.json" "$FP8"
@@ -112,6 +119,30 @@ check "limit fails" 1 "$BIN" check --limit optimizer_temporary=1GiB --limit opti
 expect "limit fails" "$T/out" "limit.optimizer_state .* FAIL$"
 expect "limit fails" "$T/out" "limit.optimizer_temporary .* pass$"
 
+# The seed's FP8 run (snapcapture, 5.37 B parameters, foreach Adam): the
+# optimizer steps hold one bf16 temporary per parameter (the run's parameter
+# bytes, snapcapture's summary) while the peak, a backward, holds none.
+check "limit over the run fails" 1 "$BIN" check --limit optimizer_temporary=1GiB "$SEED_FP8"
+expect "limit over the run fails" "$T/out" "limit.optimizer_temporary .* FAIL$"
+expect "limit over the run fails" "$T/out" "in iteration 1 optimizer, over the limit 1.0 GiB"
+check "phase limit fails" 1 "$BIN" check --format json --limit optimizer:optimizer_temporary=1GiB \
+  --limit forward:optimizer_temporary=1MiB "$SEED_FP8"
+python3 - "$T/out" "${SEED_FP8%.snap}.summary.json" <<'PY' || fails=$((fails+1))
+import json, sys
+r = json.load(open(sys.argv[1])); s = json.load(open(sys.argv[2]))
+t = {x["name"]: x for x in r["thresholds"]}
+opt, fwd = t["limit.optimizer:optimizer_temporary"], t["limit.forward:optimizer_temporary"]
+assert opt["status"] == "fail" and opt["phase"] == "optimizer" and opt["category"] == "optimizer_temporary", opt
+assert opt["measured_bytes"] == s["classes"]["param_bytes"], opt
+assert opt["at"]["phase"] == "optimizer", opt
+assert fwd["status"] == "pass" and fwd["measured_bytes"] == 0, fwd
+c = r["candidate"]
+assert c["categories"]["optimizer_temporary"] == 0  # at the peak: none
+assert c["phases"]["optimizer"]["allocated"]["bytes"] == s["iters"][0]["peak_so_far"]
+assert max(p["allocated"]["bytes"] for p in c["phases"].values()) == s["peak_allocated"]
+print("ok   phase limit: the optimizer steps' temporaries are the parameter bytes")
+PY
+
 # --- JUnit XML ---------------------------------------------------------------
 junit_ok() {  # junit_ok NAME FILE TESTS FAILURES
   python3 - "$2" "$3" "$4" <<'PY' && echo "ok   $1: JUnit well-formed, counts right" || { echo "FAIL $1: JUnit"; fails=$((fails+1)); }
@@ -164,7 +195,7 @@ check "write-budget" 0 "$BIN" check --write-budget "$T/budget.json" "$FP8"
 python3 - "$T/budget.json" "$DATA/small_fp8.truth.json" "$SRC/schemas/budget.schema.json" <<'PY' || fails=$((fails+1))
 import json, sys
 b = json.load(open(sys.argv[1])); ms = json.load(open(sys.argv[2]))["memory_stats"]; s = json.load(open(sys.argv[3]))
-assert b["schema"] == "snapdiff/budget/1" and b["metric"] == "allocated"
+assert b["schema"] == "snapdiff/budget/2" and b["metric"] == "allocated"
 for k in ("requested", "allocated", "reserved"):
     assert b["peak"][k + "_bytes"] == ms[k + "_bytes.all.peak"], k
 assert sum(b["categories"].values()) == b["peak"]["requested_bytes"]
@@ -173,6 +204,13 @@ for k in s["required"]: assert k in b, k
 for k in b: assert k in s["properties"], k
 for k in s["properties"]["peak"]["required"]: assert k in b["peak"], k
 for k in b["source"]: assert k in s["properties"]["source"]["properties"], k
+assert b["schema"] in s["properties"]["schema"]["enum"]
+assert b["category_max"]["optimizer_state"] == json.load(open(sys.argv[2]))["optimizer_state_bytes"]
+for k, v in b["category_max"].items(): assert v >= b["categories"][k], k
+assert set(b["phases"]) <= set(s["properties"]["phases"]["propertyNames"]["enum"]), b["phases"]
+assert max(p["allocated_bytes"] for p in b["phases"].values()) == ms["allocated_bytes.all.peak"]
+for p in b["phases"].values():
+    for k in p: assert k in s["properties"]["phases"]["additionalProperties"]["properties"], k
 print("ok   budget fields (schema)")
 PY
 check "run against its own budget passes" 0 "$BIN" check --budget "$T/budget.json" "$FP8"
@@ -193,6 +231,24 @@ python3 -c "import json,sys; b=json.load(open(sys.argv[1])); assert b['metric']=
 cp "$T/out" "$T/pw.json"
 check "reserved budget: bigger run fails" 1 "$BIN" check --budget "$T/pw.json" "$FP8"
 expect "reserved budget" "$T/out" "increase.reserved"
+# Phase limits in a budget; the verdict's phase table against the budget's.
+check "write budget with a phase limit" 0 "$BIN" check --write-budget "$T/ph.json" --limit optimizer:optimizer_temporary=1GiB "$FP8"
+python3 -c "import json,sys; b=json.load(open(sys.argv[1])); assert b['limits']['phases']=={'optimizer': {'optimizer_temporary': '1GiB'}}, b['limits']" "$T/ph.json" \
+  || { echo "FAIL budget phase limit not written"; fails=$((fails+1)); }
+check "phase limit from a budget" 1 "$BIN" check --budget "$T/ph.json" "$SEED_FP8"
+expect "phase limit from a budget" "$T/out" "limit.optimizer:optimizer_temporary .* FAIL$"
+expect "phase limit from a budget" "$T/out" "peak of each phase kind, over all of its spans (vs the baseline):"
+# A version 1 budget (no phase peaks) still reads.
+python3 - "$T/budget.json" "$T/v1.json" <<'PY'
+import json, sys
+b = json.load(open(sys.argv[1])); b["schema"] = "snapdiff/budget/1"; del b["phases"]; del b["category_max"]
+json.dump(b, open(sys.argv[2], "w"))
+PY
+check "version 1 budget" 0 "$BIN" check --budget "$T/v1.json" "$FP8"
+expect_not "version 1 budget" "$T/out" "(vs the baseline)"
+printf '{"schema": "snapdiff/budget/2", "peak": {"requested_bytes": 1, "allocated_bytes": 2, "reserved_bytes": 3}, "limits": {"phases": {"step": {"optimizer_temporary": "1GiB"}}}}' >"$T/badph.json"
+check "budget with an unknown phase" 3 "$BIN" check --budget "$T/badph.json" "$FP8"
+expect "budget with an unknown phase" "$T/err" "badph.json: \$.limits.phases.step: unknown phase"
 
 # --- truncated history -------------------------------------------------------
 "$BIN" convert --no-gzip "$BF16" -o "$T/full.snap" >/dev/null 2>&1

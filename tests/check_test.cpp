@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "snapdiff/input/budget_io.hpp"
+#include "snapdiff/analysis/category_extent.hpp"
 #include "snapdiff/analysis/check.hpp"
 #include "snapdiff/report/check_report.hpp"
 #include "snapdiff/error.hpp"
@@ -40,6 +41,12 @@ const CheckItem& item(const CheckResult& r, const std::string& name) {
     if (i.name == name) return i;
   FAIL("no threshold " << name);
   return r.items.front();
+}
+
+int category_index(const Attribution& at, const std::string& name) {
+  for (size_t i = 0; i < at.categories.size(); ++i)
+    if (at.categories[i] == name) return int(i);
+  return -1;
 }
 
 CheckOptions increase(const std::string& max, Metric m = Metric::Allocated) {
@@ -119,6 +126,182 @@ TEST_CASE("peak figures are PyTorch's peaks", "[analysis][check]") {
     REQUIRE(f.categories.size() >= 8);
     CHECK(f.categories[0].first == "parameter");
   }
+}
+
+TEST_CASE("category extents: one sweep gives what every moment of the run holds", "[analysis][check]") {
+  // Against a sweep that adds up the live allocations at every moment from
+  // scratch (each allocation live from its alloc event until its free
+  // completes), per category over the run and per phase kind over its spans;
+  // and the phase kinds' counter peaks against PyTorch's own peaks.
+  for (const char* stem : {"small_bf16", "small_fp8", "small_fp8_pw"}) {
+    INFO(stem);
+    Trace t = load_trace(test::real_data(std::string(stem) + ".pickle"));
+    const Analysis a = analyze(t, {});
+    REQUIRE(a.devices.size() == 1);
+    const DeviceAnalysis& d = a.devices[0];
+    const Attribution& at = d.attr;
+    const CategoryExtents x = category_extents(d.replay, at);
+    const size_t nc = at.categories.size();
+    const int64_t n = int64_t(d.events);
+    REQUIRE(x.categories.size() == nc);
+    std::vector<int64_t> run(nc, INT64_MIN);
+    std::vector<std::vector<int64_t>> in_phase(kPhaseCount, std::vector<int64_t>(nc, INT64_MIN));
+    std::vector<int64_t> alloc_peak(kPhaseCount, INT64_MIN), req_peak(kPhaseCount, INT64_MIN),
+        res_peak(kPhaseCount, INT64_MIN);
+    auto live = [&](int64_t e) {
+      std::vector<int64_t> v(nc, 0);
+      for (const Allocation& al : at.allocations)
+        if (al.alloc_event <= e && al.free_event > e) v[al.category] += int64_t(al.requested);
+      return v;
+    };
+    auto fold = [&](int64_t e, int ph) {
+      const std::vector<int64_t> v = live(e);
+      for (size_t c = 0; c < nc; ++c) {
+        run[c] = std::max(run[c], v[c]);
+        if (ph >= 0) in_phase[size_t(ph)][c] = std::max(in_phase[size_t(ph)][c], v[c]);
+      }
+      if (ph >= 0 && e >= 0) {
+        alloc_peak[size_t(ph)] = std::max(alloc_peak[size_t(ph)], d.replay.allocated[size_t(e)]);
+        req_peak[size_t(ph)] = std::max(req_peak[size_t(ph)], d.replay.requested[size_t(e)]);
+        res_peak[size_t(ph)] = std::max(res_peak[size_t(ph)], d.replay.reserved[size_t(e)]);
+      }
+    };
+    fold(-1, -1);
+    for (int64_t e = 0; e < n; ++e) fold(e, int(at.spans[at.event_span[size_t(e)]].phase));
+    for (const PhaseSpan& sp : at.spans)
+      if (sp.empty()) fold(sp.peak_event, int(sp.phase));
+    for (size_t c = 0; c < nc; ++c) {
+      INFO(at.categories[c]);
+      CHECK(x.categories[c].bytes == run[c]);
+      // Where: the state after that event holds it.
+      CHECK(live(x.categories[c].event_index)[c] == run[c]);
+      for (int ph = 0; ph < kPhaseCount; ++ph) {
+        if (x.phases[size_t(ph)].spans == 0) continue;
+        INFO(phase_name(Phase(ph)));
+        CHECK(x.phases[size_t(ph)].categories[c].bytes == in_phase[size_t(ph)][c]);
+        CHECK(x.phases[size_t(ph)].categories[c].phase == Phase(ph));
+      }
+    }
+    int64_t alloc_max = 0, req_max = 0, res_max = 0;
+    for (int ph = 0; ph < kPhaseCount; ++ph) {
+      const PhaseExtent& p = x.phases[size_t(ph)];
+      if (p.spans == 0) continue;
+      if (alloc_peak[size_t(ph)] != INT64_MIN) CHECK(p.allocated.bytes == alloc_peak[size_t(ph)]);
+      if (req_peak[size_t(ph)] != INT64_MIN) CHECK(p.requested.bytes == req_peak[size_t(ph)]);
+      if (res_peak[size_t(ph)] != INT64_MIN) CHECK(p.reserved.bytes == res_peak[size_t(ph)]);
+      alloc_max = std::max(alloc_max, p.allocated.bytes);
+      req_max = std::max(req_max, p.requested.bytes);
+      res_max = std::max(res_max, p.reserved.bytes);
+    }
+    // The recordings start from an empty allocator, so the highest phase
+    // peak is the run's: PyTorch's max_memory_allocated and memory_stats peaks.
+    CHECK(alloc_max == test::truth(stem)["max_memory_allocated"].get<int64_t>());
+    CHECK(req_max == truth_peak(stem, "requested"));
+    CHECK(res_max == truth_peak(stem, "reserved"));
+    CHECK(res_max == test::truth(stem)["max_memory_reserved"].get<int64_t>());
+    // Every optimizer step's own peak holds no more optimizer temporaries
+    // than the optimizer phases' largest.
+    const int tmp = category_index(at, "optimizer_temporary");
+    REQUIRE(tmp >= 0);
+    for (const PhaseSpan& sp : at.spans)
+      if (sp.phase == Phase::Optimizer)
+        CHECK(x.phases[size_t(Phase::Optimizer)].categories[size_t(tmp)].bytes >= sp.categories[size_t(tmp)]);
+  }
+}
+
+TEST_CASE("category maxima over the run: PyTorch's optimizer state, and limits on them", "[analysis][check]") {
+  for (const char* stem : {"small_bf16", "small_fp8", "small_fp8_pw"}) {
+    INFO(stem);
+    const PeakFigures& f = figures(stem);
+    REQUIRE(f.category_max.size() == f.categories.size());
+    // A category's largest is at least what it holds at the peak.
+    for (const auto& [name, v] : f.categories) CHECK(f.max_of(name)->bytes >= v);
+    // Adam's state, created at the first step and kept: PyTorch's own total.
+    CHECK(f.max_of("optimizer_state")->bytes == test::truth(stem)["optimizer_state_bytes"].get<int64_t>());
+    REQUIRE(f.phase_peak("optimizer"));
+    CHECK(f.phase_peak("optimizer")->spans == 3);
+    CHECK(f.phase_peak("optimizer")->category("optimizer_state")->bytes ==
+          test::truth(stem)["optimizer_state_bytes"].get<int64_t>());
+  }
+  // small_fp8's foreach Adam: temporaries live in the optimizer steps,
+  // none at the peak (a backward), so a limit at the peak would not see them.
+  const PeakFigures& fp8 = figures("small_fp8");
+  const int64_t tmp = fp8.max_of("optimizer_temporary")->bytes;
+  CHECK(fp8.category("optimizer_temporary") == 0);
+  REQUIRE(tmp > 0);
+  CHECK(fp8.max_of("optimizer_temporary")->phase == "optimizer");
+  CHECK(fp8.phase_peak("optimizer")->category("optimizer_temporary")->bytes == tmp);
+  CHECK(fp8.phase_peak("forward")->category("optimizer_temporary")->bytes == 0);
+  CheckOptions o;
+  o.limits.push_back({"optimizer_temporary", tmp - 1, std::to_string(tmp - 1)});
+  o.limits.push_back({"optimizer_temporary", tmp, std::to_string(tmp), "optimizer"});
+  o.limits.push_back({"optimizer_temporary", 0, "0", "forward"});
+  CheckResult r = evaluate_check(fp8, std::nullopt, "", o);
+  CHECK(r.status == CheckStatus::Fail);
+  const CheckItem& run = item(r, "limit.optimizer_temporary");
+  CHECK(run.status == CheckStatus::Fail);
+  CHECK(run.measured_bytes == tmp);
+  CHECK(run.margin_bytes == -1);
+  REQUIRE(run.has_at);
+  CHECK(run.at.phase == "optimizer");
+  CHECK(run.at.iteration >= 1);
+  CHECK(item(r, "limit.optimizer:optimizer_temporary").status == CheckStatus::Pass);
+  CHECK(item(r, "limit.optimizer:optimizer_temporary").margin_bytes == 0);
+  CHECK(item(r, "limit.forward:optimizer_temporary").status == CheckStatus::Pass);
+  // A phase kind the run does not have cannot be measured: a warning.
+  PeakFigures none = fp8;
+  none.phases.clear();
+  CheckOptions p;
+  p.limits.push_back({"optimizer_temporary", 1, "1", "optimizer"});
+  CheckResult w = evaluate_check(none, std::nullopt, "", p);
+  CHECK(w.status == CheckStatus::Warn);
+  CHECK(item(w, "limit.optimizer:optimizer_temporary").message.find("no optimizer phase") != std::string::npos);
+  p.limits[0].phase = "optimiser";
+  CHECK_THROWS_AS(evaluate_check(fp8, std::nullopt, "", p), UsageError);
+}
+
+TEST_CASE("the seed's FP8 run: optimizer temporaries over the limit in the optimizer step", "[analysis][check]") {
+  // snapcapture's FP8 run (5.37 B parameters, bf16 primary weights, foreach
+  // Adam): the step's temporaries are far above 1 GiB, the peak (a
+  // backward) holds none of them, and --limit optimizer_temporary=1GiB fails.
+  const std::string run = std::string(SNAPDIFF_SOURCE_DIR) + "/sample_snapshots/fp8_no_pw";
+  auto sum = nlohmann::json::parse(test::read_file(test::required(run + ".summary.json")));
+  Trace t = load_trace(test::required(run + ".snap"));
+  ReportOptions ro;
+  ro.input_name = "fp8_no_pw.snap";
+  const Analysis a = analyze(t, ro);
+  const PeakFigures f = peak_figures(a);
+  CHECK(f.allocated == sum["peak_allocated"].get<int64_t>());
+  const int64_t tmp = f.max_of("optimizer_temporary")->bytes;
+  CHECK(f.category("optimizer_temporary") < (1LL << 30));  // what the old check measured
+  CHECK(tmp > (1LL << 30));
+  // Live at the optimizer steps' own peaks, found from the spans' breakdowns.
+  const DeviceAnalysis& d = a.devices[a.peak_device];
+  int64_t at_step_peaks = 0;
+  for (const PhaseSpan& sp : d.attr.spans)
+    if (sp.phase == Phase::Optimizer)
+      at_step_peaks = std::max(at_step_peaks, sp.categories[size_t(category_index(d.attr, "optimizer_temporary"))]);
+  CHECK(at_step_peaks > (1LL << 30));
+  CHECK(f.phase_peak("optimizer")->category("optimizer_temporary")->bytes >= at_step_peaks);
+  CHECK(f.phase_peak("optimizer")->category("optimizer_temporary")->bytes == tmp);
+  CheckOptions o;
+  o.limits.push_back({"optimizer_temporary", 1LL << 30, "1GiB"});
+  o.limits.push_back({"optimizer_temporary", 1LL << 30, "1GiB", "optimizer"});
+  CheckResult r = evaluate_check(f, std::nullopt, "", o);
+  CHECK(r.status == CheckStatus::Fail);
+  CHECK(item(r, "limit.optimizer_temporary").status == CheckStatus::Fail);
+  CHECK(item(r, "limit.optimizer:optimizer_temporary").status == CheckStatus::Fail);
+  CHECK(item(r, "limit.optimizer_temporary").at.phase == "optimizer");
+  // snapcapture's own figures: foreach Adam makes one temporary per
+  // parameter, in the parameters' dtype, all live together: the parameter
+  // bytes. And the first iteration's allocated high point (the allocator's
+  // max_memory_allocated after it) is its optimizer step, where the state is
+  // created while those temporaries are live.
+  CHECK(tmp == sum["classes"]["param_bytes"].get<int64_t>());
+  const PhasePeak& opt = *f.phase_peak("optimizer");
+  CHECK(opt.allocated.bytes == sum["iters"][0]["peak_so_far"].get<int64_t>());
+  CHECK(opt.allocated.iteration == 1);
+  CHECK(opt.category("optimizer_state")->bytes == sum["classes"]["optimizer_state_bytes"].get<int64_t>());
 }
 
 TEST_CASE("increase threshold: measured is the exact peak difference", "[analysis][check]") {
@@ -267,7 +450,7 @@ TEST_CASE("budget file round trip", "[analysis][check]") {
   b.limits.push_back({"optimizer_temporary", 1LL << 30, "1GiB"});
   std::string text = write_budget_json(b);
   auto j = nlohmann::json::parse(text);
-  CHECK(j["schema"] == "snapdiff/budget/1");
+  CHECK(j["schema"] == "snapdiff/budget/2");
   CHECK(j["peak"]["allocated_bytes"] == truth_peak("small_fp8", "allocated"));
   CHECK(j["tolerance"]["max_increase"] == "2%");
   CHECK(j["limits"]["categories"]["optimizer_temporary"] == "1GiB");
@@ -288,6 +471,35 @@ TEST_CASE("budget file round trip", "[analysis][check]") {
   REQUIRE(back.limits.size() == 1);
   CHECK(back.limits[0].bytes == 1LL << 30);
   CHECK(write_budget_json(back).find("\"allocated_bytes\": 334807552") != std::string::npos);
+  // The phase peaks and the category maxima come back byte for byte.
+  REQUIRE(!fp8.phases.empty());
+  REQUIRE(back.peak.phases.size() == fp8.phases.size());
+  for (size_t i = 0; i < fp8.phases.size(); ++i) {
+    INFO(fp8.phases[i].phase);
+    CHECK(back.peak.phases[i].phase == fp8.phases[i].phase);
+    CHECK(back.peak.phases[i].spans == fp8.phases[i].spans);
+    for (Metric m : {Metric::Requested, Metric::Allocated, Metric::Reserved})
+      CHECK(back.peak.phases[i].peak(m).bytes == fp8.phases[i].peak(m).bytes);
+    // Categories a phase kind never holds are left out of the file.
+    for (const auto& [name, v] : fp8.phases[i].categories) {
+      const ExtentPoint* bv = back.peak.phases[i].category(name);
+      CHECK((bv ? bv->bytes : 0) == v.bytes);
+    }
+  }
+  REQUIRE(back.peak.category_max.size() == fp8.category_max.size());
+  for (size_t c = 0; c < fp8.category_max.size(); ++c) {
+    CHECK(back.peak.category_max[c].first == fp8.category_max[c].first);
+    CHECK(back.peak.category_max[c].second.bytes == fp8.category_max[c].second.bytes);
+  }
+  // Phase limits go under limits.phases and come back with their phase.
+  Budget pb = b;
+  pb.limits.push_back({"optimizer_temporary", 1LL << 20, "1MiB", "optimizer"});
+  const std::string ptext = write_budget_json(pb);
+  CHECK(nlohmann::json::parse(ptext)["limits"]["phases"]["optimizer"]["optimizer_temporary"] == "1MiB");
+  Budget pback = parse_budget(ptext, "b.json");
+  REQUIRE(pback.limits.size() == 2);
+  CHECK((pback.limits[1].phase == "optimizer" && pback.limits[1].category == "optimizer_temporary" &&
+         pback.limits[1].bytes == 1LL << 20));
 
   std::vector<std::string> categories;
   for (const auto& c : fp8.categories) categories.push_back(c.first);
@@ -392,16 +604,24 @@ TEST_CASE("a budget written from a run", "[analysis][check]") {
   CHECK(w.limits.size() == 1);
 }
 
-TEST_CASE("limits: one per category, named by the rules", "[analysis][check]") {
+TEST_CASE("limits: one per category and phase, named by the rules", "[analysis][check]") {
   std::vector<CategoryLimit> l;
   add_limit(l, {"a", 1, "1"});
   add_limit(l, {"b", 2, "2"});
   add_limit(l, {"a", 3, "3"});
-  REQUIRE(l.size() == 2);
+  add_limit(l, {"a", 4, "4", "optimizer"});  // the same category in one phase kind: a limit of its own
+  REQUIRE(l.size() == 3);
   CHECK((l[0].category == "a" && l[0].bytes == 3));
   CHECK(l[1].category == "b");
+  CHECK((l[2].key() == "optimizer:a" && l[2].bytes == 4));
+  add_limit(l, {"a", 5, "5", "optimizer"});
+  REQUIRE(l.size() == 3);
+  CHECK(l[2].bytes == 5);
   CHECK_NOTHROW(check_limit_categories(l, {"a", "b", "c"}));
   CHECK_THROWS_WITH(check_limit_categories(l, {"a", "c"}), "--limit: unknown category 'b' (a, c)");
+  l.push_back({"a", 1, "1", "optimiser"});
+  CHECK_THROWS_WITH(check_limit_categories(l, {"a", "b", "c"}),
+                    "--limit: unknown phase 'optimiser' (init, forward, backward, optimizer, other)");
 }
 
 TEST_CASE("a bad budget file names the file and the JSON path", "[analysis][check]") {
@@ -417,6 +637,29 @@ TEST_CASE("a bad budget file names the file and the JSON path", "[analysis][chec
     return s.replace(p, from.size(), to);
   };
   bad_budget(with("\"snapdiff/budget/1\"", "\"snapdiff/report/1\""), "$.schema");
+  // Version 1 files (written before phase peaks were kept) read as before;
+  // the keys of version 2 are not theirs.
+  bad_budget(with("\"metric\"", "\"phases\": {}, \"metric\""), "$.phases");
+  auto v2 = [&](const std::string& from, const std::string& to) {
+    std::string s2 = with(from, to);
+    return s2.replace(s2.find("snapdiff/budget/1"), 17, "snapdiff/budget/2");
+  };
+  CHECK(parse_budget(v2("\"metric\"", "\"phases\": {}, \"metric\""), "b.json").peak.phases.empty());
+  const std::string phased = v2("\"metric\"", R"("category_max": {"parameter": 60}, "phases": {"optimizer":
+      {"spans": 3, "requested_bytes": 90, "allocated_bytes": 900, "reserved_bytes": 2000,
+       "categories": {"parameter": 60, "optimizer_temporary": 30}}}, "metric")");
+  Budget pg = parse_budget(phased, "b.json");
+  REQUIRE(pg.peak.phases.size() == 1);
+  CHECK(pg.peak.phase_peak("optimizer")->allocated.bytes == 900);
+  CHECK(pg.peak.phase_peak("optimizer")->category("optimizer_temporary")->bytes == 30);
+  CHECK(pg.peak.max_of("parameter")->bytes == 60);
+  bad_budget(v2("\"metric\"", "\"phases\": {\"optimiser\": {}}, \"metric\""), "$.phases.optimiser");
+  bad_budget(v2("\"metric\"", "\"phases\": {\"forward\": {\"requested_bytes\": 1}}, \"metric\""),
+             "$.phases.forward.allocated_bytes");
+  bad_budget(v2("\"metric\"", "\"category_max\": {\"parameter\": -1}, \"metric\""), "$.category_max.parameter");
+  bad_budget(v2("\"max_peak\"", "\"phases\": {\"optimizer\": {\"optimizer_temporary\": \"1 gig\"}}, \"max_peak\""),
+             "$.limits.phases.optimizer.optimizer_temporary");
+  bad_budget(v2("\"max_peak\"", "\"phases\": {\"step\": {}}, \"max_peak\""), "$.limits.phases.step");
   bad_budget(with("\"metric\": \"allocated\"", "\"metric\": \"peak\""), "$.metric");
   bad_budget(with("\"allocated_bytes\": 1000", "\"allocated_bytes\": \"1000\""), "$.peak.allocated_bytes");
   bad_budget(with("\"allocated_bytes\": 1000", "\"allocated_bytes\": -5"), "$.peak.allocated_bytes");

@@ -5,11 +5,13 @@
 #include "snapdiff/analysis/check.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <limits>
 #include <unordered_map>
 
+#include "snapdiff/analysis/category_extent.hpp"
 #include "snapdiff/error.hpp"
 
 namespace snapdiff {
@@ -22,6 +24,55 @@ const char* status_name(CheckStatus s) {
   }
   return "fail";
 }
+
+namespace {
+
+ExtentPoint point(const ExtentAt& x, int device) {
+  return {x.bytes, phase_name(x.phase), x.iteration, x.event_index, device};
+}
+
+// `into` becomes `x` when x is larger (the devices in order: ties keep the first).
+void take_larger(ExtentPoint& into, const ExtentAt& x, int device, bool first) {
+  if (first || x.bytes > into.bytes) into = point(x, device);
+}
+
+// The extents of every device, each figure the largest over the devices.
+void extent_figures(const Analysis& r, PeakFigures& f) {
+  std::array<bool, kPhaseCount> phase_first;
+  phase_first.fill(true);
+  std::array<PhasePeak, kPhaseCount> phases;
+  for (const DeviceAnalysis& d : r.devices) {
+    const CategoryExtents x = category_extents(d.replay, d.attr);
+    for (size_t c = 0; c < x.categories.size() && c < d.attr.categories.size(); ++c) {
+      const std::string& name = d.attr.categories[c];
+      auto it = std::find_if(f.category_max.begin(), f.category_max.end(), [&](const auto& kv) { return kv.first == name; });
+      if (it == f.category_max.end()) f.category_max.emplace_back(name, point(x.categories[c], d.device));
+      else take_larger(it->second, x.categories[c], d.device, false);
+    }
+    for (int p = 0; p < kPhaseCount; ++p) {
+      const PhaseExtent& px = x.phases[size_t(p)];
+      if (px.spans == 0) continue;
+      PhasePeak& pp = phases[size_t(p)];
+      const bool pf = phase_first[size_t(p)];
+      pp.phase = phase_name(Phase(p));
+      pp.spans += px.spans;
+      take_larger(pp.requested, px.requested, d.device, pf);
+      take_larger(pp.allocated, px.allocated, d.device, pf);
+      take_larger(pp.reserved, px.reserved, d.device, pf);
+      for (size_t c = 0; c < px.categories.size() && c < d.attr.categories.size(); ++c) {
+        const std::string& name = d.attr.categories[c];
+        auto it = std::find_if(pp.categories.begin(), pp.categories.end(), [&](const auto& kv) { return kv.first == name; });
+        if (it == pp.categories.end()) pp.categories.emplace_back(name, point(px.categories[c], d.device));
+        else take_larger(it->second, px.categories[c], d.device, false);
+      }
+      phase_first[size_t(p)] = false;
+    }
+  }
+  for (int p = 0; p < kPhaseCount; ++p)
+    if (!phase_first[size_t(p)]) f.phases.push_back(std::move(phases[size_t(p)]));
+}
+
+}  // namespace
 
 PeakFigures peak_figures(const Analysis& r) {
   PeakFigures f;
@@ -45,6 +96,7 @@ PeakFigures peak_figures(const Analysis& r) {
     f.truncation = truncation_name(d.replay.truncated ? d.replay.truncation : r.truncation);
   f.phase = phase_name(d.peak_phase);
   f.iteration = d.peak_iteration;
+  extent_figures(r, f);
   return f;
 }
 
@@ -56,20 +108,34 @@ size_t CheckResult::count(CheckStatus s) const {
 
 void add_limit(std::vector<CategoryLimit>& limits, const CategoryLimit& l) {
   for (CategoryLimit& o : limits)
-    if (o.category == l.category) {
+    if (o.category == l.category && o.phase == l.phase) {
       o = l;
       return;
     }
   limits.push_back(l);
 }
 
+std::string phase_names_list() {
+  std::string names;
+  for (const std::string& p : limit_phase_names()) names += (names.empty() ? "" : ", ") + p;
+  return names;
+}
+
+bool is_limit_phase(const std::string& phase) {
+  const auto& names = limit_phase_names();
+  return std::find(names.begin(), names.end(), phase) != names.end();
+}
+
 void check_limit_categories(const std::vector<CategoryLimit>& limits, const std::vector<std::string>& categories) {
-  for (const CategoryLimit& l : limits)
+  for (const CategoryLimit& l : limits) {
+    if (!l.phase.empty() && !is_limit_phase(l.phase))
+      throw UsageError("--limit: unknown phase '" + l.phase + "' (" + phase_names_list() + ")");
     if (std::find(categories.begin(), categories.end(), l.category) == categories.end()) {
       std::string names;
       for (const std::string& c : categories) names += (names.empty() ? "" : ", ") + c;
       throw UsageError("--limit: unknown category '" + l.category + "' (" + names + ")");
     }
+  }
 }
 
 namespace {
@@ -109,12 +175,19 @@ CheckOptions check_options(const CheckRequest& req) {
 
 CheckOptions check_options(const CheckRequest& req, const Budget& budget, const std::string& budget_file,
                            const std::vector<std::string>& categories) {
-  for (const CategoryLimit& l : budget.limits)
-    if (std::find(categories.begin(), categories.end(), l.category) == categories.end()) {
-      InputError e("$.limits.categories", "unknown category '" + l.category + "'");
+  for (const CategoryLimit& l : budget.limits) {
+    const std::string path = l.phase.empty() ? "$.limits.categories" : "$.limits.phases." + l.phase;
+    if (!l.phase.empty() && !is_limit_phase(l.phase)) {
+      InputError e("$.limits.phases", "unknown phase '" + l.phase + "' (" + phase_names_list() + ")");
       e.set_file(budget_file);
       throw e;
     }
+    if (std::find(categories.begin(), categories.end(), l.category) == categories.end()) {
+      InputError e(path, "unknown category '" + l.category + "'");
+      e.set_file(budget_file);
+      throw e;
+    }
+  }
   CheckOptions o;
   o.metric = req.metric.value_or(budget.metric);
   o.max_increase = req.max_increase ? req.max_increase : budget.max_increase;
@@ -235,20 +308,40 @@ CheckResult evaluate_check(const PeakFigures& candidate, const std::optional<Pea
     r.items.push_back(it);
   }
   for (const CategoryLimit& l : opts.limits) {
-    int64_t v = candidate.category(l.category);
-    if (v < 0) {
+    if (candidate.category(l.category) < 0 && !candidate.max_of(l.category)) {
       std::string names;
       for (const auto& c : candidate.categories) names += (names.empty() ? "" : ", ") + c.first;
       throw UsageError("--limit: unknown category '" + l.category + "' (" + names + ")");
     }
+    if (!l.phase.empty() && !is_limit_phase(l.phase))
+      throw UsageError("--limit: unknown phase '" + l.phase + "' (" + phase_names_list() + ")");
     CheckItem it;
-    it.name = "limit." + l.category;
+    it.name = "limit." + l.key();
     it.kind = "category_limit";
+    it.category = l.category;
+    it.phase = l.phase;
     it.limit_text = l.text;
     it.limit_bytes = l.bytes;
-    it.measured_bytes = v;
-    it.margin_bytes = l.bytes - v;
-    if (v > l.bytes) it.status = CheckStatus::Fail;
+    // The category's largest over the run, or within the phase kind's spans.
+    const ExtentPoint* at = nullptr;
+    if (l.phase.empty()) {
+      at = candidate.max_of(l.category);
+    } else if (const PhasePeak* p = candidate.phase_peak(l.phase)) {
+      at = p->category(l.category);
+    } else {
+      // Nothing to measure: the run has no such phase.
+      it.status = CheckStatus::Warn;
+      it.message = "the run has no " + l.phase + " phase, so the limit on " + l.category + " in it was not checked";
+    }
+    if (at) {
+      it.has_at = true;
+      it.at = *at;
+      it.measured_bytes = at->bytes;
+    } else if (l.phase.empty()) {
+      it.measured_bytes = candidate.category(l.category);  // figures without extents: at the peak
+    }
+    it.margin_bytes = l.bytes - it.measured_bytes;
+    if (it.measured_bytes > l.bytes) it.status = CheckStatus::Fail;
     r.items.push_back(it);
   }
   r.status = r.count(CheckStatus::Fail) ? CheckStatus::Fail

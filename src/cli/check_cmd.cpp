@@ -39,14 +39,24 @@ int64_t size_arg(const std::string& opt, const std::string& v) {
   return *b;
 }
 
+// CATEGORY=SIZE or PHASE:CATEGORY=SIZE (the phase checked later, with the
+// categories: check_limit_categories).
 CategoryLimit limit_arg(const std::string& v) {
   size_t eq = v.find('=');
   if (eq == std::string::npos || eq == 0)
-    throw UsageError("--limit: '" + v + "' is not CATEGORY=SIZE (e.g. optimizer_temporary=1GiB)");
+    throw UsageError("--limit: '" + v +
+                     "' is not CATEGORY=SIZE or PHASE:CATEGORY=SIZE (e.g. optimizer_temporary=1GiB, "
+                     "optimizer:optimizer_temporary=1GiB)");
   CategoryLimit l;
   l.category = v.substr(0, eq);
+  if (size_t colon = l.category.find(':'); colon != std::string::npos) {
+    l.phase = l.category.substr(0, colon);
+    l.category = l.category.substr(colon + 1);
+    if (l.phase.empty() || l.category.empty())
+      throw UsageError("--limit: '" + v + "' is not PHASE:CATEGORY=SIZE (e.g. optimizer:optimizer_temporary=1GiB)");
+  }
   l.text = v.substr(eq + 1);
-  l.bytes = size_arg("--limit " + l.category, l.text);
+  l.bytes = size_arg("--limit " + l.key(), l.text);
   return l;
 }
 
@@ -91,11 +101,14 @@ const char* kCheckHelpTail =
     "  --max-increase 2% | 512MiB   the peak may rise this much over the baseline\n"
     "  --warn-increase 1%           warn (exit 0) above this, below --max-increase\n"
     "  --max-peak 60GiB             absolute ceiling on the peak, no baseline needed\n"
-    "  --limit CATEGORY=SIZE        ceiling on a category at the peak (repeatable)\n"
+    "  --limit CATEGORY=SIZE        ceiling on a category's largest bytes over the run\n"
+    "  --limit PHASE:CATEGORY=SIZE  ... within one phase kind (init, forward, backward,\n"
+    "                               optimizer, other); --limit is repeatable\n"
     "Sizes: B, KiB, MiB, GiB, TiB (binary) or kB, MB, GB, TB (decimal), e.g. 1.5GB.\n"
     "\nExamples:\n"
     "  snapdiff check --max-increase 2% baseline.pickle run.pickle\n"
     "  snapdiff check --max-peak 60GiB --limit optimizer_temporary=1GiB run.pickle\n"
+    "  snapdiff check --limit optimizer:optimizer_temporary=1GiB run.pickle\n"
     "  snapdiff check --write-budget memory-budget.json run.pickle\n"
     "  snapdiff check --budget memory-budget.json --junit check.xml run.pickle\n"
     "\nExit codes: 0 within budget (warnings included), 1 a threshold failed,\n"
@@ -113,9 +126,9 @@ int cmd_check(const std::vector<std::string>& args) {
       "warn-increase", po::value<std::string>(), "warn when the peak rises more than this (below --max-increase)")(
       "metric", po::value<std::string>(), "the peak checked: requested | allocated | reserved (default allocated)")(
       "max-peak", po::value<std::string>(), "fail when the peak is above this size (no baseline needed)")(
-      "limit", po::value<std::vector<std::string>>(), "CATEGORY=SIZE: fail when the category's bytes at the peak are above SIZE (repeatable)")(
+      "limit", po::value<std::vector<std::string>>(), "CATEGORY=SIZE: fail when the category's largest bytes over the run are above SIZE; PHASE:CATEGORY=SIZE: within that phase kind (repeatable)")(
       "budget", po::value<std::string>(), "a budget file (schemas/budget.schema.json) instead of a BASELINE snapshot")(
-      "write-budget", po::value<std::string>(), "write a budget file from CANDIDATE (its peaks, categories, the tolerances given) and exit")(
+      "write-budget", po::value<std::string>(), "write a budget file from CANDIDATE (its peaks, categories, phase peaks, the tolerances given) and exit")(
       "allow-truncated", "check a candidate whose history is truncated (the peak of the recorded window only)")(
       "format,f", po::value<std::string>()->default_value("text"), "verdict format: text | json")(
       "output,o", po::value<std::string>(), "write the verdict to this file instead of stdout")(

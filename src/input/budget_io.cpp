@@ -2,6 +2,7 @@
 // in every error, and writing them.
 #include "snapdiff/input/budget_io.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -109,13 +110,20 @@ Budget parse_budget(const std::string& text, const std::string& name) {
     throw err;
   }
   rd.object(j, "$");
-  rd.only_keys(j, "$", {"schema", "metric", "peak", "categories", "tolerance", "limits", "source"}, true);
+  rd.only_keys(j, "$", {"schema", "metric", "peak", "categories", "category_max", "phases", "tolerance", "limits", "source"},
+               true);
   Budget b;
   if (!j.contains("schema")) rd.fail("$.schema", "missing: a budget file starts with \"schema\": \"" +
                                                      std::string(kBudgetSchema) + "\"");
   std::string schema = rd.str(j["schema"], "$.schema");
-  if (schema != kBudgetSchema)
-    rd.fail("$.schema", "\"" + schema + "\" is not a snapdiff budget (expected \"" + kBudgetSchema + "\")");
+  if (schema != kBudgetSchema && schema != kBudgetSchemaV1)
+    rd.fail("$.schema", "\"" + schema + "\" is not a snapdiff budget (expected \"" + kBudgetSchema + "\" or \"" +
+                            kBudgetSchemaV1 + "\")");
+  const bool v1 = schema == kBudgetSchemaV1;
+  for (const char* k : {"category_max", "phases"})
+    if (v1 && j.contains(k))
+      rd.fail(std::string("$.") + k, std::string("not in a \"") + kBudgetSchemaV1 + "\" budget (it came with \"" +
+                                         kBudgetSchema + "\")");
   if (j.contains("metric")) {
     std::string m = rd.str(j["metric"], "$.metric");
     if (m != "requested" && m != "allocated" && m != "reserved")
@@ -135,6 +143,48 @@ Budget parse_budget(const std::string& text, const std::string& name) {
     for (auto it = c.begin(); it != c.end(); ++it)
       b.peak.categories.emplace_back(it.key(), rd.bytes_int(it.value(), BudgetReader::key_path("$.categories", it.key())));
   }
+  // Bytes per category name; `into` gets them in the file's order.
+  auto byte_map = [&](const json& o, const std::string& path, std::vector<std::pair<std::string, ExtentPoint>>& into) {
+    rd.object(o, path);
+    for (auto it = o.begin(); it != o.end(); ++it) {
+      ExtentPoint p;
+      p.bytes = rd.bytes_int(it.value(), BudgetReader::key_path(path, it.key()));
+      into.emplace_back(it.key(), p);
+    }
+  };
+  const auto& phase_names = limit_phase_names();
+  auto known_phase = [&](const std::string& key, const std::string& path) {
+    if (std::find(phase_names.begin(), phase_names.end(), key) != phase_names.end()) return;
+    std::string list;
+    for (const std::string& p : phase_names) list += (list.empty() ? "" : ", ") + p;
+    rd.fail(BudgetReader::key_path(path, key), "unknown phase (expected one of: " + list + ")");
+  };
+  if (j.contains("category_max")) byte_map(j["category_max"], "$.category_max", b.peak.category_max);
+  if (j.contains("phases")) {
+    const json& ph = rd.object(j["phases"], "$.phases");
+    for (auto it = ph.begin(); it != ph.end(); ++it) {
+      known_phase(it.key(), "$.phases");
+      const std::string path = BudgetReader::key_path("$.phases", it.key());
+      const json& o = rd.object(it.value(), path);
+      rd.only_keys(o, path, {"spans", "requested_bytes", "allocated_bytes", "reserved_bytes", "categories"});
+      PhasePeak p;
+      p.phase = it.key();
+      for (const char* k : {"requested_bytes", "allocated_bytes", "reserved_bytes"})
+        if (!o.contains(k)) rd.fail(path + "." + k, "missing");
+      p.requested.bytes = rd.bytes_int(o["requested_bytes"], path + ".requested_bytes");
+      p.allocated.bytes = rd.bytes_int(o["allocated_bytes"], path + ".allocated_bytes");
+      p.reserved.bytes = rd.bytes_int(o["reserved_bytes"], path + ".reserved_bytes");
+      for (ExtentPoint* e : {&p.requested, &p.allocated, &p.reserved}) e->phase = p.phase;
+      if (o.contains("spans")) {
+        int64_t n = rd.bytes_int(o["spans"], path + ".spans");
+        if (n > int64_t(UINT32_MAX)) rd.fail(path + ".spans", "value too large");
+        p.spans = uint32_t(n);
+      }
+      if (o.contains("categories")) byte_map(o["categories"], path + ".categories", p.categories);
+      for (auto& kv : p.categories) kv.second.phase = p.phase;
+      b.peak.phases.push_back(std::move(p));
+    }
+  }
   if (j.contains("tolerance")) {
     const json& t = rd.object(j["tolerance"], "$.tolerance");
     rd.only_keys(t, "$.tolerance", {"max_increase", "warn_increase"});
@@ -143,7 +193,7 @@ Budget parse_budget(const std::string& text, const std::string& name) {
   }
   if (j.contains("limits")) {
     const json& l = rd.object(j["limits"], "$.limits");
-    rd.only_keys(l, "$.limits", {"max_peak", "categories"});
+    rd.only_keys(l, "$.limits", {"max_peak", "categories", "phases"});
     if (l.contains("max_peak")) {
       auto [v, t] = rd.size(l["max_peak"], "$.limits.max_peak");
       b.max_peak = v;
@@ -153,7 +203,19 @@ Budget parse_budget(const std::string& text, const std::string& name) {
       const json& c = rd.object(l["categories"], "$.limits.categories");
       for (auto it = c.begin(); it != c.end(); ++it) {
         auto [v, t] = rd.size(it.value(), BudgetReader::key_path("$.limits.categories", it.key()));
-        b.limits.push_back({it.key(), v, t});
+        b.limits.push_back({it.key(), v, t, ""});
+      }
+    }
+    if (l.contains("phases")) {
+      const json& ph = rd.object(l["phases"], "$.limits.phases");
+      for (auto it = ph.begin(); it != ph.end(); ++it) {
+        known_phase(it.key(), "$.limits.phases");
+        const std::string path = BudgetReader::key_path("$.limits.phases", it.key());
+        const json& c = rd.object(it.value(), path);
+        for (auto ct = c.begin(); ct != c.end(); ++ct) {
+          auto [v, t] = rd.size(ct.value(), BudgetReader::key_path(path, ct.key()));
+          b.limits.push_back({ct.key(), v, t, it.key()});
+        }
       }
     }
   }
@@ -192,15 +254,41 @@ std::string write_budget_json(const Budget& b) {
                {"reserved_bytes", b.peak.reserved}};
   j["categories"] = nlohmann::ordered_json::object();
   for (const auto& [k, v] : b.peak.categories) j["categories"][k] = v;
+  if (!b.peak.category_max.empty()) {
+    j["category_max"] = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : b.peak.category_max) j["category_max"][k] = v.bytes;
+  }
+  if (!b.peak.phases.empty()) {
+    j["phases"] = nlohmann::ordered_json::object();
+    for (const PhasePeak& p : b.peak.phases) {
+      nlohmann::ordered_json o;
+      o["spans"] = p.spans;
+      o["requested_bytes"] = p.requested.bytes;
+      o["allocated_bytes"] = p.allocated.bytes;
+      o["reserved_bytes"] = p.reserved.bytes;
+      o["categories"] = nlohmann::ordered_json::object();
+      for (const auto& [k, v] : p.categories)  // the ones the phase kind holds (absent: none)
+        if (v.bytes != 0) o["categories"][k] = v.bytes;
+      j["phases"][p.phase] = o;
+    }
+  }
   j["tolerance"] = nlohmann::ordered_json::object();
   if (b.max_increase) j["tolerance"]["max_increase"] = b.max_increase->text;
   if (b.warn_increase) j["tolerance"]["warn_increase"] = b.warn_increase->text;
   if (b.max_peak || !b.limits.empty()) {
     j["limits"] = nlohmann::ordered_json::object();
     if (b.max_peak) j["limits"]["max_peak"] = b.max_peak_text.empty() ? std::to_string(*b.max_peak) : b.max_peak_text;
-    if (!b.limits.empty()) {
+    bool run_wide = false, phased = false;
+    for (const CategoryLimit& l : b.limits) (l.phase.empty() ? run_wide : phased) = true;
+    if (run_wide) {
       j["limits"]["categories"] = nlohmann::ordered_json::object();
-      for (const CategoryLimit& l : b.limits) j["limits"]["categories"][l.category] = l.text;
+      for (const CategoryLimit& l : b.limits)
+        if (l.phase.empty()) j["limits"]["categories"][l.category] = l.text;
+    }
+    if (phased) {
+      j["limits"]["phases"] = nlohmann::ordered_json::object();
+      for (const CategoryLimit& l : b.limits)
+        if (!l.phase.empty()) j["limits"]["phases"][l.phase][l.category] = l.text;
     }
   }
   nlohmann::ordered_json s;

@@ -123,6 +123,38 @@ int64_t PeakFigures::peak(Metric m) const {
   return allocated;
 }
 
+const ExtentPoint& PhasePeak::peak(Metric m) const {
+  switch (m) {
+    case Metric::Requested: return requested;
+    case Metric::Allocated: return allocated;
+    case Metric::Reserved: return reserved;
+  }
+  return allocated;
+}
+
+const ExtentPoint* PhasePeak::category(const std::string& n) const {
+  for (const auto& [k, v] : categories)
+    if (k == n) return &v;
+  return nullptr;
+}
+
+const ExtentPoint* PeakFigures::max_of(const std::string& n) const {
+  for (const auto& [k, v] : category_max)
+    if (k == n) return &v;
+  return nullptr;
+}
+
+const PhasePeak* PeakFigures::phase_peak(const std::string& n) const {
+  for (const PhasePeak& p : phases)
+    if (p.phase == n) return &p;
+  return nullptr;
+}
+
+const std::vector<std::string>& limit_phase_names() {
+  static const std::vector<std::string> names = {"init", "forward", "backward", "optimizer", "other"};
+  return names;
+}
+
 int64_t PeakFigures::category(const std::string& n) const {
   for (const auto& [k, v] : categories)
     if (k == n) return v;

@@ -67,6 +67,21 @@ std::string limit_words(const CheckItem& it) {
   return human_bytes(it.limit_bytes) + " (" + s + ")";
 }
 
+// Where an extent is first reached: "in iteration 1 optimizer", "in init",
+// "before the first recorded event"; ", on device 1" when that is not the
+// device whose peaks are shown.
+std::string where_words(const ExtentPoint& at, int shown_device) {
+  std::string s;
+  if (at.event_index < 0 && (at.phase == "pre_trace" || at.phase == "pre-trace"))
+    s = "before the first recorded event";
+  else if (at.iteration <= 0)
+    s = "in " + dn(at.phase);
+  else
+    s = "in iteration " + std::to_string(at.iteration) + " " + dn(at.phase);
+  if (at.device != shown_device) s += ", on device " + std::to_string(at.device);
+  return s;
+}
+
 // One sentence on a threshold: what was measured against what.
 std::string describe(const CheckItem& it, const CheckResult& r) {
   const std::string m = metric_name(r.metric);
@@ -88,9 +103,20 @@ std::string describe(const CheckItem& it, const CheckResult& r) {
     }
     return s + ", within the allowed " + limit_words(it);
   }
-  std::string what = it.kind == "max_peak" ? "the " + m + " peak"
-                                           : it.name.substr(6) + " at the peak (requested bytes)";
-  std::string s = what + " is " + human_bytes(it.measured_bytes) + " (" + with_commas(it.measured_bytes) + " B)";
+  if (it.kind == "category_limit" && !it.message.empty()) return it.message;
+  std::string s;
+  if (it.kind == "max_peak") {
+    s = "the " + m + " peak is " + human_bytes(it.measured_bytes) + " (" + with_commas(it.measured_bytes) + " B)";
+  } else if (it.has_at) {
+    // "optimizer_temporary reaches 10.0 GiB (10,740,563,968 B requested) at
+    // its largest over the run, in iteration 1 optimizer"
+    s = it.category + " reaches " + human_bytes(it.measured_bytes) + " (" + with_commas(it.measured_bytes) +
+        " B requested) at its largest " + (it.phase.empty() ? "over the run" : "in the " + it.phase + " phases") + ", " +
+        where_words(it.at, r.candidate.device);
+  } else {
+    s = it.category + " at the peak is " + human_bytes(it.measured_bytes) + " (" + with_commas(it.measured_bytes) +
+        " B requested)";
+  }
   if (it.status == CheckStatus::Fail) return s + ", over the limit " + limit_words(it) + " by " + human_bytes(-it.margin_bytes);
   return s + ", within the limit " + limit_words(it);
 }
@@ -110,7 +136,8 @@ const char* verdict(CheckStatus s) {
 std::string peak_line(const PeakFigures& f, Metric m) {
   std::string s = std::string(metric_name(m)) + " peak " + human_bytes(f.peak(m)) + " (" + with_commas(f.peak(m)) + " B)";
   // A budget file's phase and history are free text (the reader checks their values, not their bytes).
-  if (!f.phase.empty() && f.phase != "pre-trace") s += ", iteration " + std::to_string(f.iteration) + " " + dn(f.phase);
+  if (!f.phase.empty() && f.phase != "pre-trace" && f.phase != "pre_trace")
+    s += ", iteration " + std::to_string(f.iteration) + " " + dn(f.phase);
   if (f.history != "complete") s += ", history " + dn(f.history);
   return s;
 }
@@ -151,6 +178,38 @@ std::string render_check_text(const CheckResult& r) {
     any = true;
     o += std::string("  ") + status_cell(it.status) + " " + dn(it.name) + ": " + dn(describe(it, r)) + "\n";
   }
+  // Each phase kind's peak of the metric, against the baseline's where it
+  // has them (budgets written before phase peaks were kept do not).
+  if (!r.candidate.phases.empty()) {
+    const bool base = r.baseline && !r.baseline->phases.empty();
+    std::vector<std::array<std::string, 4>> ph;
+    ph.push_back({"PHASE", "PEAK", base ? "BASELINE" : "", base ? "CHANGE" : ""});
+    for (const PhasePeak& p : r.candidate.phases) {
+      const int64_t v = p.peak(r.metric).bytes;
+      std::array<std::string, 4> row{dn(p.phase), human_bytes(v), "", ""};
+      if (base) {
+        if (const PhasePeak* b = r.baseline->phase_peak(p.phase)) {
+          const int64_t bv = b->peak(r.metric).bytes;
+          row[2] = human_bytes(bv);
+          row[3] = v == bv ? "unchanged" : human_delta(v - bv) + " (" + pct_change(v - bv, bv) + ")";
+        } else {
+          row[2] = "-";
+          row[3] = "new phase";
+        }
+      }
+      ph.push_back(row);
+    }
+    size_t pw[3] = {0, 0, 0};
+    for (const auto& row : ph)
+      for (size_t c = 0; c < 3; ++c) pw[c] = std::max(pw[c], row[c].size());
+    o += std::string("\n  ") + metric_name(r.metric) + " peak of each phase kind, over all of its spans" +
+         (base ? " (vs the baseline)" : "") + ":\n";
+    for (const auto& row : ph) {
+      std::string line = "  " + pad(row[0], pw[0]) + "  " + lpad(row[1], pw[1]);
+      if (base) line += "  " + lpad(row[2], pw[2]) + "  " + row[3];
+      o += line + "\n";
+    }
+  }
   // What moved most at the peak, when there is something to compare with.
   if (r.baseline && !r.baseline->categories.empty()) {
     std::vector<std::pair<int64_t, std::string>> d;
@@ -188,6 +247,32 @@ std::string render_check_json(const CheckResult& r) {
     }
     j["categories"] = ordered_json::object();
     for (const auto& [k, v] : f.categories) j["categories"][k] = v;
+    auto at = [](const ExtentPoint& p) {
+      ordered_json a;
+      a["bytes"] = p.bytes;
+      a["phase"] = p.phase;
+      a["iteration"] = p.iteration;
+      a["event_index"] = p.event_index;
+      a["device"] = p.device;
+      return a;
+    };
+    if (!f.category_max.empty()) {
+      j["category_max"] = ordered_json::object();
+      for (const auto& [k, v] : f.category_max) j["category_max"][k] = at(v);
+    }
+    if (!f.phases.empty()) {
+      j["phases"] = ordered_json::object();
+      for (const PhasePeak& p : f.phases) {
+        ordered_json o;
+        o["spans"] = p.spans;
+        o["requested"] = at(p.requested);
+        o["allocated"] = at(p.allocated);
+        o["reserved"] = at(p.reserved);
+        o["categories"] = ordered_json::object();
+        for (const auto& [k, v] : p.categories) o["categories"][k] = at(v);
+        j["phases"][p.phase] = o;
+      }
+    }
     return j;
   };
   ordered_json j;
@@ -212,6 +297,13 @@ std::string render_check_json(const CheckResult& r) {
       t["limit_bytes"] = it.limit_bytes;
       t["measured_bytes"] = it.measured_bytes;
       t["margin_bytes"] = it.margin_bytes;
+    }
+    if (it.kind == "category_limit") {
+      t["category"] = it.category;
+      t["phase"] = it.phase.empty() ? ordered_json(nullptr) : ordered_json(it.phase);
+      if (it.has_at)
+        t["at"] = {{"phase", it.at.phase}, {"iteration", it.at.iteration}, {"event_index", it.at.event_index},
+                   {"device", it.at.device}};
     }
     if (it.kind == "increase") {
       t["baseline_bytes"] = it.baseline_bytes;

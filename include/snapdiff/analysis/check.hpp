@@ -4,7 +4,9 @@
 //   * increase over a baseline (a snapshot or a budget file), as a share
 //     ("2%") or bytes ("512MiB"), with an optional warning level below it;
 //   * an absolute peak ("60GiB"), no baseline needed;
-//   * a limit per category at the peak ("optimizer_temporary=1GiB");
+//   * a limit per category on its largest bytes over the run
+//     ("optimizer_temporary=1GiB") or within one phase kind's spans
+//     ("optimizer:optimizer_temporary=1GiB");
 //   * a complete history: a wrapped history cannot establish the peak.
 // evaluate_check() is pure data in, data out; the renderers (text, JSON,
 // JUnit XML, GitHub annotations) live in src/report/check_report.cpp.
@@ -23,10 +25,12 @@ namespace snapdiff {
 
 PeakFigures peak_figures(const Analysis& r);
 
-// Adds `l` to `limits`, replacing a limit on the same category in place.
+// Adds `l` to `limits`, replacing a limit on the same category and phase in
+// place.
 void add_limit(std::vector<CategoryLimit>& limits, const CategoryLimit& l);
 // Throws UsageError ("--limit: unknown category 'X' (a, b, ...)") when a
-// limit names a category not among `categories` (a RuleSet's).
+// limit names a category not among `categories` (a RuleSet's), or a phase
+// not among limit_phase_names() ("--limit: unknown phase 'X' (init, ...)").
 void check_limit_categories(const std::vector<CategoryLimit>& limits, const std::vector<std::string>& categories);
 
 // What a check is asked for (the command line): each threshold optional.
@@ -35,7 +39,7 @@ struct CheckRequest {
   std::optional<Amount> max_increase, warn_increase;
   std::optional<int64_t> max_peak;
   std::string max_peak_text;
-  std::vector<CategoryLimit> limits;  // one per category (add_limit)
+  std::vector<CategoryLimit> limits;  // one per category and phase (add_limit)
   bool allow_truncated = false;
 };
 
@@ -69,7 +73,9 @@ enum class CheckStatus : uint8_t { Pass, Warn, Fail };
 const char* status_name(CheckStatus s);  // "pass", "warn", "fail"
 
 struct CheckItem {
-  std::string name;  // "increase.allocated", "max_peak.allocated", "limit.optimizer_temporary", "history"
+  // "increase.allocated", "max_peak.allocated", "limit.optimizer_temporary",
+  // "limit.optimizer:optimizer_temporary", "history"
+  std::string name;
   std::string kind;  // "increase", "max_peak", "category_limit", "history"
   std::string limit_text;      // as written: "2%", "60GiB"
   int64_t limit_bytes = 0;     // increase: allowed increase; others: the ceiling
@@ -79,7 +85,12 @@ struct CheckItem {
   int64_t warn_bytes = -1;     // increase with --warn-increase: the warning level; -1 none
   std::string warn_text;
   CheckStatus status = CheckStatus::Pass;
-  std::string message;  // history items: why
+  std::string message;  // history items: why; a phase limit the run cannot measure: why
+  // Category limits: the category, the phase kind ("" the whole run) and
+  // where the measured bytes are first reached.
+  std::string category, phase;
+  bool has_at = false;
+  ExtentPoint at;
 };
 
 struct CheckResult {

@@ -9,7 +9,10 @@
 
 namespace snapdiff {
 
-constexpr const char* kBudgetSchema = "snapdiff/budget/1";
+// Written: version 2 (phase peaks and category maxima). Read: 2, and 1 (the
+// files written before; they have neither).
+constexpr const char* kBudgetSchema = "snapdiff/budget/2";
+constexpr const char* kBudgetSchemaV1 = "snapdiff/budget/1";
 // Throws InputError (file set, JSON path such as "$.tolerance.max_increase").
 Budget read_budget_file(const std::string& path);
 Budget parse_budget(const std::string& json_text, const std::string& name);

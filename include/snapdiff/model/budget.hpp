@@ -34,8 +34,31 @@ struct Amount {
 };
 std::optional<Amount> parse_amount(const std::string& text);
 
+// A largest value over a run and the first moment it is reached.
+struct ExtentPoint {
+  int64_t bytes = 0;
+  std::string phase = "pre_trace";  // of that moment: "optimizer"; "pre_trace": before the first event
+  int iteration = 0;
+  int64_t event_index = -1;  // -1: before the first event, or not known (a budget's)
+  int device = 0;
+};
+
+// A phase kind's figures over all of its spans (every forward, every
+// optimizer step, ...).
+struct PhasePeak {
+  std::string phase;  // "init", "forward", "backward", "optimizer", "other"
+  uint32_t spans = 0;
+  ExtentPoint requested, allocated, reserved;  // the counters' peaks within them
+  // Per category, its largest requested bytes within them.
+  std::vector<std::pair<std::string, ExtentPoint>> categories;
+  const ExtentPoint& peak(Metric m) const;
+  // nullptr when the category is absent.
+  const ExtentPoint* category(const std::string& name) const;
+};
+
 // The figures a check needs from one run: the device with the highest
-// allocated peak (Analysis::peak_device).
+// allocated peak (Analysis::peak_device); the extents (category_max,
+// phases) are the largest over every device.
 struct PeakFigures {
   std::string name;  // the file as given
   int device = 0;
@@ -47,14 +70,35 @@ struct PeakFigures {
   int iteration = 0;
   uint64_t events = 0;
   std::string format;  // container format ("torch-pickle", "snap")
+  // Each category's largest requested bytes over the whole run, and the
+  // phase kinds the run has, in phase order (empty in budgets written
+  // before they were kept).
+  std::vector<std::pair<std::string, ExtentPoint>> category_max;
+  std::vector<PhasePeak> phases;
   int64_t peak(Metric m) const;
   // -1 when the category is absent.
   int64_t category(const std::string& name) const;
+  // nullptr when absent.
+  const ExtentPoint* max_of(const std::string& category) const;
+  const PhasePeak* phase_peak(const std::string& phase) const;
 };
+
+// The phase kinds a limit may name (PHASE:CATEGORY=SIZE), in phase order:
+// init, forward, backward, optimizer, other.
+const std::vector<std::string>& limit_phase_names();
+
+// A ceiling on a category's requested bytes: at their largest over the run,
+// or (phase given) within the spans of one phase kind.
 struct CategoryLimit {
+  CategoryLimit() = default;
+  CategoryLimit(std::string category_, int64_t bytes_, std::string text_, std::string phase_ = {})
+      : category(std::move(category_)), bytes(bytes_), text(std::move(text_)), phase(std::move(phase_)) {}
   std::string category;
   int64_t bytes = 0;
-  std::string text;  // as written
+  std::string text;   // as written
+  std::string phase;  // "" the whole run, else one of limit_phase_names()
+  // "optimizer_temporary", "optimizer:optimizer_temporary"
+  std::string key() const { return phase.empty() ? category : phase + ":" + category; }
 };
 
 // A committed budget file (schemas/budget.schema.json; read and written by
