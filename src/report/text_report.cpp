@@ -75,6 +75,7 @@ std::string render_text(const Report& r) {
   if (r.kernel_launches > 0) o << "  kernels     " << with_commas(r.kernel_launches) << " launches\n";
   o << detail::profiler_input_text(r);
   o << "  history     " << detail::history_words(r) << "\n";
+  o << detail::activity_text(r);
 
   for (const DeviceView& d : r.devices) {
     o << "\nPEAK  cuda:" << d.device << "  (" << with_commas(d.events) << " events, " << d.streams

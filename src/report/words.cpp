@@ -63,10 +63,16 @@ std::string step_words(const OptimizerStepFacts& f) {
 std::string unknown_words(const UnknownFacts& f) {
   std::string m = human_bytes(f.unknown) + " at the peak fits no rule";
   if (f.before_profiler > 0) {
-    m += ": " + human_bytes(f.before_profiler) +
-         " of it was allocated before the profiler started and is still alive (typically parameters, optimizer "
-         "state and library workspaces; a trace does not say which: join a snapshot of the run with --trace, or "
-         "compare PyTorch's view with --memory-timeline)";
+    if (f.timeline_placed > 0)
+      m += ": " + human_bytes(f.before_profiler) +
+           " of it was allocated before the profiler started and is still alive, and PyTorch's memory timeline does "
+           "not know it as tensors either (library workspaces and other buffers; the timeline placed the other " +
+           human_bytes(f.timeline_placed) + " from before the profiler)";
+    else
+      m += ": " + human_bytes(f.before_profiler) +
+           " of it was allocated before the profiler started and is still alive (typically parameters, optimizer "
+           "state and library workspaces; a trace does not say which: join a snapshot of the run with --trace, or "
+           "compare PyTorch's view with --memory-timeline)";
     m += f.unknown > f.before_profiler ? "; for the rest see UNKNOWN AT THE PEAK." : ".";
   } else {
     m += "; see UNKNOWN AT THE PEAK for each allocation's frames, phase and lifetime.";
@@ -98,8 +104,18 @@ std::string diff_category_words(const DiffCategoryFacts& f) {
   if (f.parameters) {
     const double r = f.parameter_ratio;
     char buf[200];
-    std::snprintf(buf, sizeof buf, ": B's parameters take %.2fx A's bytes (%llu tensors in A, %llu in B)", r,
-                  (unsigned long long)f.a_tensors, (unsigned long long)f.b_tensors);
+    // A ratio is said only where it reads as one: both runs have parameter
+    // tensors and it does not round to 0.00.
+    if (f.a_tensors == 0 || f.b_tensors == 0)
+      std::snprintf(buf, sizeof buf, ": %s has no tensors known as parameters at its peak (%llu in %s)",
+                    f.b_tensors == 0 ? "B" : "A", (unsigned long long)(f.b_tensors == 0 ? f.a_tensors : f.b_tensors),
+                    f.b_tensors == 0 ? "A" : "B");
+    else if (r < 0.005)
+      std::snprintf(buf, sizeof buf, ": B's parameters take less than 1%% of A's bytes (%llu tensors in A, %llu in B)",
+                    (unsigned long long)f.a_tensors, (unsigned long long)f.b_tensors);
+    else
+      std::snprintf(buf, sizeof buf, ": B's parameters take %.2fx A's bytes (%llu tensors in A, %llu in B)", r,
+                    (unsigned long long)f.a_tensors, (unsigned long long)f.b_tensors);
     m += buf;
     if (r > 0.4 && r < 0.6) m += " — B stores its weights in half the bytes per element (e.g. 1-byte FP8 instead of 2-byte bf16)";
     else if (r > 1.8 && r < 2.2) m += " — B stores its weights in twice the bytes per element (e.g. fp32 instead of bf16)";
@@ -246,7 +262,8 @@ Overloaded(F...) -> Overloaded<F...>;
 namespace detail {
 
 std::string history_words(const Report& r) {
-  if (!r.has_history) return "none (dump-time state only)";
+  if (!r.has_history)
+    return r.activity.present ? "none: the trace holds no memory events (recorded without profile_memory=True)" : "none (dump-time state only)";
   if (!r.history_truncated) return "complete";
   if (r.profiler_trace) return "the profiled window (allocations made before it: see WARNINGS)";
   // Truncated devices that disagree on why are named one by one (the
