@@ -295,7 +295,7 @@ TraceJoin join_profiler_trace(Trace& snap, const Trace& tr, const std::string& t
                                  ? "its events end " + seconds_words(sw.first - tw.second) + " before the snapshot's first event"
                                  : "its events start " + seconds_words(tw.first - sw.second) + " after the snapshot's last event";
     InputError e("not a trace of the run of " + (snapshot_name.empty() ? std::string("the snapshot") : snapshot_name) +
-                 ": only " + count_words(tied) + " of its " + count_words(trace_allocs) +
+                 ": " + (tied == 0 ? std::string("none") : "only " + count_words(tied)) + " of its " + count_words(trace_allocs) +
                  " allocations tie to the snapshot's (same device, address and fitting size; less than " +
                  std::to_string(kJoinMinTiedPercent) + "%), and " + when +
                  "; give --trace the profiler trace recorded in the same run");
