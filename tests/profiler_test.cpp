@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "input/file_source.hpp"
@@ -691,4 +693,156 @@ TEST_CASE("a snapshot joined with a trace of the same run: clocks lined up, ops 
   REQUIRE(j2.devices.size() == 1);
   CHECK(j2.devices[0].method == "address-order");
   CHECK(j2.devices[0].matched * 10 >= j2.devices[0].trace_allocs * 8);
+}
+
+// ---- what the rough edges became ----------------------------------------------
+
+TEST_CASE("a raw memory timeline gives the tensors from before profiling PyTorch's categories", "[analysis][profiler]") {
+  Trace t = load_trace(real_data("small_profile.trace.json.gz"));
+  MemoryTimeline tl = load_memory_timeline(real_data("small_profile.memtl.raw.json.gz"));
+  REQUIRE(tl.raw);
+  const Analysis without = analyze(t, ReportOptions{});
+  ReportOptions ro;
+  ro.timeline = &tl;
+  const Analysis with = analyze(t, ro);
+  REQUIRE(with.devices.size() == 1);
+  const DeviceAnalysis& d = with.devices[0];
+  const DeviceAnalysis& d0 = without.devices[0];
+  // Same peak, same bytes: only the categories move.
+  REQUIRE(d.peak_index == d0.peak_index);
+  CHECK(d.peak_live_requested == d0.peak_live_requested);
+  int64_t sum = 0;
+  for (int64_t v : d.categories) sum += v;
+  CHECK(sum == d.peak_live_requested);
+  const int64_t unknown0 = test::category_at_peak(d0, "unknown");
+  const int64_t unknown1 = test::category_at_peak(d, "unknown");
+  CHECK(unknown1 < unknown0);
+  CHECK(d.timeline_pre_trace > 0);
+  CHECK(unknown0 - unknown1 <= d.timeline_pre_trace);
+  // PyTorch's own figures at snapdiff's peak, summed straight from the
+  // export's rows (those before profiling, then every row up to that time).
+  const int64_t peak_us = d.peak_event.time_us;
+  std::array<int64_t, MemoryTimeline::kCategories> pytorch{};
+  for (const MemoryTimeline::Row& row : tl.rows)
+    if (row.time_ns < 0 || row.time_ns / 1000 <= peak_us) pytorch[row.category] += row.bytes;
+  // Parameters, optimizer state and gradients: only the tensors from before
+  // profiling hold them (the run allocates none of them in the trace), so
+  // the split alone must give PyTorch's bytes. Tolerance 1%: the trace's
+  // sizes are the allocator's blocks, the timeline's the same events'.
+  const std::pair<int, const char*> same[] = {{0, "parameter"}, {1, "optimizer_state"}, {5, "gradient"}};
+  for (const auto& [pc, name] : same) {
+    INFO(name);
+    REQUIRE(pytorch[size_t(pc)] > 0);
+    const int64_t ours = test::category_at_peak(d, name);
+    CHECK(std::llabs(ours - pytorch[size_t(pc)]) * 100 <= pytorch[size_t(pc)]);
+    CHECK(test::category_at_peak(d0, name) == 0);  // unknown without the timeline
+  }
+  // What is left unknown from before profiling is what PyTorch does not
+  // know as tensors: allocated, less the tensors its timeline holds.
+  CHECK(unknown1 <= d.peak_live_requested - (pytorch[0] + pytorch[1] + pytorch[5]));
+  // The rule and the evidence say where the category came from.
+  ReportOptions ex = ro;
+  ex.explain = "allocated before the profiler started";
+  const Analysis e = analyze(t, ex);
+  bool timeline_rule = false;
+  for (const ExplainItem& it : e.explain)
+    if (it.rule == "pytorch_memory_timeline") {
+      timeline_rule = true;
+      CHECK(it.evidence.find("PyTorch's memory timeline") != std::string::npos);
+      CHECK(it.category != "unknown");
+    }
+  CHECK(timeline_rule);
+  // The words: the unknown finding no longer says the trace cannot tell.
+  bool said = false;
+  for (const Finding& f : d.findings)
+    if (f.code == Code::Unknown) {
+      said = true;
+      CHECK(finding_text(f).find("PyTorch's memory timeline does not know it as tensors either") != std::string::npos);
+      CHECK(finding_text(f).find("a trace does not say which") == std::string::npos);
+    }
+  CHECK(said);
+  // The per-timestamp export has no rows per tensor: nothing changes.
+  MemoryTimeline sums = load_memory_timeline(real_data("small_profile.memtl.json"));
+  ReportOptions rs;
+  rs.timeline = &sums;
+  const Analysis s = analyze(t, rs);
+  CHECK(test::category_at_peak(s.devices[0], "unknown") == unknown0);
+}
+
+TEST_CASE("a snapshot joined with a trace of another run is an input error naming both", "[analysis][profiler]") {
+  Trace snap = load_trace(fixture("profile/joint.snapshot.pickle"));
+  Trace other = load_trace(real_data("small_profile.trace.json.gz"));
+  try {
+    join_profiler_trace(snap, other, "small_profile.trace.json.gz", "joint.snapshot.pickle");
+    FAIL("joined a trace of another run");
+  } catch (const InputError& e) {
+    const std::string m = e.describe();
+    CHECK(e.file() == "small_profile.trace.json.gz");
+    CHECK(m.find("joint.snapshot.pickle") != std::string::npos);
+    CHECK(m.find("of its 266 allocations tie") != std::string::npos);
+    CHECK(m.find('\n') == std::string::npos);
+  }
+  // The trace of the same run still joins.
+  Trace snap2 = load_trace(fixture("profile/joint.snapshot.pickle"));
+  Trace same = load_trace(fixture("profile/joint.trace.json.gz"));
+  TraceJoin j = join_profiler_trace(snap2, same, "joint.trace.json.gz", "joint.snapshot.pickle");
+  REQUIRE(j.devices.size() == 1);
+  CHECK(j.devices[0].matched * 10 >= j.devices[0].trace_allocs * 9);
+}
+
+TEST_CASE("a trace without memory events: says so, shows its ops and kernels", "[analysis][profiler]") {
+  // Derived from small_profile's trace by tests/data/derived/strip_profile_memory.py.
+  const Trace full = load_trace(real_data("small_profile.trace.json.gz"));
+  const Trace t = load_trace(fixture("derived/small_profile_nomem.trace.json.gz"));
+  CHECK(t.event_count() == 0);
+  const Analysis r = analyze(t, ReportOptions{});
+  const TraceActivity& a = r.activity;
+  REQUIRE(a.present);
+  // The ops and kernels are the full trace's.
+  CHECK(a.ops == full.ops.size());
+  CHECK(a.kernel_launches == full.kernels.size());
+  REQUIRE(!a.top_ops.empty());
+  REQUIRE(!a.top_kernels.empty());
+  for (size_t i = 1; i < a.top_ops.size(); ++i) CHECK(a.top_ops[i - 1].total_ns >= a.top_ops[i].total_ns);
+  for (size_t i = 1; i < a.top_kernels.size(); ++i) CHECK(a.top_kernels[i - 1].launches >= a.top_kernels[i].launches);
+  // The longest op: no op of the trace is longer than its calls' sum.
+  int64_t longest = 0;
+  for (const TraceOp& o : t.ops) longest = std::max(longest, o.duration_ns);
+  CHECK(a.top_ops[0].total_ns >= longest);
+  uint64_t launches = 0;
+  for (const TraceActivity::Kernel& k : a.top_kernels) launches += k.launches;
+  CHECK(launches <= a.kernel_launches);
+  // A trace with memory events has none of this.
+  CHECK(!analyze(full, ReportOptions{}).activity.present);
+  const Report v = report_view(r);
+  const std::string text = render_text(v);
+  CHECK(text.find("NO MEMORY EVENTS") != std::string::npos);
+  CHECK(text.find("torch.profiler.profile(profile_memory=True)") != std::string::npos);
+  CHECK(text.find("TOP OPS BY TIME") != std::string::npos);
+  CHECK(text.find("dump-time state only") == std::string::npos);
+  auto j = nlohmann::json::parse(render_json(v));
+  CHECK(j["profiler_activity"]["ops"] == a.ops);
+  CHECK(j["profiler_activity"]["top_kernels"].size() == a.top_kernels.size());
+}
+
+TEST_CASE("a parameter ratio that would read 0.00x is said in words", "[report]") {
+  DiffCategoryFacts f;
+  f.category = "parameter";
+  f.a = 41943040;
+  f.parameters = true;
+  f.a_tensors = 24;
+  auto words = [&](uint64_t b_tensors, int64_t b) {
+    f.b_tensors = b_tensors;
+    f.b = b;
+    f.parameter_ratio = double(b) / double(f.a);
+    return finding_text(Finding{Code::DiffCategory, f.b - f.a, f});
+  };
+  const std::string none = words(0, 0);
+  CHECK(none.find("0.00x") == std::string::npos);
+  CHECK(none.find("B has no tensors known as parameters at its peak (24 in A)") != std::string::npos);
+  const std::string tiny = words(2, 4096);
+  CHECK(tiny.find("0.00x") == std::string::npos);
+  CHECK(tiny.find("less than 1% of A's bytes (24 tensors in A, 2 in B)") != std::string::npos);
+  const std::string half = words(24, 20971520);
+  CHECK(half.find("0.50x A's bytes") != std::string::npos);
 }

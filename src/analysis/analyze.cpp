@@ -118,7 +118,8 @@ Fragmentation fragmentation_at_peak(const AllocatorState& st, const DeviceAnalys
 // One device: the replay, the attribution, the peak and what is live there,
 // fragmentation, the findings and, for inputs with ops, the bytes by op.
 DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analysis& r, size_t top_sites,
-                              detail::RuleMatcher& matcher, const detail::OpTree& ops) {
+                              detail::RuleMatcher& matcher, const detail::OpTree& ops, const MemoryTimeline* timeline,
+                              int timeline_rules) {
   const RuleSet* rules = r.rules.get();
   DeviceAnalysis dr;
   dr.device = dev.index;
@@ -131,6 +132,9 @@ DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analy
       dr.last_time_us = e.time_us;
     }
   dr.attr = detail::attribute(trace, *r.frames, dev, dr.replay, *rules, matcher);
+  // --memory-timeline: PyTorch's categories of the tensors from before profiling.
+  if (timeline && &dev == detail::timeline_device(trace))
+    dr.timeline_pre_trace = detail::timeline_pre_trace(trace, *r.frames, dev, dr.attr, *timeline, *rules, timeline_rules);
   const Attribution& at = dr.attr;
   const PeakPoint& pk = dr.replay.peak_requested;
   dr.peak_index = pk.event_index;
@@ -166,7 +170,9 @@ DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analy
       Acc& acc = (*m)[uint64_t(al.stack) << 16 | al.category];
       acc.row.stack = al.stack;
       acc.row.requested_bytes += int64_t(al.requested);
-      auto b = block_of.find(al.addr);
+      // (A profiler trace's sizes are block sizes; what it allocated before
+      // its first event may be several allocations at no address.)
+      auto b = dev.from_profiler() ? block_of.end() : block_of.find(al.addr);
       acc.row.block_bytes += int64_t(b != block_of.end() ? b->second : al.requested);
       ++acc.row.count;
       if (acc.by_cat.empty()) acc.by_cat.assign(at.categories.size(), 0);
@@ -262,13 +268,15 @@ Analysis analyze_trace(const Trace& trace, const ReportOptions& opts) {
   r.source = trace.source;
   r.events = trace.event_count();
   r.rules = std::make_shared<RuleSet>(opts.rules ? *opts.rules : RuleSet::builtin());
+  const MemoryTimeline* timeline = opts.timeline && opts.timeline->raw && is_profiler_trace(trace) ? opts.timeline : nullptr;
+  const int timeline_rules = timeline ? detail::add_timeline_rules(*r.rules) : -1;
   r.frames = std::make_shared<const FrameTable>(trace);
   // The rules' verdicts on frames and stacks are the trace's, not a device's.
   detail::RuleMatcher matcher(trace, *r.frames, *r.rules);
   const detail::OpTree ops(trace);
   for (const Device& dev : trace.devices) {
     if (dev.events.empty() && dev.segments.empty()) continue;
-    r.devices.push_back(analyze_device(trace, dev, r, opts.top_sites, matcher, ops));
+    r.devices.push_back(analyze_device(trace, dev, r, opts.top_sites, matcher, ops, timeline, timeline_rules));
   }
   if (!opts.explain.empty()) detail::explain_query(trace, r, opts.explain);
   kernels_and_device_memory(trace, r);
@@ -283,6 +291,7 @@ Analysis analyze_trace(const Trace& trace, const ReportOptions& opts) {
   for (const HostMemoryEvent& h : trace.host_memory) r.host_peak_bytes = std::max(r.host_peak_bytes, h.total_allocated);
   if (opts.join) r.join = *opts.join;
   if (opts.timeline) detail::compare_timeline(trace, r, *opts.timeline, opts.top_sites);
+  if (r.profiler_trace && r.devices.empty()) detail::trace_activity(trace, r, opts.top_sites);
 
   detail::add_warnings(trace, r);
   detail::resolve_rows(r);

@@ -113,13 +113,16 @@ void state_findings(const FrameTable& ft, DeviceAnalysis& d) {
   if (unk * 100 >= peak && unk > 0) {
     // Profiler traces: what was allocated before the profiler started and
     // never freed in the trace is one allocation whose sites are unknown.
-    int64_t before = 0;
+    // --memory-timeline gives some of it PyTorch's categories.
+    int64_t before = 0, placed = 0;
     if (d.replay.reported_totals)
       for (uint32_t id : a.live_at(d.peak_index)) {
         const Allocation& al = a.allocations[id];
-        if (al.alloc_event < 0 && al.addr == 0 && a.categories[al.category] == "unknown") before += int64_t(al.requested);
+        if (al.alloc_event >= 0 || al.addr != 0) continue;
+        if (a.categories[al.category] == "unknown") before += int64_t(al.requested);
+        else if (d.timeline_pre_trace > 0) placed += int64_t(al.requested);
       }
-    d.findings.push_back({Code::Unknown, unk, UnknownFacts{unk, before}});
+    d.findings.push_back({Code::Unknown, unk, UnknownFacts{unk, before, placed}});
   }
   std::stable_sort(d.findings.begin() + 1, d.findings.end(),
                    [](const Finding& x, const Finding& y) { return x.bytes > y.bytes; });

@@ -3,6 +3,7 @@
 #include "analysis/profiler_views.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <deque>
 #include <map>
 #include <tuple>
@@ -328,9 +329,9 @@ int64_t ns_to_us(int64_t ns) { return ns >= 0 ? ns / 1000 : -((-ns + 999) / 1000
 // moment, and what that gives at the moment.
 class TimelineMatcher {
  public:
-  TimelineMatcher(const Trace& t, const FrameTable& ft, const Device& dev, const DeviceAnalysis& d,
+  TimelineMatcher(const Trace& t, const FrameTable& ft, const Device& dev, const Attribution& at,
                   const MemoryTimeline& tl)
-      : t_(t), ft_(ft), dev_(dev), d_(d), at_(d.attr), tl_(tl), ops_(t) {
+      : t_(t), ft_(ft), dev_(dev), at_(at), tl_(tl), ops_(t) {
     if (tl.raw) {
       rows_ = tl.rows;
       std::stable_sort(rows_.begin(), rows_.end(), [](const MemoryTimeline::Row& a, const MemoryTimeline::Row& b) {
@@ -341,6 +342,23 @@ class TimelineMatcher {
   }
 
   TimelineMoment at(int64_t event_index, int64_t T, size_t top);
+
+  // The raw export followed to its end: PyTorch's category of each
+  // allocation from before the trace that the trace frees (255: none), and
+  // the bytes by PyTorch's category of the tensors from before profiling
+  // that are still alive at the end (never destroyed in the export).
+  void pre_trace(std::vector<uint8_t>& freed_category, std::array<int64_t, MemoryTimeline::kCategories>& alive) {
+    pc_.assign(at_.allocations.size(), 255);
+    gone_.assign(at_.allocations.size(), 0);
+    live_by_.clear();
+    pre_pool_.clear();
+    TimelineMoment m;
+    follow_raw(kNoTime, m);
+    freed_category.assign(at_.allocations.size(), 255);
+    for (size_t id = 0; id < at_.allocations.size(); ++id)
+      if (at_.allocations[id].alloc_event < 0 && gone_[id]) freed_category[id] = pc_[id];
+    alive = m.pre_trace_tensors;
+  }
 
  private:
   bool retag(uint64_t size, int from, int to) {
@@ -363,7 +381,6 @@ class TimelineMatcher {
   const Trace& t_;
   const FrameTable& ft_;
   const Device& dev_;
-  const DeviceAnalysis& d_;
   const Attribution& at_;
   const MemoryTimeline& tl_;
   const OpTree ops_;
@@ -604,11 +621,192 @@ TimelineMoment TimelineMatcher::at(int64_t event_index, int64_t T, size_t top) {
     return a.op < b.op;
   });
   if (m.placements.size() > top) m.placements.resize(top);
-  (void)d_;
   return m;
 }
 
 }  // namespace
+
+namespace {
+
+// snapdiff's category of each PyTorch category ("" for UNKNOWN).
+const char* const kTimelineToSnapdiff[MemoryTimeline::kCategories] = {
+    "parameter", "optimizer_state", "input", "temporary", "activation", "gradient", "temporary", ""};
+
+}  // namespace
+
+int add_timeline_rules(RuleSet& rs) {
+  const int base = int(rs.rules.size());
+  for (int c = 0; c < MemoryTimeline::kCategories; ++c) {
+    Rule r;
+    r.name = "pytorch_memory_timeline";
+    r.origin = "--memory-timeline";
+    std::string pt = MemoryTimeline::kCategoryNames[c];
+    for (char& ch : pt) ch = char(std::toupper(static_cast<unsigned char>(ch)));
+    if (kTimelineToSnapdiff[c][0] != '\0') {
+      r.category = kTimelineToSnapdiff[c];
+      r.evidence = "PyTorch's memory timeline (the raw export_memory_timeline given with --memory-timeline) calls this tensor from "
+                   "before the profiler started " + pt;
+    } else {
+      r.category = "unknown";
+      r.evidence = "PyTorch's memory timeline does not know this tensor's category";
+    }
+    r.category_index = rs.category_index(r.category);
+    // Holds for no allocation (no size is at least UINT64_MAX and at most 0).
+    r.min_bytes = UINT64_MAX;
+    r.max_bytes = 0;
+    rs.rules.push_back(std::move(r));
+  }
+  return base;
+}
+
+const Device* timeline_device(const Trace& t) {
+  const Device* only = nullptr;
+  int with_events = 0;
+  for (const Device& d : t.devices) {
+    if (d.events.empty()) continue;
+    if (d.index == 0) return &d;
+    only = &d;
+    ++with_events;
+  }
+  return with_events == 1 ? only : nullptr;
+}
+
+int64_t timeline_pre_trace(const Trace& t, const FrameTable& ft, const Device& dev, Attribution& at,
+                           const MemoryTimeline& tl, const RuleSet& rs, int rule_base) {
+  if (!tl.raw || !dev.from_profiler() || rule_base < 0 || size_t(rule_base + MemoryTimeline::kCategories) > rs.rules.size())
+    return 0;
+  std::vector<uint8_t> freed;
+  std::array<int64_t, MemoryTimeline::kCategories> alive{};
+  {
+    TimelineMatcher tm(t, ft, dev, at, tl);
+    tm.pre_trace(freed, alive);
+  }
+  auto give = [&](Allocation& al, int c) {
+    const Rule& r = rs.rules[size_t(rule_base + c)];
+    al.category = uint16_t(r.category_index);
+    al.rule = int16_t(rule_base + c);
+  };
+  int64_t given = 0;
+  // Freed in the trace: their Destroy row says.
+  int64_t lump = -1;  // the allocation standing for what the trace never frees
+  for (size_t id = 0; id < at.allocations.size(); ++id) {
+    Allocation& al = at.allocations[id];
+    if (al.alloc_event >= 0) continue;
+    if (al.addr == 0 && al.stack == dev.before_stack && al.free_event == INT64_MAX && lump < 0) {
+      lump = int64_t(id);
+      continue;
+    }
+    const uint8_t c = id < freed.size() ? freed[id] : 255;
+    if (c == 255 || c == kU || al.rule >= 0) continue;
+    give(al, c);
+    given += int64_t(al.requested);
+  }
+  // Never freed: the tensors PyTorch knew before profiling and never saw
+  // destroyed, by category, out of the one allocation (at most its bytes).
+  if (lump >= 0 && at.allocations[size_t(lump)].rule < 0) {
+    const Allocation whole = at.allocations[size_t(lump)];
+    int64_t left = int64_t(whole.requested);
+    std::vector<std::pair<int, int64_t>> pieces;
+    for (int c = 0; c < MemoryTimeline::kCategories; ++c) {
+      if (c == kU || alive[size_t(c)] <= 0 || left <= 0) continue;
+      const int64_t b = std::min(alive[size_t(c)], left);
+      pieces.push_back({c, b});
+      left -= b;
+    }
+    for (size_t k = 0; k < pieces.size(); ++k) {
+      Allocation al = whole;
+      al.requested = uint64_t(pieces[k].second);
+      give(al, pieces[k].first);
+      given += pieces[k].second;
+      if (k == 0 && left == 0) at.allocations[size_t(lump)] = al;  // nothing left unknown: the lump is the first piece
+      else at.allocations.push_back(al);
+    }
+    if (left > 0) at.allocations[size_t(lump)].requested = uint64_t(left);
+  }
+  if (given > 0) {
+    std::vector<int64_t> idx;
+    idx.reserve(at.spans.size());
+    for (const PhaseSpan& s : at.spans) idx.push_back(s.peak_event);
+    auto cats = at.categories_at(idx);
+    for (size_t k = 0; k < at.spans.size(); ++k) at.spans[k].categories = std::move(cats[k]);
+  }
+  return given;
+}
+
+void trace_activity(const Trace& t, Analysis& r, size_t top) {
+  TraceActivity& a = r.activity;
+  a.present = true;
+  a.ops = t.ops.size();
+  a.kernel_launches = t.kernels.size();
+  std::unordered_set<uint32_t> threads;
+  // Ops by name: the outermost call of each name counts (a recursive or
+  // nested call of the same name is inside its time already).
+  struct Acc {
+    uint64_t calls = 0, kernels = 0;
+    int64_t ns = 0;
+  };
+  std::map<StrId, Acc> by_name;
+  // The open ops (pre-order: an op's descendants follow it up to its
+  // subtree_end) and how many of each name are open.
+  std::vector<uint32_t> open;
+  std::unordered_map<StrId, uint32_t> open_names;
+  for (uint32_t o = 0; o < t.ops.size(); ++o) {
+    const TraceOp& op = t.ops[o];
+    threads.insert(op.thread);
+    while (!open.empty() && t.ops[open.back()].subtree_end <= o) {
+      --open_names[t.ops[open.back()].name];
+      open.pop_back();
+    }
+    const bool inside_same = open_names[op.name] > 0;
+    if (op.subtree_end > o + 1) {
+      open.push_back(o);
+      ++open_names[op.name];
+    }
+    Acc& acc = by_name[op.name];
+    if (inside_same) continue;
+    ++acc.calls;
+    acc.ns += op.duration_ns;
+    acc.kernels += kernel_begin(t, op.subtree_end) - kernel_begin(t, o);
+  }
+  a.threads = threads.size();
+  a.op_names = by_name.size();
+  for (auto& kv : by_name) {
+    if (kv.second.calls == 0) continue;
+    TraceActivity::Op row;
+    row.op = capped_for_display(std::string(t.strings.get(kv.first)));
+    row.calls = kv.second.calls;
+    row.total_ns = kv.second.ns;
+    row.kernel_launches = kv.second.kernels;
+    a.top_ops.push_back(std::move(row));
+  }
+  std::sort(a.top_ops.begin(), a.top_ops.end(), [](const TraceActivity::Op& x, const TraceActivity::Op& y) {
+    if (x.total_ns != y.total_ns) return x.total_ns > y.total_ns;
+    return x.op < y.op;
+  });
+  if (a.top_ops.size() > top) a.top_ops.resize(top);
+  // Kernels by name, with the op that launched most of them.
+  std::map<std::string, std::pair<uint64_t, std::map<std::string, uint64_t>>> kernels;
+  for (const KernelLaunch& k : t.kernels) {
+    auto& e = kernels[kernel_display_name(t.strings.get(k.name))];
+    ++e.first;
+    ++e.second[k.op < t.ops.size() ? capped_for_display(std::string(t.strings.get(t.ops[k.op].name))) : std::string()];
+  }
+  a.kernel_names = kernels.size();
+  for (auto& kv : kernels) {
+    TraceActivity::Kernel row;
+    row.kernel = kv.first;
+    row.launches = kv.second.first;
+    uint64_t best = 0;
+    for (auto& o : kv.second.second)
+      if (o.second > best) best = o.second, row.op = o.first;
+    a.top_kernels.push_back(std::move(row));
+  }
+  std::sort(a.top_kernels.begin(), a.top_kernels.end(), [](const TraceActivity::Kernel& x, const TraceActivity::Kernel& y) {
+    if (x.launches != y.launches) return x.launches > y.launches;
+    return x.kernel < y.kernel;
+  });
+  if (a.top_kernels.size() > top) a.top_kernels.resize(top);
+}
 
 void compare_timeline(const Trace& t, Analysis& r, const MemoryTimeline& tl, size_t top) {
   TimelineComparison& c = r.timeline;
@@ -651,7 +849,7 @@ void compare_timeline(const Trace& t, Analysis& r, const MemoryTimeline& tl, siz
       if (tl.sizes[k][kU] > max_unknown) max_unknown = tl.sizes[k][kU], max_unknown_t = tl.times_us[k];
     }
   }
-  TimelineMatcher tm(t, *r.frames, *dev, d, tl);
+  TimelineMatcher tm(t, *r.frames, *dev, d.attr, tl);
   const int64_t peak_t = d.peak_index >= 0 ? d.peak_event.time_us : dev->events.front().time_us;
   TimelineMoment first = tm.at(d.peak_index, peak_t, top);
   first.label = "snapdiff's peak";

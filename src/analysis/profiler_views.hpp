@@ -44,6 +44,29 @@ std::vector<OpContext> op_contexts(const Trace& t, const OpTree& ops, const Devi
 void ops_at_peak(const Trace& t, const FrameTable& ft, const OpTree& ops, const Device& dev, DeviceAnalysis& d,
                  size_t top);
 
+// --memory-timeline with the raw export of a profiler trace: the tensors
+// from before profiling take the category PyTorch's timeline gives them.
+// add_timeline_rules() appends one rule per PyTorch category it maps
+// (PARAMETER, OPTIMIZER_STATE, INPUT, TEMPORARY, ACTIVATION, GRADIENT,
+// AUTOGRAD_DETAIL; they hold for no allocation by their conditions: only
+// timeline_pre_trace() gives them) and returns the first one's index, the
+// rule of PyTorch category c being that index + c.
+int add_timeline_rules(RuleSet& rs);
+// The device the timeline describes: cuda:0, else the trace's only device
+// with events (nullptr: none).
+const Device* timeline_device(const Trace& t);
+// Allocations from before the trace that it frees take the category of
+// their Destroy row; the one allocation standing for what it never frees is
+// split into the tensors from before profiling still alive at the export's
+// end, by PyTorch's category, and the rest (still unknown). Span breakdowns
+// are recomputed. Returns the bytes given a category.
+int64_t timeline_pre_trace(const Trace& t, const FrameTable& ft, const Device& dev, Attribution& at,
+                           const MemoryTimeline& tl, const RuleSet& rs, int rule_base);
+
+// Fills r.activity: a profiler trace without memory events, its ops by
+// time and kernels by launches (top rows each).
+void trace_activity(const Trace& t, Analysis& r, size_t top);
+
 // Fills r.timeline for the device the timeline describes.
 void compare_timeline(const Trace& t, Analysis& r, const MemoryTimeline& tl, size_t top);
 

@@ -3,11 +3,13 @@
 // include/snapdiff/input/profiler.hpp).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <unordered_map>
 
 #include "snapdiff/analysis/trace_join.hpp"
 #include "snapdiff/input/profiler.hpp"
 #include "snapdiff/analysis/replay.hpp"
+#include "snapdiff/error.hpp"
 
 namespace snapdiff {
 
@@ -84,9 +86,47 @@ double quantile(std::vector<double> v, double q) {
 
 }  // namespace
 
-TraceJoin join_profiler_trace(Trace& snap, const Trace& tr, const std::string& trace_name) {
+namespace {
+
+// The first and last event times of a trace's devices (kNoTime: none).
+std::pair<int64_t, int64_t> time_window(const Trace& t) {
+  int64_t lo = kNoTime, hi = kNoTime;
+  for (const Device& d : t.devices)
+    for (const Event& e : d.events) {
+      if (e.time_us == kNoTime) continue;
+      if (lo == kNoTime || e.time_us < lo) lo = e.time_us;
+      if (hi == kNoTime || e.time_us > hi) hi = e.time_us;
+    }
+  return {lo, hi};
+}
+
+std::string seconds_words(int64_t us) {
+  char buf[64];
+  const double s = double(us) / 1e6;
+  if (s >= 10) std::snprintf(buf, sizeof buf, "%.0f s", s);
+  else std::snprintf(buf, sizeof buf, "%.3f s", s);
+  return buf;
+}
+
+std::string count_words(uint64_t n) {
+  std::string s = std::to_string(n), out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i && (s.size() - i) % 3 == 0) out += ',';
+    out += s[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+TraceJoin join_profiler_trace(Trace& snap, const Trace& tr, const std::string& trace_name,
+                              const std::string& snapshot_name) {
   TraceJoin out;
   out.trace_name = trace_name;
+  // A trace of another run: it ties almost none of its allocations and its
+  // events are not at the snapshot's times. An input error, before anything
+  // is copied.
+  const auto sw = time_window(snap), tw = time_window(tr);
   Importer imp(snap, tr);
   // Ops and kernel launches, appended.
   const uint32_t op_base = uint32_t(snap.ops.size());
@@ -242,6 +282,25 @@ TraceJoin join_profiler_trace(Trace& snap, const Trace& tr, const std::string& t
       e.stack = it->second;
     }
     out.devices.push_back(jd);
+  }
+  uint64_t tied = 0, trace_allocs = 0;
+  for (const TraceJoinDevice& jd : out.devices) tied += jd.matched, trace_allocs += jd.trace_allocs;
+  if (trace_allocs == 0)
+    for (const Device& d : tr.devices)
+      for (const Event& e : d.events) trace_allocs += e.kind == EventKind::Alloc;
+  const bool timed = sw.first != kNoTime && tw.first != kNoTime;
+  const bool apart = timed && (tw.second < sw.first || tw.first > sw.second);
+  if (trace_allocs > 0 && tied * 100 < uint64_t(kJoinMinTiedPercent) * trace_allocs && apart) {
+    const std::string when = tw.second < sw.first
+                                 ? "its events end " + seconds_words(sw.first - tw.second) + " before the snapshot's first event"
+                                 : "its events start " + seconds_words(tw.first - sw.second) + " after the snapshot's last event";
+    InputError e("not a trace of the run of " + (snapshot_name.empty() ? std::string("the snapshot") : snapshot_name) +
+                 ": " + (tied == 0 ? std::string("none") : "only " + count_words(tied)) + " of its " + count_words(trace_allocs) +
+                 " allocations tie to the snapshot's (same device, address and fitting size; less than " +
+                 std::to_string(kJoinMinTiedPercent) + "%), and " + when +
+                 "; give --trace the profiler trace recorded in the same run");
+    e.set_file(trace_name);
+    throw e;
   }
   return out;
 }

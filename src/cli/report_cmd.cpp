@@ -67,7 +67,7 @@ int cmd_report(const std::vector<std::string>& args) {
     const std::string tp = vm["trace"].as<std::string>();
     Trace prof = load_input(tp, lo);
     if (!is_profiler_trace(prof)) throw UsageError("--trace " + tp + ": not a torch.profiler Chrome trace");
-    join = join_profiler_trace(t, prof, tp);
+    join = join_profiler_trace(t, prof, tp, path);
     ro.join = &join;
   }
   MemoryTimeline timeline;

@@ -281,6 +281,7 @@ std::string render_json(const Report& r) {
                           {"outside_max_bytes", r.outside_max_bytes}};
   }
   if (r.timeline.present) j["memory_timeline"] = detail::timeline_json(r);
+  if (r.activity.present) j["profiler_activity"] = detail::activity_json(r);
   if (!r.join.devices.empty() || !r.join.trace_name.empty()) {
     J jn;
     jn["trace"] = r.join.trace_name;

@@ -260,6 +260,73 @@ std::string when_text(const TimelineMoment& m) {
 
 }  // namespace
 
+namespace {
+
+// "12.3 ms", "1.234 s", "850 us" from nanoseconds.
+std::string duration_words(int64_t ns) {
+  char buf[48];
+  const double us = double(ns) / 1e3;
+  if (us < 1e3) std::snprintf(buf, sizeof buf, "%.0f us", us);
+  else if (us < 1e6) std::snprintf(buf, sizeof buf, "%.1f ms", us / 1e3);
+  else std::snprintf(buf, sizeof buf, "%.3f s", us / 1e6);
+  return buf;
+}
+
+std::string plural(uint64_t n, const char* one, const char* many) { return commas(n) + " " + (n == 1 ? one : many); }
+
+}  // namespace
+
+std::string no_memory_message(const TraceActivity& a) {
+  return "The trace holds no memory events: it was recorded without memory profiling, so it shows no allocations, "
+         "no peak and no categories. Record them with torch.profiler.profile(profile_memory=True) (with_stack=True "
+         "adds the Python call sites). It holds " +
+         plural(a.ops, "op", "ops") + " (" + plural(a.op_names, "distinct name", "distinct names") + ") and " +
+         plural(a.kernel_launches, "kernel launch", "kernel launches") + " (" +
+         plural(a.kernel_names, "distinct kernel", "distinct kernels") + ").";
+}
+
+std::string activity_text(const Report& r) {
+  const TraceActivity& a = r.activity;
+  if (!a.present) return "";
+  std::ostringstream o;
+  o << "\nNO MEMORY EVENTS\n" << wrap_text("  ", no_memory_message(a), 100);
+  if (!a.top_ops.empty()) {
+    o << "\nTOP OPS BY TIME  (each op's outermost calls, each with everything it calls)\n";
+    o << "       TIME     CALLS   KERNELS  OP\n";
+    for (const TraceActivity::Op& x : a.top_ops)
+      o << "  " << lpad(duration_words(x.total_ns), 9) << "  " << lpad(commas(x.calls), 8) << "  "
+        << lpad(commas(x.kernel_launches), 8) << "  " << dn(x.op) << "\n";
+  }
+  if (!a.top_kernels.empty()) {
+    o << "\nTOP KERNELS BY LAUNCHES\n";
+    o << "   LAUNCHES  " << rpad("KERNEL", 72) << "  LAUNCHED BY\n";
+    for (const TraceActivity::Kernel& k : a.top_kernels)
+      o << "  " << lpad(commas(k.launches), 9) << "  " << rpad(clip(dn(k.kernel), 72), 72) << "  "
+        << op_or_none(dn(k.op)) << "\n";
+  }
+  return o.str();
+}
+
+J activity_json(const Report& r) {
+  const TraceActivity& a = r.activity;
+  J j;
+  j["memory_events"] = 0;
+  j["message"] = no_memory_message(a);
+  j["ops"] = a.ops;
+  j["op_names"] = a.op_names;
+  j["kernel_launches"] = a.kernel_launches;
+  j["kernel_names"] = a.kernel_names;
+  J ops = J::array();
+  for (const TraceActivity::Op& x : a.top_ops)
+    ops.push_back({{"op", x.op}, {"calls", x.calls}, {"total_ns", x.total_ns}, {"kernel_launches", x.kernel_launches}});
+  j["top_ops"] = ops;
+  J ks = J::array();
+  for (const TraceActivity::Kernel& k : a.top_kernels)
+    ks.push_back({{"kernel", k.kernel}, {"launches", k.launches}, {"op", k.op.empty() ? J(nullptr) : J(k.op)}});
+  j["top_kernels"] = ks;
+  return j;
+}
+
 std::string timeline_text(const Report& r) {
   const TimelineComparison& c = r.timeline;
   if (!c.present) return "";
@@ -310,6 +377,8 @@ std::string timeline_text(const Report& r) {
                       "PyTorch's timeline knows " + hb(tensors) + " as tensors" + (parts.empty() ? "" : " (" + parts + ")");
     if (m.pre_trace_live > tensors)
       msg += "; the other " + hb(m.pre_trace_live - tensors) + " are not tensors (library workspaces and other buffers)";
+    if (tensors > m.pre_trace_tensors[size_t(MemoryTimeline::kUnknown)])
+      msg += ". snapdiff gives those tensors the timeline's categories (rule pytorch_memory_timeline)";
     o << "\n" << wrap_text("  ", msg + ".", 100);
   }
   o << "\n  PyTorch's memory timeline calls " << human_bytes(m.unknown) << " unknown at the peak";

@@ -25,10 +25,16 @@ OpRowWords op_row_words(const DeviceView& d, const OpRow& r, bool by_kernel);
 std::string no_fragmentation_text(const DeviceView& d);
 // PYTORCH'S MEMORY TIMELINE.
 std::string timeline_text(const Report& r);
+// A profiler trace without memory events: NO MEMORY EVENTS, TOP OPS BY
+// TIME, TOP KERNELS BY LAUNCHES (empty when the trace has memory events).
+std::string activity_text(const Report& r);
+std::string no_memory_message(const TraceActivity& a);
 
 // JSON: input.profiler, devices[].by_op/by_kernel, memory_timeline, trace_join.
 nlohmann::ordered_json profiler_input_json(const Report& r);
 nlohmann::ordered_json ops_json(const DeviceView& d);
 nlohmann::ordered_json timeline_json(const Report& r);
+// "profiler_activity": present only with r.activity.
+nlohmann::ordered_json activity_json(const Report& r);
 
 }  // namespace snapdiff::detail

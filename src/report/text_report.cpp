@@ -77,6 +77,7 @@ std::string render_text(const Report& r) {
   o << detail::profiler_input_text(r);
   o << "  history     " << detail::history_words(r) << "\n";
   o << wrap("  allocator   ", "settings: " + dn(detail::settings_text(r.allocator_settings)), 100);
+  o << detail::activity_text(r);
 
   for (const DeviceView& d : r.devices) {
     o << "\nPEAK  cuda:" << d.device << "  (" << with_commas(d.events) << " events, " << d.streams

@@ -78,10 +78,16 @@ std::string step_words(const OptimizerStepFacts& f) {
 std::string unknown_words(const UnknownFacts& f) {
   std::string m = human_bytes(f.unknown) + " at the peak fits no rule";
   if (f.before_profiler > 0) {
-    m += ": " + human_bytes(f.before_profiler) +
-         " of it was allocated before the profiler started and is still alive (typically parameters, optimizer "
-         "state and library workspaces; a trace does not say which: join a snapshot of the run with --trace, or "
-         "compare PyTorch's view with --memory-timeline)";
+    if (f.timeline_placed > 0)
+      m += ": " + human_bytes(f.before_profiler) +
+           " of it was allocated before the profiler started and is still alive, and PyTorch's memory timeline does "
+           "not know it as tensors either (library workspaces and other buffers; the timeline placed the other " +
+           human_bytes(f.timeline_placed) + " from before the profiler)";
+    else
+      m += ": " + human_bytes(f.before_profiler) +
+           " of it was allocated before the profiler started and is still alive (typically parameters, optimizer "
+           "state and library workspaces; a trace does not say which: join a snapshot of the run with --trace, or "
+           "compare PyTorch's view with --memory-timeline)";
     m += f.unknown > f.before_profiler ? "; for the rest see UNKNOWN AT THE PEAK." : ".";
   } else {
     m += "; see UNKNOWN AT THE PEAK for each allocation's frames, phase and lifetime.";
@@ -112,15 +118,17 @@ std::string diff_category_words(const DiffCategoryFacts& f) {
                   human_bytes(f.b) + " in B)";
   if (f.parameters) {
     const double r = f.parameter_ratio;
+    // A ratio is said only where it reads as one: both runs have parameter
+    // tensors and it does not round to 0.00.
     const std::string tensors =
         " (" + count_of(f.a_tensors, "tensor") + " in A, " + std::to_string(f.b_tensors) + " in B)";
-    char buf[64];
-    if (f.a_tensors == 0 || f.b_tensors == 0 || !(r > 0)) {
-      m += f.b_tensors == 0 ? ": B holds no parameter tensors at its peak" : ": A holds no parameter tensors at its peak";
-      m += tensors;
-    } else if (r < 0.01) {
-      m += ": B's parameters take under 1% of A's bytes" + tensors;
+    if (f.a_tensors == 0 || f.b_tensors == 0) {
+      m += std::string(": ") + (f.b_tensors == 0 ? "B" : "A") + " has no tensors known as parameters at its peak (" +
+           std::to_string(f.b_tensors == 0 ? f.a_tensors : f.b_tensors) + (f.b_tensors == 0 ? " in A)" : " in B)");
+    } else if (r < 0.005) {
+      m += ": B's parameters take less than 1% of A's bytes" + tensors;
     } else {
+      char buf[64];
       std::snprintf(buf, sizeof buf, "%.2f", r);
       m += ": B's parameters take " + std::string(buf) + " times A's bytes" + tensors;
       if (r > 0.4 && r < 0.6) m += " — B stores its weights in half the bytes per element (e.g. 1-byte FP8 instead of 2-byte bf16)";
@@ -281,7 +289,8 @@ Overloaded(F...) -> Overloaded<F...>;
 namespace detail {
 
 std::string history_words(const Report& r) {
-  if (!r.has_history) return "none (dump-time state only)";
+  if (!r.has_history)
+    return r.activity.present ? "none: the trace holds no memory events (recorded without profile_memory=True)" : "none (dump-time state only)";
   if (!r.history_truncated) return "complete";
   if (r.profiler_trace) return "the profiled window (allocations made before it: see WARNINGS)";
   // Truncated devices that disagree on why are named one by one (the

@@ -34,6 +34,7 @@ struct DeviceAnalysis {
   uint64_t events = 0;
   DeviceReplay replay;  // timelines included
   Attribution attr;     // phases and categories
+  int64_t timeline_pre_trace = 0;  // --memory-timeline: bytes from before the profiler it gave a category
   // "The peak" is the requested peak: the moment the live tensors' bytes are
   // highest; categories and sites there sum exactly to peak requested bytes.
   int64_t peak_index = -1;
@@ -94,6 +95,7 @@ struct Analysis {
   int64_t host_peak_bytes = 0;     // the CPU allocator's largest Total Allocated
   TraceJoin join;                  // --trace (devices empty when not joined)
   TimelineComparison timeline;     // --memory-timeline
+  TraceActivity activity;          // a profiler trace with no memory events: its ops and kernels
 };
 
 // Devices with events or segments that analyze() takes; beyond, the input is

@@ -106,6 +106,27 @@ struct TimelineComparison {
   std::vector<TimelineMoment> moments;
 };
 
+// A profiler trace without memory events (recorded without
+// torch.profiler.profile(profile_memory=True)): what it holds instead.
+struct TraceActivity {
+  bool present = false;
+  uint64_t ops = 0, kernel_launches = 0, threads = 0;
+  uint64_t op_names = 0, kernel_names = 0;  // distinct names
+  struct Op {
+    std::string op;
+    uint64_t calls = 0;         // outermost calls of that name (a call inside one of the same name is not counted)
+    int64_t total_ns = 0;       // their durations, summed (each call with everything it calls)
+    uint64_t kernel_launches = 0;  // launched by those calls and the ops inside them
+  };
+  std::vector<Op> top_ops;      // by total_ns
+  struct Kernel {
+    std::string kernel;         // as kernel_display_name() shortens it
+    uint64_t launches = 0;
+    std::string op;             // the op that launched most of them ("" outside every op)
+  };
+  std::vector<Kernel> top_kernels;  // by launches
+};
+
 struct ExplainItem {
   int device = 0;
   uint64_t addr = 0;
@@ -198,6 +219,7 @@ struct OptimizerStepFacts {
 struct UnknownFacts {
   int64_t unknown = 0;
   int64_t before_profiler = 0;  // of it, allocated before a profiler started
+  int64_t timeline_placed = 0;  // bytes from before the profiler that --memory-timeline placed (live at the peak)
 };
 // Code::DiffPeak.
 struct DiffPeakFacts {
@@ -378,6 +400,7 @@ struct Report {
   int64_t host_peak_bytes = 0;
   TraceJoin join;
   TimelineComparison timeline;
+  TraceActivity activity;
 };
 
 }  // namespace snapdiff

@@ -38,6 +38,13 @@ struct TraceJoin {
 // gain the op frames (innermost op first) inside their own frames, so the
 // phase hints see backward ops where a Python-only stack had no frames. The
 // trace's ops and kernel launches are copied into the snapshot.
-TraceJoin join_profiler_trace(Trace& snapshot, const Trace& trace, const std::string& trace_name);
+//
+// A trace of another run is an InputError naming the trace (and
+// snapshot_name in its message): fewer than kJoinMinTiedPercent of the
+// trace's allocations tied, and no overlap between the two inputs' event
+// times (the snapshot's first to last event, the trace's).
+constexpr int kJoinMinTiedPercent = 3;
+TraceJoin join_profiler_trace(Trace& snapshot, const Trace& trace, const std::string& trace_name,
+                              const std::string& snapshot_name = "");
 
 }  // namespace snapdiff
