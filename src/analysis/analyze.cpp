@@ -131,8 +131,10 @@ DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analy
       dr.last_time_us = e.time_us;
     }
   dr.attr = detail::attribute(trace, *r.frames, dev, dr.replay, *rules, matcher);
-  const Attribution& at = dr.attr;
   const PeakPoint& pk = dr.replay.peak_requested;
+  // Growth across iterations; what leaking sites keep becomes `leaked`.
+  dr.growth = detail::find_growth(*r.frames, dev, dr.replay, dr.attr, pk.event_index);
+  const Attribution& at = dr.attr;
   dr.peak_index = pk.event_index;
   dr.peak_phase = at.phase_at(pk.event_index);
   dr.peak_iteration = at.iteration_at(pk.event_index);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "snapdiff/analysis/attribution.hpp"
+#include "snapdiff/analysis/growth.hpp"
 #include "snapdiff/model/frames.hpp"
 #include "snapdiff/model/model.hpp"
 #include "snapdiff/input/profiler.hpp"
@@ -33,6 +34,7 @@ struct DeviceAnalysis {
   uint64_t events = 0;
   DeviceReplay replay;  // timelines included
   Attribution attr;     // phases and categories
+  Growth growth;        // memory at each iteration's start, growth, leaking sites (growth.hpp)
   // "The peak" is the requested peak: the moment the live tensors' bytes are
   // highest; categories and sites there sum exactly to peak requested bytes.
   int64_t peak_index = -1;
