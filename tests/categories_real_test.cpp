@@ -37,6 +37,8 @@ TEST_CASE("categories at the peak match PyTorch's tensors on real runs of every 
       INFO("peak " << peak);
       CHECK(category_at_peak(d, "unknown") * 50 <= peak);  // at most 2%
       auto within = [&](const char* name, int64_t pct) {
+        // The questions' recordings (ans_*) note no parameter copies.
+        if (!at.contains(name)) return;
         const int64_t want = at[name].get<int64_t>(), got = category_at_peak(d, name);
         INFO(name << ": snapdiff " << got << ", PyTorch " << want);
         CHECK(std::llabs(got - want) * 100 <= want * pct);
@@ -50,8 +52,10 @@ TEST_CASE("categories at the peak match PyTorch's tensors on real runs of every 
       // that allocate nothing; one iteration per step.
       int optimizer_phases = 0;
       for (const PhaseSpan& s : d.attr.spans) optimizer_phases += s.phase == Phase::Optimizer;
-      CHECK(optimizer_phases == tr["optimizer_step_annotations"].get<int>());
-      CHECK(d.attr.iterations == tr["steps"].get<int>());
+      if (tr.contains("optimizer_step_annotations"))
+        CHECK(optimizer_phases == tr["optimizer_step_annotations"].get<int>());
+      // ans_*: one entry of `iterations` per step of the loop.
+      CHECK(d.attr.iterations == (tr.contains("steps") ? tr["steps"].get<int>() : int(tr["iterations"].size())));
     }
   }
 }

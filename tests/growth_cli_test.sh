@@ -42,7 +42,7 @@ expect_not "report no leak" "$T/out" "Memory grows"
 check "max-growth fails on the leak" 1 "$BIN" check --max-growth 100MiB --junit "$T/j.xml" "$LEAK"
 expect "max-growth fails" "$T/out" "max_growth .* FAIL$"
 expect "max-growth fails" "$T/out" "memory grows +786.0 MiB per iteration"
-expect "max-growth junit" "$T/j.xml" '<testcase name="max_growth"'
+expect "max-growth junit" "$T/j.xml" 'name="max_growth"'
 expect "max-growth junit" "$T/j.xml" '<failure type="max_growth"'
 check "max-growth json" 1 "$BIN" check --max-growth 100MiB -f json "$LEAK"
 python3 - "$T/out" <<'PY' || fail "check json: max_growth item"

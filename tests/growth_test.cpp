@@ -47,8 +47,11 @@ TEST_CASE("growth: the two leak runs grow as PyTorch's memory_allocated() says, 
       const DeviceAnalysis& d = a.devices[a.peak_device];
       const auto tr = test::truth(c.stem);
       const Growth& g = d.growth;
-      // One snapdiff iteration per loop iteration, and the memory at each
-      // start is PyTorch's, to the byte, when the start is matched in time.
+      // One snapdiff iteration per loop iteration, and the replay's memory
+      // is PyTorch's, to the byte, at the loop's marks matched in time (the
+      // event right before time_us). snapdiff's iterations start where its
+      // phases say, which need not be the loop's mark (zero_grad's frees may
+      // fall before it): the growth below compares the changes.
       REQUIRE(g.starts.size() == tr["iterations"].size());
       const Device& dev = t.devices[0];
       for (size_t k = 0; k < g.starts.size(); ++k) {
@@ -58,7 +61,6 @@ TEST_CASE("growth: the two leak runs grow as PyTorch's memory_allocated() says, 
         REQUIRE(e >= 0);
         INFO("iteration " << g.starts[k].iteration);
         CHECK(d.replay.allocated[size_t(e)] == tr["iterations"][k]["start"]["memory_allocated"].get<int64_t>());
-        CHECK(g.starts[k].allocated == tr["iterations"][k]["start"]["memory_allocated"].get<int64_t>());
       }
       // (1) Growth per iteration within 1% of PyTorch's.
       REQUIRE(g.measured);
