@@ -135,8 +135,10 @@ DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analy
   // --memory-timeline: PyTorch's categories of the tensors from before profiling.
   if (timeline && &dev == detail::timeline_device(trace))
     dr.timeline_pre_trace = detail::timeline_pre_trace(trace, *r.frames, dev, dr.attr, *timeline, *rules, timeline_rules);
-  const Attribution& at = dr.attr;
   const PeakPoint& pk = dr.replay.peak_requested;
+  // Growth across iterations; what leaking sites keep becomes `leaked`.
+  dr.growth = detail::find_growth(*r.frames, dev, dr.replay, dr.attr, pk.event_index);
+  const Attribution& at = dr.attr;
   dr.peak_index = pk.event_index;
   dr.peak_phase = at.phase_at(pk.event_index);
   dr.peak_iteration = at.iteration_at(pk.event_index);

@@ -21,6 +21,8 @@ const std::vector<CatalogueEntry>& catalogue() {
        "the optimizer step that rises most above its start: its temporaries against the gradients, and its largest site"},
       {Code::Unknown, "unknown", K::ReportFinding, S::Warning,
        "bytes at the peak that no rule placed (1% of the peak or more), and how many were allocated before a profiler started"},
+      {Code::Growth, "growth", K::ReportFinding, S::Warning,
+       "memory that grows every iteration: the growth per iteration, and the sites whose allocations outlive two iterations (bytes and count per iteration; `leaked` at the peak)"},
       {Code::DiffPeak, "peak", K::DiffFinding, S::Info, "how far and where the requested peak moves from A to B"},
       {Code::DiffCategory, "category", K::DiffFinding, S::Info,
        "a category whose bytes at the peak change materially, with the sites or parameter sizes behind it"},

@@ -97,6 +97,8 @@ PeakFigures peak_figures(const Analysis& r) {
   f.phase = phase_name(d.peak_phase);
   f.iteration = d.peak_iteration;
   extent_figures(r, f);
+  f.iterations = d.attr.iterations;
+  if (d.growth.measured) f.growth_per_iteration = d.growth.per_iteration;
   return f;
 }
 
@@ -170,6 +172,8 @@ CheckOptions check_options(const CheckRequest& req) {
   o.max_peak_text = req.max_peak_text;
   o.limits = req.limits;
   o.allow_truncated = req.allow_truncated;
+  o.max_growth = req.max_growth;
+  o.max_growth_text = req.max_growth_text;
   return o;
 }
 
@@ -207,6 +211,8 @@ CheckOptions check_options(const CheckRequest& req, const Budget& budget, const 
   o.limits = budget.limits;
   for (const CategoryLimit& l : req.limits) add_limit(o.limits, l);
   o.allow_truncated = req.allow_truncated;
+  o.max_growth = req.max_growth;
+  o.max_growth_text = req.max_growth_text;
   return o;
 }
 
@@ -250,6 +256,31 @@ CheckItem history_item(const std::string& name, const std::string& who, const Pe
   return it;
 }
 
+// --max-growth: allocated bytes per iteration (the median change between
+// the starts of iterations 2..N). Fewer than 3 iterations cannot show growth
+// apart from the first iteration's state: a warning, not a pass.
+CheckItem growth_item(const PeakFigures& f, int64_t limit, const std::string& text) {
+  CheckItem it;
+  it.name = "max_growth";
+  it.kind = "max_growth";
+  it.limit_text = text;
+  it.limit_bytes = limit;
+  if (!f.growth_per_iteration) {
+    it.status = CheckStatus::Warn;
+    it.margin_bytes = limit;
+    it.message = "growth per iteration cannot be measured: " +
+                 (f.iterations == 1 ? std::string("1 iteration was") : std::to_string(f.iterations) + " iterations were") +
+                 " found and 3 are needed (the first creates gradients and optimizer state); record more iterations";
+    return it;
+  }
+  it.measured_bytes = *f.growth_per_iteration;
+  it.margin_bytes = limit - it.measured_bytes;
+  if (it.measured_bytes > limit) it.status = CheckStatus::Fail;
+  // The words (report layer: check_report.cpp) say the bytes; the count here.
+  it.message = std::to_string(f.iterations);
+  return it;
+}
+
 }  // namespace
 
 CheckResult evaluate_check(const PeakFigures& candidate, const std::optional<PeakFigures>& baseline,
@@ -261,8 +292,9 @@ CheckResult evaluate_check(const PeakFigures& candidate, const std::optional<Pea
   r.baseline_kind = baseline ? baseline_kind : std::string();
   const std::string m = metric_name(opts.metric);
   bool increase = opts.max_increase || opts.warn_increase;
-  if (!increase && !opts.max_peak && opts.limits.empty())
-    throw UsageError("no thresholds to check: give --max-increase, --warn-increase, --max-peak, --limit or --budget");
+  if (!increase && !opts.max_peak && opts.limits.empty() && !opts.max_growth)
+    throw UsageError(
+        "no thresholds to check: give --max-increase, --warn-increase, --max-peak, --limit, --max-growth or --budget");
 
   r.items.push_back(history_item("history", "candidate", candidate, opts.allow_truncated));
   if (baseline && baseline_kind == "snapshot" && increase)
@@ -344,6 +376,7 @@ CheckResult evaluate_check(const PeakFigures& candidate, const std::optional<Pea
     if (it.measured_bytes > l.bytes) it.status = CheckStatus::Fail;
     r.items.push_back(it);
   }
+  if (opts.max_growth) r.items.push_back(growth_item(candidate, *opts.max_growth, opts.max_growth_text));
   r.status = r.count(CheckStatus::Fail) ? CheckStatus::Fail
              : r.count(CheckStatus::Warn) ? CheckStatus::Warn
                                           : CheckStatus::Pass;

@@ -124,6 +124,27 @@ void state_findings(const FrameTable& ft, DeviceAnalysis& d) {
       }
     d.findings.push_back({Code::Unknown, unk, UnknownFacts{unk, before, placed}});
   }
+  // 4. Memory that grows every iteration: what leaking sites keep.
+  if (d.growth.leaks()) {
+    const Growth& g = d.growth;
+    GrowthFacts f;
+    f.measured = g.measured;
+    f.per_iteration = g.per_iteration;
+    if (g.measured) f.first_iteration = 2, f.last_iteration = 2 + g.deltas;
+    f.judged_first = g.judged_first;
+    f.judged_last = g.judged_last;
+    f.unjudged = g.unjudged;
+    for (const RetainedSite& s : g.sites) {
+      if (f.sites.size() == 3) {
+        ++f.more_sites;
+        continue;
+      }
+      f.sites.push_back({s.site, s.model_frame, s.phase, s.bytes_per_iteration, s.count_per_iteration, s.iterations});
+    }
+    f.retained_per_iteration = g.retained_per_iteration;
+    f.leaked_at_peak = g.leaked_at_peak;
+    d.findings.push_back({Code::Growth, std::max(g.leaked_at_peak, g.retained_per_iteration), std::move(f)});
+  }
   std::stable_sort(d.findings.begin() + 1, d.findings.end(),
                    [](const Finding& x, const Finding& y) { return x.bytes > y.bytes; });
 }

@@ -205,6 +205,7 @@ Report report_view(const Analysis& a) {
     v.category_allocations = d.category_allocations;
     v.category_sites = d.category_sites;
     v.findings = d.findings;
+    v.growth = d.growth;
     v.peak_live_allocations = d.peak_live_allocations;
     v.peak_live_requested = d.peak_live_requested;
     v.sites = d.sites;

@@ -15,7 +15,8 @@ extern const char* const kBuiltinRulesJson;  // generated from rules/builtin.jso
 
 const char* const kBuiltinCategories[] = {"parameter", "parameter_copy", "gradient",      "optimizer_state",
                                           "optimizer_temporary", "activation", "input", "temporary",
-                                          "workspace", "communication",  "graph_pool", "unknown"};
+                                          "workspace", "communication",  "graph_pool", "leaked",
+                                          "unknown"};
 
 const char* const kFactNames[kFactCount] = {"graph_pool",          "pre_trace_parameter", "pre_trace_gradient",
                                             "pre_trace_optimizer_state", "parameter_sized_copy", "parameter_copy_site",

@@ -104,6 +104,7 @@ const char* kCheckHelpTail =
     "  --limit CATEGORY=SIZE        ceiling on a category's largest bytes over the run\n"
     "  --limit PHASE:CATEGORY=SIZE  ... within one phase kind (init, forward, backward,\n"
     "                               optimizer, other); --limit is repeatable\n"
+    "  --max-growth 100MiB          ceiling on the memory growth per iteration\n"
     "Sizes: B, KiB, MiB, GiB, TiB (binary) or kB, MB, GB, TB (decimal), e.g. 1.5GB.\n"
     "\nExamples:\n"
     "  snapdiff check --max-increase 2% baseline.pickle run.pickle\n"
@@ -127,6 +128,7 @@ int cmd_check(const std::vector<std::string>& args) {
       "metric", po::value<std::string>(), "the peak checked: requested | allocated | reserved (default allocated)")(
       "max-peak", po::value<std::string>(), "fail when the peak is above this size (no baseline needed)")(
       "limit", po::value<std::vector<std::string>>(), "CATEGORY=SIZE: fail when the category's largest bytes over the run are above SIZE; PHASE:CATEGORY=SIZE: within that phase kind (repeatable)")(
+      "max-growth", po::value<std::string>(), "fail when memory grows more than this per iteration (allocated bytes between iteration starts)")(
       "budget", po::value<std::string>(), "a budget file (schemas/budget.schema.json) instead of a BASELINE snapshot")(
       "write-budget", po::value<std::string>(), "write a budget file from CANDIDATE (its peaks, categories, phase peaks, the tolerances given) and exit")(
       "allow-truncated", "check a candidate whose history is truncated (the peak of the recorded window only)")(
@@ -167,14 +169,18 @@ int cmd_check(const std::vector<std::string>& args) {
   if (vm.count("limit"))
     for (const std::string& v : vm["limit"].as<std::vector<std::string>>()) add_limit(req.limits, limit_arg(v));
   req.allow_truncated = vm.count("allow-truncated") > 0;
+  if (vm.count("max-growth")) {
+    req.max_growth_text = vm["max-growth"].as<std::string>();
+    req.max_growth = size_arg("--max-growth", req.max_growth_text);
+  }
   const bool increase_given = req.max_increase || req.warn_increase;
-  const bool ceiling_given = req.max_peak || !req.limits.empty();
+  const bool ceiling_given = req.max_peak || !req.limits.empty() || req.max_growth;
   if (!budget_in && !budget_out && inputs.size() == 1 && increase_given)
     throw UsageError("--max-increase and --warn-increase compare with a baseline: give BASELINE CANDIDATE or --budget FILE");
   if (!budget_in && !budget_out && inputs.size() == 2 && !increase_given && !ceiling_given)
-    throw UsageError("no thresholds to check: give --max-increase (e.g. 2%), --warn-increase, --max-peak or --limit");
+    throw UsageError("no thresholds to check: give --max-increase (e.g. 2%), --warn-increase, --max-peak, --limit or --max-growth");
   if (!budget_in && !budget_out && inputs.size() == 1 && !ceiling_given)
-    throw UsageError("nothing to compare CANDIDATE with: give BASELINE CANDIDATE, --budget FILE, --max-peak or --limit");
+    throw UsageError("nothing to compare CANDIDATE with: give BASELINE CANDIDATE, --budget FILE, --max-peak, --limit or --max-growth");
 
   // Rules first: they define the category names --limit may use.
   RuleSet rules = load_rules(rules_files(vm));

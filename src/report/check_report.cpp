@@ -39,6 +39,7 @@ std::string measured_cell(const CheckItem& it, const CheckResult& r) {
   if (it.kind == "history")
     return it.name == "baseline_history" && r.baseline ? r.baseline->history : r.candidate.history;
   if (it.kind == "increase") return human_delta(it.measured_bytes) + " (" + pct_change(it.measured_bytes, it.baseline_bytes) + ")";
+  if (it.kind == "max_growth") return it.status == CheckStatus::Warn ? "not measured" : human_delta(it.measured_bytes) + "/iteration";
   return human_bytes(it.measured_bytes);
 }
 
@@ -86,6 +87,15 @@ std::string where_words(const ExtentPoint& at, int shown_device) {
 std::string describe(const CheckItem& it, const CheckResult& r) {
   const std::string m = metric_name(r.metric);
   if (it.kind == "history") return it.message;
+  if (it.kind == "max_growth") {
+    if (it.status == CheckStatus::Warn) return it.message;  // not measured: why
+    std::string s = "memory grows " + human_delta(it.measured_bytes) +
+                    " per iteration (the median change of allocated bytes between the starts of iterations 2 to " +
+                    it.message + ")";
+    const std::string lim = human_bytes(it.limit_bytes) + " per iteration (" + it.limit_text + ")";
+    if (it.status == CheckStatus::Fail) return s + ", over the limit " + lim + " by " + human_bytes(-it.margin_bytes);
+    return s + ", within the limit " + lim;
+  }
   if (it.kind == "increase") {
     int64_t cand = it.baseline_bytes + it.measured_bytes;
     std::string s = "the " + m + " peak " + (it.measured_bytes > 0 ? "rose by " : it.measured_bytes < 0 ? "fell by " : "changed by ") +

@@ -69,6 +69,35 @@ J categories_json(const std::vector<std::string>& names, const std::vector<int64
   return j;
 }
 
+// Memory at each iteration's start, growth per iteration, leaking sites.
+J growth_json(const Growth& g) {
+  J starts = J::array();
+  for (const IterationStart& s : g.starts)
+    starts.push_back({{"iteration", s.iteration}, {"event_index", s.event_index},
+                      {"time_us", s.time_us == kNoTime ? J(nullptr) : J(s.time_us)},
+                      {"allocated_bytes", s.allocated}, {"requested_bytes", s.requested}});
+  J sites = J::array();
+  for (const RetainedSite& r : g.sites)
+    sites.push_back({{"site", r.site}, {"model_frame", r.model_frame.empty() ? J(nullptr) : J(r.model_frame)},
+                     {"phase", phase_name(r.phase)}, {"bytes_per_iteration", r.bytes_per_iteration},
+                     {"count_per_iteration", r.count_per_iteration}, {"iterations", r.iterations},
+                     {"leaked_allocations", r.leaked_allocations}, {"leaked_at_peak_bytes", r.leaked_at_peak}});
+  J j;
+  j["iteration_starts"] = std::move(starts);
+  j["method"] = "median of the changes of allocated bytes between the starts of iterations 2..N";
+  j["per_iteration_bytes"] = g.measured ? J(g.per_iteration) : J(nullptr);
+  j["deltas"] = g.deltas;
+  j["judged_iterations"] = g.judged_last >= g.judged_first && g.judged_first > 0
+                               ? J::array({g.judged_first, g.judged_last})
+                               : J(nullptr);
+  j["unjudged_iterations"] = g.unjudged;
+  j["retained_per_iteration_bytes"] = g.retained_per_iteration;
+  j["retained_count_per_iteration"] = g.retained_count;
+  j["leaked_at_peak_bytes"] = g.leaked_at_peak;
+  j["sites"] = std::move(sites);
+  return j;
+}
+
 J phases_json(const DeviceView& d) {
   J phases = J::array();
   for (const PhaseSpan& ps : d.phases)
@@ -224,6 +253,7 @@ std::string render_json(const Report& r) {
     dj["phase_evidence"] = d.phase_evidence;
     dj["iterations"] = d.iterations;
     dj["phases"] = phases_json(d);
+    dj["growth"] = growth_json(d.growth);
     J unk = J::array();
     for (const SiteRow& s : d.unknown_sites) unk.push_back(site_json(s));
     dj["unknown_at_peak"] = std::move(unk);

@@ -95,6 +95,59 @@ std::string unknown_words(const UnknownFacts& f) {
   return m;
 }
 
+std::string iterations_words(int a, int b) {
+  return a == b ? "iteration " + std::to_string(a) : "iterations " + std::to_string(a) + " to " + std::to_string(b);
+}
+
+std::string growth_site_words(const GrowthFacts::Site& s) {
+  std::string m = s.count_per_iteration == 1
+                      ? "one " + human_bytes(s.bytes_per_iteration) + " allocation"
+                      : with_commas(s.count_per_iteration) + " allocations (" + human_bytes(s.bytes_per_iteration) +
+                            " in all)";
+  const Phase p = s.phase;
+  m += p == Phase::Forward || p == Phase::Backward ? std::string(" made in each ") + phase_name(p)
+       : p == Phase::Optimizer                      ? std::string(" made in each optimizer step")
+                                                    : std::string(" made in each iteration");
+  if (!s.model_frame.empty()) m += " at " + s.model_frame + ", called from " + s.site;
+  else m += " at " + s.site;
+  return m;
+}
+
+std::string growth_words(const GrowthFacts& f) {
+  std::string m;
+  if (f.measured && f.per_iteration > 0) m = "Memory grows " + human_bytes(f.per_iteration) + " per iteration";
+  else if (f.measured) m = "Memory at the iterations' starts does not grow (" + human_delta(f.per_iteration) + " per iteration)";
+  else m = "Memory is retained from iteration to iteration";
+  if (f.measured)
+    m += f.last_iteration == f.first_iteration + 1
+             ? " (the change of allocated memory from the start of iteration " + std::to_string(f.first_iteration) +
+                   " to that of iteration " + std::to_string(f.last_iteration) + ")"
+             : " (the median change of allocated memory between the starts of iterations " +
+                   std::to_string(f.first_iteration) + " to " + std::to_string(f.last_iteration) + ")";
+  m += f.measured && f.per_iteration <= 0 ? ", but " : ": ";
+  const size_t n = f.sites.size() + f.more_sites;
+  if (n > 1)
+    m += std::to_string(n) + " sites keep allocations every iteration, " + human_bytes(f.retained_per_iteration) +
+         " per iteration in all: ";
+  for (size_t k = 0; k < f.sites.size(); ++k) {
+    const GrowthFacts::Site& s = f.sites[k];
+    if (k) m += k + 1 == f.sites.size() && f.more_sites == 0 ? "; and " : "; ";
+    m += growth_site_words(s);
+    if (n == 1)
+      m += std::string(s.model_frame.empty() ? "" : ",") + (s.count_per_iteration == 1 ? " is never freed" : " are never freed");
+    m += " (kept in " + iterations_words(f.judged_last - s.iterations + 1, f.judged_last) + ")";
+  }
+  if (f.more_sites > 0)
+    m += "; and " + std::to_string(f.more_sites) + (f.more_sites == 1 ? " more site" : " more sites");
+  m += ". An allocation counts as retained when it is still alive two iterations after the one that made it; ";
+  m += f.unjudged == 1 ? "the last iteration's allocations cannot be judged yet"
+                       : "the last " + std::to_string(f.unjudged) + " iterations' allocations cannot be judged yet";
+  m += " (those of these sites never freed count as leaked). ";
+  if (f.leaked_at_peak > 0) m += human_bytes(f.leaked_at_peak) + " of leaked memory is live at the peak.";
+  else m += "None of it is live at the peak.";
+  return m;
+}
+
 std::string diff_peak_words(const DiffPeakFacts& f) {
   const int64_t delta = f.b - f.a;
   return "The peak moves " + human_delta(delta) + " (" + change_percent(delta, f.a) + "): " + human_bytes(f.a) +
@@ -338,6 +391,7 @@ std::string finding_text(const Finding& f) {
   return std::visit(Overloaded{[](const PeakFacts& x) { return peak_words(x); },
                                [](const OptimizerStepFacts& x) { return step_words(x); },
                                [](const UnknownFacts& x) { return unknown_words(x); },
+                               [](const GrowthFacts& x) { return growth_words(x); },
                                [](const DiffPeakFacts& x) { return diff_peak_words(x); },
                                [](const DiffCategoryFacts& x) { return diff_category_words(x); },
                                [](const DiffStepFacts& x) { return diff_step_words(x); },

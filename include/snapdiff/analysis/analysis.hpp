@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "snapdiff/analysis/attribution.hpp"
+#include "snapdiff/analysis/growth.hpp"
 #include "snapdiff/model/frames.hpp"
 #include "snapdiff/model/model.hpp"
 #include "snapdiff/input/profiler.hpp"
@@ -35,6 +36,7 @@ struct DeviceAnalysis {
   DeviceReplay replay;  // timelines included
   Attribution attr;     // phases and categories
   int64_t timeline_pre_trace = 0;  // --memory-timeline: bytes from before the profiler it gave a category
+  Growth growth;        // memory at each iteration's start, growth, leaking sites (growth.hpp)
   // "The peak" is the requested peak: the moment the live tensors' bytes are
   // highest; categories and sites there sum exactly to peak requested bytes.
   int64_t peak_index = -1;

@@ -28,7 +28,7 @@ constexpr int kPhaseCount = 6;
 
 // Built-in categories, in report order; rules may add their own names.
 extern const char* const kBuiltinCategories[];
-constexpr int kBuiltinCategoryCount = 12;
+constexpr int kBuiltinCategoryCount = 13;
 
 // What the analysis infers about an allocation beyond its own stack and
 // lifetime (docs/attribution.md "Inferences"); rules name them in

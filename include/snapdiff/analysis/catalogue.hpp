@@ -18,6 +18,7 @@ enum class Code : uint8_t {
   Peak,
   OptimizerTransient,
   Unknown,
+  Growth,
   // Findings of `snapdiff diff`.
   DiffPeak,
   DiffCategory,

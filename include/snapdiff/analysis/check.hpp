@@ -41,6 +41,8 @@ struct CheckRequest {
   std::string max_peak_text;
   std::vector<CategoryLimit> limits;  // one per category and phase (add_limit)
   bool allow_truncated = false;
+  std::optional<int64_t> max_growth;  // --max-growth: allocated bytes per iteration
+  std::string max_growth_text;
 };
 
 // The budget `--write-budget` writes from `run`: its figures, the metric
@@ -56,6 +58,8 @@ struct CheckOptions {
   std::string max_peak_text;
   std::vector<CategoryLimit> limits;
   bool allow_truncated = false;
+  std::optional<int64_t> max_growth;  // --max-growth (not kept in budget files)
+  std::string max_growth_text;
 };
 
 // The options of a check without a budget: the request's (metric default

@@ -15,6 +15,7 @@
 
 #include "snapdiff/analysis/attribution.hpp"  // PhaseSpan
 #include "snapdiff/analysis/catalogue.hpp"
+#include "snapdiff/analysis/growth.hpp"      // Growth
 #include "snapdiff/analysis/trace_join.hpp"   // TraceJoin
 #include "snapdiff/input/profiler.hpp"        // MemoryTimeline
 #include "snapdiff/model/model.hpp"
@@ -221,6 +222,25 @@ struct UnknownFacts {
   int64_t before_profiler = 0;  // of it, allocated before a profiler started
   int64_t timeline_placed = 0;  // bytes from before the profiler that --memory-timeline placed (live at the peak)
 };
+// Code::Growth: memory that grows every iteration, and what is retained.
+struct GrowthFacts {
+  bool measured = false;       // growth measured (3 iterations or more)
+  int64_t per_iteration = 0;   // median change of allocated bytes between iteration starts
+  int first_iteration = 0, last_iteration = 0;  // the starts measured (2..N)
+  int judged_first = 0, judged_last = 0;        // iterations whose allocations were judged
+  int unjudged = 0;                             // the last iterations that cannot be judged yet
+  struct Site {
+    std::string site, model_frame;  // user frame; the model's line inside its call ("" = none)
+    Phase phase = Phase::Other;     // made in
+    int64_t bytes_per_iteration = 0;
+    uint64_t count_per_iteration = 0;
+    int iterations = 0;             // judged iterations it retains in
+  };
+  std::vector<Site> sites;          // the largest first (at most 3)
+  size_t more_sites = 0;            // leaking sites beyond those
+  int64_t retained_per_iteration = 0;
+  int64_t leaked_at_peak = 0;
+};
 // Code::DiffPeak.
 struct DiffPeakFacts {
   int64_t a = 0, b = 0;  // requested peaks
@@ -268,7 +288,9 @@ struct DiffReservedFacts {
 struct Finding {
   Code code = Code::Peak;
   int64_t bytes = 0;  // its size, for the order (signed in diffs)
-  std::variant<PeakFacts, OptimizerStepFacts, UnknownFacts, DiffPeakFacts, DiffCategoryFacts, DiffStepFacts, DiffReservedFacts> facts;
+  std::variant<PeakFacts, OptimizerStepFacts, UnknownFacts, GrowthFacts, DiffPeakFacts, DiffCategoryFacts, DiffStepFacts,
+               DiffReservedFacts>
+      facts;
 };
 
 // Code::ProfilerWindow.
@@ -366,6 +388,7 @@ struct DeviceView {
   std::vector<PhaseSpan> phases;
   std::string phase_evidence;
   int iterations = 0;
+  Growth growth;  // memory at each iteration's start, growth per iteration, leaking sites
   // Inputs with ops.
   bool has_ops = false;
   std::vector<OpRow> by_op, by_kernel;

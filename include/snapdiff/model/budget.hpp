@@ -75,6 +75,10 @@ struct PeakFigures {
   // before they were kept).
   std::vector<std::pair<std::string, ExtentPoint>> category_max;
   std::vector<PhasePeak> phases;
+  // Growth of allocated bytes per iteration (analysis/growth.hpp); none with
+  // fewer than 3 iterations. Not kept in budget files.
+  std::optional<int64_t> growth_per_iteration;
+  int iterations = 0;
   int64_t peak(Metric m) const;
   // -1 when the category is absent.
   int64_t category(const std::string& name) const;
