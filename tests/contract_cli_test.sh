@@ -26,9 +26,20 @@ timeout 20 "$BIN" report "$T/nowriter.fifo" >"$T/out" 2>"$T/err"; rc=$?
 [[ $rc -eq 3 ]] && echo "ok   FIFO without a writer" || fail "FIFO without a writer: exit $rc"
 one_error_line "FIFO without a writer" "$T/nowriter.fifo"
 
+# A writer for a FIFO that is connected before the reader starts: opened
+# read-write (which never waits for a partner), so snapdiff cannot open the
+# FIFO before any writer exists and read an empty pipe; bounded, so a reader
+# that stops early never leaves it blocked.
+feed_fifo() {  # FIFO COMMAND...
+  local fifo=$1; shift
+  rm -f "$fifo.ready"
+  (exec 3<>"$fifo"; : >"$fifo.ready"; timeout 20 "$@" >&3) &
+  for _ in $(seq 200); do [[ -e "$fifo.ready" ]] && return; sleep 0.05; done
+}
+
 # A FIFO fed junk.
 mkfifo "$T/junk.fifo"
-(head -c 100000 /dev/urandom >"$T/junk.fifo") &
+feed_fifo "$T/junk.fifo" head -c 100000 /dev/urandom
 timeout 20 "$BIN" report "$T/junk.fifo" >"$T/out" 2>"$T/err"; rc=$?
 [[ $rc -eq 3 ]] && echo "ok   FIFO with junk" || fail "FIFO with junk: exit $rc"
 one_error_line "FIFO with junk" "$T/junk.fifo"
@@ -36,7 +47,7 @@ wait
 
 # A FIFO fed a real snapshot still works (process substitution, pipes).
 mkfifo "$T/good.fifo"
-(cat "$DATA/small_bf16.pickle" >"$T/good.fifo") &
+feed_fifo "$T/good.fifo" cat "$DATA/small_bf16.pickle"
 timeout 20 "$BIN" report "$T/good.fifo" >"$T/out" 2>"$T/err"; rc=$?
 [[ $rc -eq 0 ]] && grep -q "^PEAK" "$T/out" && echo "ok   FIFO with a snapshot" || fail "FIFO with a snapshot: exit $rc"
 wait

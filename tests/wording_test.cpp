@@ -103,6 +103,35 @@ std::vector<Finding> finding_samples() {
     u.before_profiler = before;
     v.push_back(finding(Code::Unknown, u));
   }
+  for (int n : {0, 1, 3}) {
+    GrowthFacts g;
+    g.measured = n > 0;
+    g.per_iteration = n == 0 ? 0 : n == 1 ? 1 : huge;
+    g.first_iteration = 2;
+    g.last_iteration = 2 + n;
+    g.judged_first = 1;
+    g.judged_last = n;
+    g.unjudged = n == 1 ? 1 : 2;
+    for (int k = 0; k < n; ++k)
+      g.sites.push_back({"forward (train.py:12)", k ? "" : "forward (gpt2/modeling_gpt2.py:697)",
+                         k == 1 ? Phase::Other : Phase::Forward, k ? 1 : huge, uint64_t(k == 2 ? 4000000000u : 1), n});
+    g.more_sites = size_t(n == 3);
+    g.retained_per_iteration = n == 0 ? 0 : 1;
+    g.leaked_at_peak = n == 0 ? 0 : huge;
+    v.push_back(finding(Code::Growth, g));
+  }
+  for (int64_t b : {int64_t(0), int64_t(1), huge}) {
+    DiffReservedFacts r;
+    r.a_reserved = 1000;
+    r.b_reserved = b;
+    r.a_allocated = 1;
+    r.b_allocated = b;
+    r.a_free_cached = 0;
+    r.b_free_cached = b;
+    r.a_largest_free = 0;
+    r.b_largest_free = uint64_t(b);
+    v.push_back(finding(Code::DiffReserved, r));
+  }
   for (int64_t b : {int64_t(0), int64_t(1000), huge}) {
     DiffPeakFacts d;
     d.a = 1000;

@@ -126,6 +126,7 @@ std::string growth_words(const GrowthFacts& f) {
                    std::to_string(f.first_iteration) + " to " + std::to_string(f.last_iteration) + ")";
   m += f.measured && f.per_iteration <= 0 ? ", but " : ": ";
   const size_t n = f.sites.size() + f.more_sites;
+  if (n == 0) m += "no site keeps allocations from one iteration to the next";
   if (n > 1)
     m += std::to_string(n) + " sites keep allocations every iteration, " + human_bytes(f.retained_per_iteration) +
          " per iteration in all: ";
@@ -183,7 +184,7 @@ std::string diff_category_words(const DiffCategoryFacts& f) {
     } else {
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.2f", r);
-      m += ": B's parameters take " + std::string(buf) + " times A's bytes" + tensors;
+      m += ": B's parameters take " + std::string(buf) + "x A's bytes" + tensors;
       if (r > 0.4 && r < 0.6) m += " — B stores its weights in half the bytes per element (e.g. 1-byte FP8 instead of 2-byte bf16)";
       else if (r > 1.8 && r < 2.2) m += " — B stores its weights in twice the bytes per element (e.g. fp32 instead of bf16)";
     }
