@@ -117,9 +117,39 @@ Fragmentation fragmentation_at_peak(const AllocatorState& st, const DeviceAnalys
 
 // One device: the replay, the attribution, the peak and what is live there,
 // fragmentation, the findings and, for inputs with ops, the bytes by op.
-DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analysis& r, size_t top_sites,
+// The counters right after event i (-1: before the first event).
+Counters counters_at(const DeviceReplay& rp, int64_t i) {
+  if (i < 0 || size_t(i) >= rp.requested.size()) return rp.baseline;
+  return {rp.requested[size_t(i)], rp.allocated[size_t(i)], rp.reserved[size_t(i)], rp.active[size_t(i)]};
+}
+
+// --window: the states it covers, and the replay's four peaks within them.
+void apply_window(const Device& dev, const WindowSpec& w, DeviceAnalysis& dr) {
+  DeviceReplay& rp = dr.replay;
+  const int64_t n = int64_t(dev.events.size());
+  int64_t lo = -1, hi = n - 1;
+  if (!w.from.empty()) lo = resolve_moment(w.from, dev, rp, dr.attr, MomentSpec::Edge::Start, -1, INT64_MAX, "--window").event;
+  if (!w.to.empty()) hi = resolve_moment(w.to, dev, rp, dr.attr, MomentSpec::Edge::End, -1, INT64_MAX, "--window").event;
+  if (hi < lo)
+    throw UsageError("--window '" + w.text + "': its end (" + (hi < 0 ? std::string("before the first event") : "event " + std::to_string(hi)) +
+                     ") comes before its start (event " + std::to_string(lo) + ") on cuda:" + std::to_string(dev.index));
+  rp.peak_requested = peak_between(dev, rp.requested, rp.baseline.requested, lo, hi);
+  rp.peak_allocated = peak_between(dev, rp.allocated, rp.baseline.allocated, lo, hi);
+  rp.peak_reserved = peak_between(dev, rp.reserved, rp.baseline.reserved, lo, hi);
+  rp.peak_active = peak_between(dev, rp.active, rp.baseline.active, lo, hi);
+  WindowView v;
+  v.spec = w.text;
+  v.first_event = lo;
+  v.last_event = hi;
+  if (lo >= 0) v.first_time_us = dev.events[size_t(lo)].time_us;
+  if (hi >= 0) v.last_time_us = dev.events[size_t(hi)].time_us;
+  dr.window = v;
+}
+
+DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analysis& r, const ReportOptions& opts,
                               detail::RuleMatcher& matcher, const detail::OpTree& ops, const MemoryTimeline* timeline,
                               int timeline_rules) {
+  const size_t top_sites = opts.top_sites;
   const RuleSet* rules = r.rules.get();
   DeviceAnalysis dr;
   dr.device = dev.index;
@@ -135,6 +165,15 @@ DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analy
   // --memory-timeline: PyTorch's categories of the tensors from before profiling.
   if (timeline && &dev == detail::timeline_device(trace))
     dr.timeline_pre_trace = detail::timeline_pre_trace(trace, *r.frames, dev, dr.attr, *timeline, *rules, timeline_rules);
+  // Memory at each phase's boundaries.
+  for (PhaseSpan& s : dr.attr.spans) {
+    const Counters a = counters_at(dr.replay, s.start_event - 1), b = counters_at(dr.replay, s.empty() ? s.start_event - 1 : s.end_event);
+    s.end_requested = b.requested;
+    s.start_allocated = a.allocated, s.end_allocated = b.allocated;
+    s.start_reserved = a.reserved, s.end_reserved = b.reserved;
+  }
+  const int64_t global_peak = dr.replay.peak_requested.event_index;
+  if (!opts.window.empty()) apply_window(dev, opts.window, dr);
   const PeakPoint& pk = dr.replay.peak_requested;
   // Growth across iterations; what leaking sites keep becomes `leaked`.
   dr.growth = detail::find_growth(*r.frames, dev, dr.replay, dr.attr, pk.event_index);
@@ -142,12 +181,28 @@ DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analy
   dr.peak_index = pk.event_index;
   dr.peak_phase = at.phase_at(pk.event_index);
   dr.peak_iteration = at.iteration_at(pk.event_index);
+  // The moment the categories, sites and live set are taken at: the peak,
+  // or --at's.
+  int64_t moment = pk.event_index;
+  if (!opts.at.empty()) {
+    const int64_t lo = dr.window ? dr.window->first_event : -1, hi = dr.window ? dr.window->last_event : INT64_MAX;
+    moment = resolve_moment(opts.at, dev, dr.replay, at, MomentSpec::Edge::Peak, lo, hi).event;
+    MomentView mv;
+    mv.spec = opts.at.text;
+    mv.event_index = moment;
+    if (moment >= 0) mv.time_us = dev.events[size_t(moment)].time_us;
+    mv.phase = at.phase_at(moment);
+    mv.iteration = at.iteration_at(moment);
+    mv.counters = counters_at(dr.replay, moment);
+    dr.at = mv;
+  }
+  if (moment != global_peak) st = allocator_state_at(trace, dev, moment);
   // The peak is the first maximum of the requested counter, so it is the
   // peak of the span it falls in: reuse that span's breakdown.
-  if (pk.event_index >= 0 && at.spans[at.event_span[size_t(pk.event_index)]].peak_event == pk.event_index)
-    dr.categories = at.spans[at.event_span[size_t(pk.event_index)]].categories;
+  if (moment >= 0 && at.spans[at.event_span[size_t(moment)]].peak_event == moment)
+    dr.categories = at.spans[at.event_span[size_t(moment)]].categories;
   else
-    dr.categories = at.categories_at({pk.event_index})[0];
+    dr.categories = at.categories_at({moment})[0];
   if (pk.event_index >= 0) {
     dr.peak_event = dev.events[size_t(pk.event_index)];
     dr.peak_stack = dr.peak_event.stack;
@@ -165,7 +220,8 @@ DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analy
   std::unordered_map<uint64_t, Acc> by_stack;
   std::unordered_map<uint64_t, Acc> unknown_by_stack;
   const int unknown = at.unknown_index();
-  for (uint32_t id : at.live_at(pk.event_index)) {
+  const std::vector<uint32_t> live = at.live_at(moment);
+  for (uint32_t id : live) {
     const Allocation& al = at.allocations[id];
     for (auto* m : {&by_stack, &unknown_by_stack}) {
       if (m == &unknown_by_stack && al.category != unknown) continue;
@@ -200,7 +256,7 @@ DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analy
   for (auto& kv : by_stack)
     for (size_t c = 0; c < kv.second.by_cat.size(); ++c)
       if (kv.second.by_cat[c] != 0) ++dr.category_sites[c];
-  for (uint32_t id : at.live_at(pk.event_index)) ++dr.category_allocations[at.allocations[id].category];
+  for (uint32_t id : live) ++dr.category_allocations[at.allocations[id].category];
   auto rows_of = [&](std::unordered_map<uint64_t, Acc>& m) {
     std::vector<SiteRow> rows;
     rows.reserve(m.size());
@@ -230,7 +286,9 @@ DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analy
   dr.unknown_sites = rows_of(unknown_by_stack);
   if (dr.unknown_sites.size() > top_sites) dr.unknown_sites.resize(top_sites);
   dr.frag = fragmentation_at_peak(st, dr, trace.settings);
-  detail::state_findings(*r.frames, dr);
+  // The findings explain the peak: not stated for another moment.
+  if (!dr.at) detail::state_findings(*r.frames, dr);
+  // The rows by op stay at the peak (they are titled so).
   detail::ops_at_peak(trace, *r.frames, ops, dev, dr, top_sites);
   return dr;
 }
@@ -278,7 +336,7 @@ Analysis analyze_trace(const Trace& trace, const ReportOptions& opts) {
   const detail::OpTree ops(trace);
   for (const Device& dev : trace.devices) {
     if (dev.events.empty() && dev.segments.empty()) continue;
-    r.devices.push_back(analyze_device(trace, dev, r, opts.top_sites, matcher, ops, timeline, timeline_rules));
+    r.devices.push_back(analyze_device(trace, dev, r, opts, matcher, ops, timeline, timeline_rules));
   }
   if (!opts.explain.empty()) detail::explain_query(trace, r, opts.explain);
   kernels_and_device_memory(trace, r);

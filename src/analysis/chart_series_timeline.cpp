@@ -23,12 +23,37 @@ TimelineData timeline_data(const Analysis& r, const Trace& t, const ChartOptions
   td.peak_iteration = d->peak_iteration;
   td.peak_by_category = d->categories;
   if (!dev || dev->events.empty() || buckets == 0) return td;
-  const EventAxis ax = event_axis(*dev, o.axis);
+  EventAxis ax = event_axis(*dev, o.axis);
   td.time_axis = ax.time;
   td.x_min = ax.lo;
   td.x_max = ax.hi;
+  // --window: the x range is the window's; events outside it are not drawn.
+  size_t e_first = 0, e_last = dev->events.size() - 1;
+  if (d->window) {
+    e_first = size_t(std::max<int64_t>(d->window->first_event, 0));
+    e_last = size_t(std::max<int64_t>(d->window->last_event, 0));
+    ax.lo = ax.at(int64_t(e_first));
+    ax.hi = std::max(ax.at(int64_t(e_last)), ax.lo + (ax.time ? 1e-6 : 1.0));
+    td.x_min = ax.lo;
+    td.x_max = ax.hi;
+  }
   td.peak_x = ax.at(d->peak_index);
   td.phases = phase_bands(d->attr, ax);
+  if (d->window) {
+    std::vector<PhaseBand> kept;
+    for (PhaseBand b : td.phases) {
+      if (b.x1 < ax.lo || b.x0 > ax.hi) continue;
+      b.x0 = std::max(b.x0, ax.lo);
+      b.x1 = std::min(b.x1, ax.hi);
+      kept.push_back(b);
+    }
+    td.phases = std::move(kept);
+  }
+  if (d->at) {
+    td.at_event = d->at->event_index;
+    td.at_x = std::clamp(ax.at(d->at->event_index), ax.lo, ax.hi);
+    td.at_requested = d->at->counters.requested;
+  }
 
   const DeviceReplay& rp = d->replay;
   const size_t n = dev->events.size();
@@ -42,7 +67,7 @@ TimelineData timeline_data(const Analysis& r, const Trace& t, const ChartOptions
     int64_t alloc = 0, reserved = 0;
   };
   std::vector<Acc> acc(buckets);
-  for (size_t e = 0; e < n; ++e) {
+  for (size_t e = e_first; e < n && e <= e_last; ++e) {
     Acc& a = acc[bucket_of(e)];
     if (a.rep == -2 || rp.requested[e] > rp.requested[size_t(a.rep)]) a.rep = int64_t(e);
     if (a.last == -2) {

@@ -216,7 +216,18 @@ Report report_view(const Analysis& a) {
     v.last_time_us = d.last_time_us;
     v.kernel_before = d.kernel_before_ref;
     v.kernel_after = d.kernel_after_ref;
-    v.phases = d.attr.spans;
+    v.at = d.at;
+    v.window = d.window;
+    if (d.window) {
+      // The phases with an event in the window (an empty one: its moment in it).
+      for (const PhaseSpan& ps : d.attr.spans) {
+        const bool in = ps.empty() ? ps.start_event - 1 >= d.window->first_event && ps.start_event - 1 <= d.window->last_event
+                                   : ps.end_event > d.window->first_event && ps.start_event <= d.window->last_event;
+        if (in) v.phases.push_back(ps);
+      }
+    } else {
+      v.phases = d.attr.spans;
+    }
     v.phase_evidence = d.attr.phase_evidence;
     v.iterations = d.attr.iterations;
     v.has_ops = d.has_ops;

@@ -6,6 +6,8 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
+#include "snapdiff/analysis/analysis.hpp"
+#include "snapdiff/analysis/moment.hpp"
 #include "snapdiff/report/chart.hpp"
 #include "snapdiff/error.hpp"
 
@@ -29,7 +31,10 @@ int cmd_chart(const std::vector<std::string>& args) {
       "device", po::value<std::string>(), "CUDA device index (default: the device with the highest peak)")(
       "width", po::value<double>()->default_value(1200), "width in points (PNG: pixels x 3/4)")(
       "title", po::value<std::string>(), "title (default: the input's file name and what the chart shows)")(
-      "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable)");
+      "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable)")(
+      "at", po::value<std::string>(), "timeline: mark this MOMENT (as report --at: 1746, +4.7s, 'iteration 2 optimizer')")(
+      "window", po::value<std::string>(), "A..B: the peaks and phases within these two moments; timeline: only this "
+                                          "range on the x axis (as report --window)");
   add_input_options(d);
   po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
@@ -66,6 +71,10 @@ int cmd_chart(const std::vector<std::string>& args) {
   if (vm.count("title")) opt.title = vm["title"].as<std::string>();
   if (vm.count("device")) opt.device = int(count_arg(vm, "device", "--device", 1 << 20));
 
+  MomentSpec at;
+  WindowSpec window;
+  if (vm.count("at")) at = parse_moment(vm["at"].as<std::string>(), "--at");
+  if (vm.count("window")) window = parse_window(vm["window"].as<std::string>(), "--window");
   RuleSet rules = load_rules(rules_files(vm));
   // Two runs are held at once, like a diff's: each gets half of the memory bound.
   const LoadOptions lo = load_options(vm, unsigned(in.size()));
@@ -78,6 +87,8 @@ int cmd_chart(const std::vector<std::string>& args) {
     ReportOptions ro;
     ro.rules = &rules;
     ro.input_name = path;
+    ro.at = at;
+    ro.window = window;
     reports.push_back(analyze(traces.back(), ro));
     const Analysis& r = reports.back();
     if (opt.device >= 0) {

@@ -8,6 +8,8 @@
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
 #include "snapdiff/analysis/attribution.hpp"
+#include "snapdiff/analysis/analysis.hpp"
+#include "snapdiff/analysis/moment.hpp"
 #include "snapdiff/report/chart.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input/input.hpp"
@@ -32,7 +34,12 @@ int cmd_report(const std::vector<std::string>& args) {
       "trace", po::value<std::string>(), "a torch.profiler Chrome trace of the same run as the snapshot FILE: its "
                                          "allocations gain the ops and kernels that made them")(
       "memory-timeline", po::value<std::string>(), "PyTorch's export_memory_timeline output (.json, .json.gz or "
-                                                   "raw.json.gz) of the trace FILE: compare its categories with snapdiff's");
+                                                   "raw.json.gz) of the trace FILE: compare its categories with snapdiff's")(
+      "at", po::value<std::string>(), "show the categories, sites and live set at this MOMENT instead of the peak: an "
+                                      "event index (1746), +4.7s / +350ms / +12us from the first event, @TIME_US, or "
+                                      "'iteration 2 optimizer' (its peak; add start or end for its boundaries)")(
+      "window", po::value<std::string>(), "A..B: the peaks and phases within these two moments only (either may be "
+                                          "left out: ..'iteration 3'); a phase as A means its start, as B its end");
   po::options_description input("Input options");
   add_input_options(input);
   d.add(input);
@@ -50,6 +57,11 @@ int cmd_report(const std::vector<std::string>& args) {
   const size_t top = size_t(count_arg(vm, "top", "-n/--top", kMaxTopSites));
   const size_t depth = depth_arg(vm, 3);
   std::string path = vm["input"].as<std::vector<std::string>>()[0];
+  // Moments are parsed before the load: a bad one fails at once.
+  MomentSpec at;
+  WindowSpec window;
+  if (vm.count("at")) at = parse_moment(vm["at"].as<std::string>(), "--at");
+  if (vm.count("window")) window = parse_window(vm["window"].as<std::string>(), "--window");
   // Rules are read first: a bad rules file fails before a long load.
   RuleSet rules = load_rules(rules_files(vm));
   const LoadOptions lo = load_options(vm);
@@ -60,6 +72,8 @@ int cmd_report(const std::vector<std::string>& args) {
   ro.input_name = path;
   ro.rules = &rules;
   if (vm.count("explain")) ro.explain = vm["explain"].as<std::string>();
+  ro.at = at;
+  ro.window = window;
   TraceJoin join;
   if (vm.count("trace")) {
     if (is_profiler_trace(t))

@@ -105,6 +105,19 @@ double draw_timeline_panel(Canvas& c, const TimelineData& td, const std::string&
                          peak_words(td.peak_phase, td.peak_iteration),
                      px0, px1);
   }
+  if (td.at_event >= -1) {
+    // --at: the moment shown, a dotted line of its own with its label below the peak's.
+    const double x = std::round(xs(td.at_x)) + 0.5;
+    c.line({{x, top + 8}, {x, bottom}}, "#1f5fbf", 1.2, true);
+    TextStyle ts;
+    ts.size = 8.5;
+    ts.color = "#1f5fbf";
+    ts.bold = true;
+    const std::string at_label = "the moment asked for (--at): " + human_bytes(td.at_requested) + " requested";
+    const double w = detail::text_width(at_label, ts.size, true);
+    ts.align = x + 4 + w <= px1 ? Align::Left : Align::Right;
+    c.text(ts.align == Align::Left ? x + 4 : std::max(x - 4, px0 + w), top + 8, at_label, ts);
+  }
   if (nb == 0) {
     TextStyle ns;
     ns.align = Align::Center;

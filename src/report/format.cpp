@@ -135,6 +135,22 @@ std::string time_span(int64_t first_us, int64_t last_us, bool milliseconds) {
   return s + " - " + seconds_between(last_us, first_us) + " (the times go backwards)";
 }
 
+std::string moment_words(int64_t event, int64_t time_us, int64_t first_time_us, std::string_view phase, int iteration) {
+  if (event < 0) return "before the first event";
+  const std::string s = std::to_string(event);
+  std::string commas;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i > 0 && (s.size() - i) % 3 == 0) commas += ',';
+    commas += s[i];
+  }
+  std::string parts;
+  auto add = [&](const std::string& p) { parts += (parts.empty() ? "" : ", ") + p; };
+  if (iteration > 0) add("iteration " + std::to_string(iteration));
+  if (!phase.empty()) add(std::string(phase));
+  if (time_us != kNoTime && first_time_us != kNoTime) add(signed_seconds_between(first_time_us, time_us));
+  return "event " + commas + (parts.empty() ? "" : " (" + parts + ")");
+}
+
 int64_t clamped_difference(int64_t from_us, int64_t to_us) {
   bool neg = false;
   const uint64_t d = distance(from_us, to_us, &neg);

@@ -33,6 +33,10 @@ std::string signed_seconds_between(int64_t from_us, int64_t to_us);
 // then the time to the last event); "... - 1.000 s (the times go backwards)"
 // when the last event is earlier; just the first time when the last is kNoTime.
 std::string time_span(int64_t first_us, int64_t last_us, bool milliseconds);
+// A moment of a device (--at, --window): "event 1,746 (iteration 2,
+// optimizer, +4.700 s)", "before the first event"; the time from the
+// device's first event when both are known.
+std::string moment_words(int64_t event, int64_t time_us, int64_t first_time_us, std::string_view phase, int iteration);
 // to_us - from_us in microseconds, clamped to the int64 range.
 int64_t clamped_difference(int64_t from_us, int64_t to_us);
 

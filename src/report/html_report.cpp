@@ -207,6 +207,25 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSo
     kernel("last kernel", d.kernel_before);
     kernel("next kernel", d.kernel_after);
   }
+  if (d.window)
+    o << "<tr><th>window</th><td>from "
+      << esc(detail::moment_words(d.window->first_event, d.window->first_time_us, d.first_time_us, "", 0)) << " to "
+      << esc(detail::moment_words(d.window->last_event, d.window->last_time_us, d.first_time_us, "", 0))
+      << " <span class=\"muted\">(--window " << esc(d.window->spec) << ": the peaks and phases are within it)</span></td></tr>\n";
+  const std::string moment_title =
+      d.at ? (d.at->event_index >= 0 ? "At event " + with_commas(uint64_t(d.at->event_index)) : std::string("Before the first event"))
+           : "At the peak";
+  const std::string live_title =
+      d.at ? (d.at->event_index >= 0 ? "at event " + with_commas(uint64_t(d.at->event_index)) : std::string("before the first event"))
+           : "at the peak";
+  if (d.at)
+    o << "<tr><th>at</th><td>"
+      << esc(detail::moment_words(d.at->event_index, d.at->time_us, d.first_time_us, phase_name(d.at->phase), d.at->iteration))
+      << ": requested " << esc(human_bytes(d.at->counters.requested)) << ", allocated "
+      << esc(human_bytes(d.at->counters.allocated)) << ", reserved " << esc(human_bytes(d.at->counters.reserved))
+      << " <span class=\"muted\">(--at " << esc(d.at->spec)
+      << ": the categories, sites, unknown sites and fragmentation are at this moment; the explanation, the rows by "
+         "op and the flame and lifetime charts are of the peak)</span></td></tr>\n";
   o << "</table></section>\n";
 
   // Explanation.
@@ -231,7 +250,7 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSo
   // Categories.
   int64_t total = 0;
   for (int64_t v : d.categories) total += v;
-  o << "<section id=\"" << id << "-categories\"><h2>At the peak by category " << dev << "</h2>\n<div class=\"bar\">";
+  o << "<section id=\"" << id << "-categories\"><h2>" << moment_title << " by category " << dev << "</h2>\n<div class=\"bar\">";
   for (size_t k = 0; k < d.categories.size(); ++k)
     if (d.categories[k] > 0 && total > 0)
       o << "<span style=\"width:" << 100.0 * double(d.categories[k]) / double(total)
@@ -265,7 +284,7 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSo
     << "</section>\n";
 
   // Sites.
-  o << "<section id=\"" << id << "-sites\"><h2>Live at the peak, by site " << dev << "</h2>\n"
+  o << "<section id=\"" << id << "-sites\"><h2>Live " << live_title << ", by site " << dev << "</h2>\n"
     << "<table class=\"sortable\"><thead><tr><th class=\"n\">bytes</th><th class=\"n\">%</th><th class=\"n\">count</th>"
        "<th>category</th><th>site (innermost user frame \xe2\x86\x90 callers)</th></tr></thead><tbody>\n";
   for (const SiteRow& s : d.sites)
@@ -297,7 +316,8 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSo
   if (!d.phases.empty()) {
     auto table = [&](bool all) {
       o << "<table class=\"sortable\"><thead><tr><th class=\"n\">iteration</th><th>phase</th><th class=\"n\">events</th>"
-           "<th class=\"n\">start</th><th class=\"n\">peak</th><th class=\"n\">rise</th><th>largest at the phase "
+           "<th class=\"n\">start</th><th class=\"n\">peak</th><th class=\"n\">end</th><th class=\"n\">rise</th>"
+           "<th class=\"n\">reserved at start</th><th class=\"n\">reserved at end</th><th>largest at the phase "
            "peak</th></tr></thead><tbody>\n";
       const std::set<int> shown = {0, 1, 2, d.peak_iteration, d.iterations};
       for (const PhaseSpan& ps : d.phases) {
@@ -312,7 +332,10 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSo
                                                : std::to_string(ps.start_event) + "\xe2\x80\x93" + std::to_string(ps.end_event))
           << num_td(ps.start_requested, human_bytes(ps.start_requested))
           << num_td(ps.peak_requested, human_bytes(ps.peak_requested))
-          << num_td(ps.peak_requested - ps.start_requested, human_delta(ps.peak_requested - ps.start_requested)) << "<td>"
+          << num_td(ps.end_requested, human_bytes(ps.end_requested))
+          << num_td(ps.peak_requested - ps.start_requested, human_delta(ps.peak_requested - ps.start_requested))
+          << num_td(ps.start_reserved, human_bytes(ps.start_reserved)) << num_td(ps.end_reserved, human_bytes(ps.end_reserved))
+          << "<td>"
           << (ps.categories.empty() ? "" : cat_cell(d.category_names[big]) + " " + esc(human_bytes(ps.categories[big])))
           << "</td></tr>\n";
       }
@@ -334,7 +357,7 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSo
 
   // Unknown.
   if (!d.unknown_sites.empty()) {
-    o << "<section id=\"" << id << "-unknown\"><h2>Unknown at the peak " << dev
+    o << "<section id=\"" << id << "-unknown\"><h2>Unknown " << live_title << " " << dev
       << "</h2><p class=\"muted\">No rule placed these; add one with <code>--rules</code>.</p>\n"
       << "<table class=\"sortable\"><thead><tr><th class=\"n\">bytes</th><th class=\"n\">count</th><th>allocated in</th>"
          "<th>freed in</th><th>site</th></tr></thead><tbody>\n";
@@ -377,7 +400,7 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSo
 
   // Fragmentation.
   const Fragmentation& f = d.frag;
-  o << "<section id=\"" << id << "-fragmentation\"><h2>Fragmentation at the peak " << dev << "</h2>\n<table>\n";
+  o << "<section id=\"" << id << "-fragmentation\"><h2>Fragmentation " << live_title << " " << dev << "</h2>\n<table>\n";
   auto row = [&](const std::string& name, int64_t bytes, const std::string& note) {
     o << "<tr><td>" << esc(name) << "</td>" << num_td(bytes, human_bytes(bytes)) << "<td class=\"muted\">" << esc(note)
       << "</td></tr>\n";

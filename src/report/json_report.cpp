@@ -108,8 +108,33 @@ J phases_json(const DeviceView& d) {
                       {"start_requested_bytes", ps.start_requested},
                       {"peak_event", ps.peak_event},
                       {"peak_requested_bytes", ps.peak_requested},
+                      {"end_requested_bytes", ps.end_requested},
+                      {"start_allocated_bytes", ps.start_allocated},
+                      {"end_allocated_bytes", ps.end_allocated},
+                      {"start_reserved_bytes", ps.start_reserved},
+                      {"end_reserved_bytes", ps.end_reserved},
                       {"categories", categories_json(d.category_names, ps.categories)}});
   return phases;
+}
+
+// --at's moment and --window's range; null when not given.
+J at_json(const DeviceView& d) {
+  if (!d.at) return nullptr;
+  J j = counters_json(d.at->counters);
+  j["spec"] = d.at->spec;
+  j["event_index"] = d.at->event_index;
+  j["time_us"] = d.at->time_us == kNoTime ? J(nullptr) : J(d.at->time_us);
+  j["phase"] = phase_name(d.at->phase);
+  j["iteration"] = d.at->iteration;
+  return j;
+}
+J window_json(const DeviceView& d) {
+  if (!d.window) return nullptr;
+  return {{"spec", d.window->spec},
+          {"first_event", d.window->first_event},
+          {"last_event", d.window->last_event},
+          {"first_time_us", d.window->first_time_us == kNoTime ? J(nullptr) : J(d.window->first_time_us)},
+          {"last_time_us", d.window->last_time_us == kNoTime ? J(nullptr) : J(d.window->last_time_us)}};
 }
 
 // A kernel launch: its name, time, stream and scope stack (frames innermost
@@ -221,6 +246,8 @@ std::string render_json(const Report& r) {
     const DeviceView& top = r.devices[r.peak_device];
     j["categories"] = categories_json(top.category_names, top.categories);
     j["phases"] = phases_json(top);
+    if (top.at) j["at"] = at_json(top);
+    if (top.window) j["window"] = window_json(top);
   } else {
     j["categories"] = J::object();
     j["phases"] = J::array();
@@ -254,6 +281,8 @@ std::string render_json(const Report& r) {
     dj["iterations"] = d.iterations;
     dj["phases"] = phases_json(d);
     dj["growth"] = growth_json(d.growth);
+    if (d.at) dj["at"] = at_json(d);
+    if (d.window) dj["window"] = window_json(d);
     J unk = J::array();
     for (const SiteRow& s : d.unknown_sites) unk.push_back(site_json(s));
     dj["unknown_at_peak"] = std::move(unk);

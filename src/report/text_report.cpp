@@ -125,12 +125,32 @@ std::string render_text(const Report& r) {
       }
     }
 
+    if (d.window)
+      o << "  window      from " << detail::moment_words(d.window->first_event, d.window->first_time_us, d.first_time_us, "", 0)
+        << " to " << detail::moment_words(d.window->last_event, d.window->last_time_us, d.first_time_us, "", 0)
+        << "  (--window '" << dn(d.window->spec) << "': the peaks and phases are within it)\n";
+    // --at: what follows is at that moment, not at the peak.
+    const std::string moment = d.at ? detail::moment_words(d.at->event_index, d.at->time_us, d.first_time_us,
+                                                           phase_name(d.at->phase), d.at->iteration)
+                                    : "";
+    const std::string moment_title = d.at ? (d.at->event_index >= 0 ? "AT EVENT " + with_commas(uint64_t(d.at->event_index))
+                                                                    : std::string("BEFORE THE FIRST EVENT"))
+                                          : "AT THE PEAK";
+    if (d.at) {
+      o << "\nAT  cuda:" << d.device << "  (--at '" << dn(d.at->spec) << "')\n";
+      o << wrap("  ", "at " + moment + ": requested " + human_bytes(d.at->counters.requested) + ", allocated " +
+                          human_bytes(d.at->counters.allocated) + ", reserved " + human_bytes(d.at->counters.reserved) +
+                          "; the categories, sites, unknown sites and fragmentation below are at this moment; the "
+                          "explanation of the peak is left out",
+                100);
+    }
+
     if (!d.findings.empty()) {
       o << "\nEXPLANATION  cuda:" << d.device << "\n";
       for (const Finding& fd : d.findings) o << wrap("  * ", dn(finding_text(fd)), 100);
     }
 
-    o << "\nAT THE PEAK BY CATEGORY  cuda:" << d.device << "\n";
+    o << "\n" << moment_title << " BY CATEGORY  cuda:" << d.device << "\n";
     o << "       BYTES       %   ALLOCS   SITES  CATEGORY\n";
     {
       std::vector<std::pair<int64_t, size_t>> rows;
@@ -145,10 +165,10 @@ std::string render_text(const Report& r) {
           << pad_left(with_commas(d.category_allocations[row.second]), 7) << " "
           << pad_left(with_commas(d.category_sites[row.second]), 7) << "  " << dn(d.category_names[row.second]) << "\n";
       o << "  " << pad_left(human_bytes(total), 10) << "  " << pct(total, total) << "  "
-        << pad_left(with_commas(d.peak_live_allocations), 7) << " " << pad_left("", 7) << "  TOTAL (= requested peak)\n";
+        << pad_left(with_commas(d.peak_live_allocations), 7) << " " << pad_left("", 7) << (d.at ? "  TOTAL (= requested then)\n" : "  TOTAL (= requested peak)\n");
     }
 
-    o << "\nLIVE AT THE PEAK  cuda:" << d.device << "  (" << detail::count_of(d.peak_live_allocations, "allocation")
+    o << "\nLIVE " << moment_title << "  cuda:" << d.device << "  (" << detail::count_of(d.peak_live_allocations, "allocation")
       << ", " << human_bytes(d.peak_live_requested) << " requested)\n";
     o << "       BYTES       %   COUNT  CATEGORY             SITE (innermost user frame <- callers)\n";
     for (const SiteRow& s : d.sites) {
@@ -168,7 +188,10 @@ std::string render_text(const Report& r) {
 
     if (!d.phases.empty()) {
       o << "\nPHASES  cuda:" << d.device << "  (found from " << dn(d.phase_evidence) << ")\n";
-      o << "  ITER  PHASE           EVENTS         START        PEAK        RISE  LARGEST AT THE PHASE PEAK\n";
+      // Requested bytes at the phase's start, peak and end; reserved at its start and end.
+      o << "  ITER  " << pad_right("PHASE", 10) << pad_left("EVENTS", 15);
+      for (const char* h : {"START", "PEAK", "END", "RISE", "RES START", "RES END"}) o << "  " << pad_left(h, 10);
+      o << "  LARGEST AT THE PHASE PEAK\n";
       // Long runs: the first two iterations, the peak's, and the last one.
       std::set<int> shown = {0, 1, 2, d.peak_iteration, d.iterations};
       int skipped_from = -1, skipped_to = -1, skipped = 0;
@@ -196,14 +219,16 @@ std::string render_text(const Report& r) {
           << pad_left(ps.empty() ? std::string("none") : std::to_string(ps.start_event) + "-" + std::to_string(ps.end_event), 15)
           << "  "
           << pad_left(human_bytes(ps.start_requested), 10) << "  " << pad_left(human_bytes(ps.peak_requested), 10) << "  "
-          << pad_left(human_delta(ps.peak_requested - ps.start_requested), 10) << "  " << largest
+          << pad_left(human_bytes(ps.end_requested), 10) << "  "
+          << pad_left(human_delta(ps.peak_requested - ps.start_requested), 10) << "  "
+          << pad_left(human_bytes(ps.start_reserved), 10) << "  " << pad_left(human_bytes(ps.end_reserved), 10) << "  " << largest
           << (ps.peak_event == pk.event_index && !ps.empty() ? "   <- the peak" : "") << "\n";
       }
       flush_skip();
     }
 
     if (!d.unknown_sites.empty()) {
-      o << "\nUNKNOWN AT THE PEAK  cuda:" << d.device << "  (no rule placed these; add one with --rules)\n";
+      o << "\nUNKNOWN " << moment_title << "  cuda:" << d.device << "  (no rule placed these; add one with --rules)\n";
       o << "       BYTES   COUNT  ALLOCATED IN       FREED IN           SITE\n";
       auto when = [](Phase p, int it) { return std::string(phase_name(p)) + (it > 0 ? " it " + std::to_string(it) : ""); };
       for (const SiteRow& s : d.unknown_sites)
@@ -217,7 +242,7 @@ std::string render_text(const Report& r) {
     if (d.reported_totals) {
       o << detail::no_fragmentation_text(d);
     } else {
-    o << "\nFRAGMENTATION AT THE PEAK  cuda:" << d.device << "\n";
+    o << "\nFRAGMENTATION " << moment_title << "  cuda:" << d.device << "\n";
     o << "  reserved - allocated   " << pad_left(human_bytes(f.reserved - f.allocated), 10) << "   ("
       << pct(f.reserved - f.allocated, f.reserved) << " of reserved)\n";
     o << "    in free blocks       " << pad_left(human_bytes(f.free_cached), 10) << "   (" << with_commas(f.free_blocks)

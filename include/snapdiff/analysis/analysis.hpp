@@ -12,6 +12,7 @@
 
 #include "snapdiff/analysis/attribution.hpp"
 #include "snapdiff/analysis/growth.hpp"
+#include "snapdiff/analysis/moment.hpp"
 #include "snapdiff/model/frames.hpp"
 #include "snapdiff/model/model.hpp"
 #include "snapdiff/input/profiler.hpp"
@@ -28,6 +29,8 @@ struct ReportOptions {
   std::string explain;             // --explain ADDRESS|SITE ("" = none)
   const MemoryTimeline* timeline = nullptr;  // --memory-timeline: PyTorch's categories to compare with
   const TraceJoin* join = nullptr;           // --trace: how the snapshot was joined with a trace
+  MomentSpec at;      // --at: categories, sites and the live set at this moment instead of the peak
+  WindowSpec window;  // --window: the peaks and phases within this range (the replay still starts at the start)
 };
 
 struct DeviceAnalysis {
@@ -67,6 +70,11 @@ struct DeviceAnalysis {
   std::vector<OpRow> by_op, by_kernel;
   OpRow other_ops, other_kernels;
   uint64_t ops_rows = 0, kernel_rows = 0;  // rows before truncation
+  // --at: categories, sites, the live set, fragmentation and the rows by op
+  // are at this moment, and the findings (which explain the peak) are not
+  // stated. --window: the replay's peaks above are the window's.
+  std::optional<MomentView> at;
+  std::optional<WindowView> window;
 };
 
 struct Analysis {

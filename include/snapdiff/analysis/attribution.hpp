@@ -144,6 +144,11 @@ struct PhaseSpan {
   int64_t peak_event = 0;                  // event index of the span's requested peak
   int64_t start_requested = 0;             // requested bytes before its first event
   int64_t peak_requested = 0;
+  // The counters at its boundaries: before its first event and after its
+  // last (filled by analyze(); equal for an empty span).
+  int64_t end_requested = 0;
+  int64_t start_allocated = 0, end_allocated = 0;
+  int64_t start_reserved = 0, end_reserved = 0;
   std::vector<int64_t> categories;  // requested bytes per category at the span's peak
   // An optimizer step that allocated and freed nothing (its annotation has
   // no event): start_event is the first event after it, end_event one less,

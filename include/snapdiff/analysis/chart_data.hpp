@@ -126,6 +126,10 @@ struct TimelineData {
   Phase peak_phase = Phase::Other;
   int peak_iteration = 0;
   std::vector<int64_t> peak_by_category;
+  // --at: the moment marked (at_event -2: none; -1: before the first event).
+  int64_t at_event = -2;
+  double at_x = 0;
+  int64_t at_requested = 0;
 };
 TimelineData timeline_data(const Analysis& r, const Trace& t, const ChartOptions& o, size_t buckets);
 

@@ -345,6 +345,22 @@ struct DeviceMemoryRow {
 };
 
 
+// --at: the moment the categories, sites and live set are taken at instead
+// of the peak; --window: the range of moments the peaks and phases cover.
+struct MomentView {
+  std::string spec;          // as given
+  int64_t event_index = -1;  // the state right after this event (-1: before the first)
+  int64_t time_us = kNoTime; // that event's time
+  Phase phase = Phase::PreTrace;
+  int iteration = 0;
+  Counters counters;         // the replay's counters then
+};
+struct WindowView {
+  std::string spec;
+  int64_t first_event = -1, last_event = -1;  // states from right after first_event to right after last_event
+  int64_t first_time_us = kNoTime, last_time_us = kNoTime;
+};
+
 // One device of the report view.
 struct DeviceView {
   int device = 0;
@@ -384,6 +400,8 @@ struct DeviceView {
   Fragmentation frag;
   int64_t first_time_us = kNoTime, last_time_us = kNoTime;
   std::optional<KernelRef> kernel_before, kernel_after;
+  std::optional<MomentView> at;      // --at (categories, sites, live set and fragmentation are then)
+  std::optional<WindowView> window;  // --window (peaks and phases within it)
   // Phases.
   std::vector<PhaseSpan> phases;
   std::string phase_evidence;
