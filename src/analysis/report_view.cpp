@@ -165,6 +165,7 @@ Report report_view(const Analysis& a) {
   r.host_peak_bytes = a.host_peak_bytes;
   r.join = a.join;
   r.timeline = a.timeline;
+  r.ooms = a.ooms;
   for (const DeviceAnalysis& d : a.devices) {
     const DeviceReplay& rp = d.replay;
     DeviceView v;

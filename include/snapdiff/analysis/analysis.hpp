@@ -92,6 +92,7 @@ struct Analysis {
   int64_t host_peak_bytes = 0;     // the CPU allocator's largest Total Allocated
   TraceJoin join;                  // --trace (devices empty when not joined)
   TimelineComparison timeline;     // --memory-timeline
+  std::vector<OomView> ooms;       // the first OOM of each device that had one (oom.cpp)
 };
 
 // Devices with events or segments that analyze() takes; beyond, the input is
