@@ -370,3 +370,22 @@ TEST_CASE("OOM: the section's sentences read as plain English for edge-case numb
   CHECK(detail::bytes_apart(1 << 30, (1 << 30) + 1) == "1,073,741,824 B");
   CHECK(detail::bytes_apart(400 << 20, 1 << 30) == "400.0 MiB");
 }
+
+TEST_CASE("OOM: an entry without CUDA's free bytes (snapcapture) takes them from the nearest device-memory sample",
+          "[analysis]") {
+  const Trace t = load_trace(test::required(std::string(SNAPDIFF_SOURCE_DIR) + "/tests/data/capture/small_oom_fp8.snap"));
+  const Analysis a = analyze(t, {});
+  REQUIRE(a.ooms.size() == 1);
+  const OomView& v = a.ooms[0];
+  const Event& e = t.devices.at(0).events.at(size_t(v.event_index));
+  REQUIRE(e.kind == EventKind::Oom);
+  CHECK(e.addr == 0);  // the shim records no device_free
+  REQUIRE(!v.free_sample.empty());
+  bool found = false;
+  for (const DeviceMemorySample& m : t.device_memory)
+    if (std::string(t.strings.get(m.label)) == v.free_sample) found = found || m.free_bytes == v.device_free;
+  CHECK(found);
+  // The shim ran under --memory-limit: a cap, the device nearly empty.
+  CHECK(v.cause == OomCause::ProcessCap);
+  CHECK(v.device_free > v.segment_size);
+}

@@ -153,11 +153,22 @@ OomView explain_device(const Trace& trace, const Device& dev, const DeviceAnalys
   v.segment_size = segment_for(e.size);
   v.expandable = trace.settings.expandable_segments;
   v.device_free = e.addr;  // an oom entry's addr is CUDA's free bytes
+  const DeviceMemorySample* nearest = nullptr;
+  auto distance = [&](const DeviceMemorySample& m) {
+    return m.time_us == kNoTime || e.time_us == kNoTime ? UINT64_MAX
+           : m.time_us > e.time_us                      ? uint64_t(m.time_us) - uint64_t(e.time_us)
+                                                        : uint64_t(e.time_us) - uint64_t(m.time_us);
+  };
   for (const DeviceMemorySample& m : trace.device_memory)
     if (m.device == d.device && m.total_bytes > 0) {
-      v.device_total = m.total_bytes;
-      break;
+      if (v.device_total == 0) v.device_total = m.total_bytes;
+      if (!nearest || distance(m) < distance(*nearest)) nearest = &m;
     }
+  if (v.device_free == 0 && nearest) {
+    v.device_free = nearest->free_bytes;
+    v.free_sample = std::string(trace.strings.get(nearest->label));
+    if (v.free_sample.empty()) v.free_sample = "unlabelled";
+  }
   // The allocator right after the oom entry: PyTorch writes it once it has
   // returned every cached segment it could, so this is the state it failed in.
   const AllocatorState st = allocator_state_at(trace, dev, v.event_index);

@@ -59,14 +59,18 @@ std::string cache_sentence(const OomView& v) {
     m = "Its free cached blocks (" + hb(v.free_cached) + " in " + plural(v.free_blocks, "block", "blocks") +
         ") could not serve the request: none is on " + stream_words(v.stream) +
         " in the pool and size class it draws from.";
+  else if (v.stream_largest_free >= v.request)
+    m = "Its free cached blocks on " + stream_words(v.stream) + " include one of " + hb(v.stream_largest_free) +
+        ", large enough, that the allocator did not take (max_split_size_mb keeps a block above it for requests as "
+        "large, or the request came from a CUDA graph's private pool).";
   else if (v.stream_free < int64_t(v.request))
     m = "Its free cached blocks could not serve it either: those it could use add up to " + hb(v.stream_free) + " (" +
         plural(v.stream_free_blocks, "block", "blocks") + ", the largest " + hb(v.stream_largest_free) +
         "), less than the " + hb(v.request) + " asked for.";
   else
-    m = "Its free cached blocks on " + stream_words(v.stream) + " include one of " + hb(v.stream_largest_free) +
-        ", large enough, that the allocator did not take (max_split_size_mb keeps a block above it for requests as "
-        "large, or the request came from a CUDA graph's private pool).";
+    m = "The free cached blocks it could use add up to " + hb(v.stream_free) + " (" +
+        plural(v.stream_free_blocks, "block", "blocks") + "), enough in total, but the largest is " +
+        hb(v.stream_largest_free) + ": no single block was large enough.";
   if (v.stream_free < v.free_cached && v.stream_free > 0)
     m += " Another " + hb(v.free_cached - v.stream_free) +
          " is free on other streams, in private pools or in the other size class, where this request cannot use it.";
@@ -107,6 +111,9 @@ std::string bytes_apart(int64_t bytes, int64_t other) {
 std::vector<std::string> oom_sentences(const OomView& v) {
   std::vector<std::string> s;
   const std::string seg = hb(v.segment_size), req = hb(v.request), free = hb(v.device_free);
+  if (!v.free_sample.empty())
+    s.push_back("The oom entry records no free bytes; the device-memory sample \"" + v.free_sample +
+                "\", the one nearest the error, had " + free + " free.");
   switch (v.cause) {
     case OomCause::Fragmentation:
       s.push_back("The free cached blocks the request could use (on " + stream_words(v.stream) + ") add up to " +
@@ -177,7 +184,11 @@ std::string oom_text(const Report& r) {
     row("asked for", hb(v.request),
         "on " + stream_words(v.stream) + ", at " + (v.user_frame ? dn(v.user_frame->label) : "<no stack recorded>"));
     row("new segment", hb(v.segment_size), "what the allocator asked CUDA for (PyTorch's \"Tried to allocate\")");
-    row("CUDA free", hb(v.device_free), v.device_total > 0 ? "of " + hb(v.device_total) : std::string());
+    row("CUDA free", hb(v.device_free),
+        (v.device_total > 0 ? "of " + hb(v.device_total) : std::string()) +
+            (v.free_sample.empty() ? std::string()
+                                   : std::string(v.device_total > 0 ? ", " : "") + "from the sample \"" +
+                                         dn(v.free_sample) + "\" (the oom entry records none)"));
     row("reserved", hb(v.held.reserved),
         v.max_reserved > v.held.reserved ? "the most it held: " + hb(v.max_reserved) : std::string());
     row("allocated", hb(v.held.allocated), "");
@@ -186,11 +197,12 @@ std::string oom_text(const Report& r) {
                            : plural(v.free_blocks, "block", "blocks") + ", the largest " + hb(v.largest_free_block));
     if (v.free_blocks > 0)
       row("  usable", hb(v.stream_free),
-          plural(v.stream_free_blocks, "block", "blocks") + " the request could use (" + stream_words(v.stream) +
+          (v.stream_free_blocks == 0 ? std::string("none") : plural(v.stream_free_blocks, "block", "blocks")) +
+              " the request could use (" + stream_words(v.stream) +
               ")" + (v.stream_free_blocks > 0 ? ", the largest " + hb(v.stream_largest_free) : std::string()));
     if (v.pending_free > 0) row("pending free", hb(v.pending_free), "freed, waiting on other streams");
     o << "  cause         " << cause_words(v.cause) << "\n";
-    for (const std::string& s : oom_sentences(v)) o << wrap("  * ", s, 100);
+    for (const std::string& s : oom_sentences(v)) o << wrap("  * ", dn(s), 100);
 
     o << "  live at the OOM by category  (" << plural(v.live_allocations, "allocation", "allocations") << ", "
       << hb(v.live_requested) << " requested)\n";
@@ -253,6 +265,7 @@ J oom_json(const Report& r) {
   j["expandable_segments"] = v.expandable;
   j["device_free_bytes"] = v.device_free;
   j["device_total_bytes"] = v.device_total > 0 ? J(v.device_total) : J(nullptr);
+  j["device_free_sample"] = v.free_sample.empty() ? J(nullptr) : J(v.free_sample);
   j["allocator"] = {{"reserved_bytes", v.held.reserved},
                     {"allocated_bytes", v.held.allocated},
                     {"active_bytes", v.held.active},

@@ -308,6 +308,9 @@ struct OomView {
   // CUDA's word at the error (cudaMemGetInfo): free, and the device's total
   // when a device-memory sample of that device records it (0: unknown).
   uint64_t device_free = 0, device_total = 0;
+  // The entry records 0 (snapcapture's shim does not ask CUDA): then the free
+  // bytes of the device-memory sample nearest in time, named here ("": the entry's).
+  std::string free_sample;
   // The allocator at the oom entry (after it returned what it could of its
   // cache to CUDA): PyTorch's counters and the free cached blocks.
   Counters held;
