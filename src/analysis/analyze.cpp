@@ -353,6 +353,7 @@ Analysis analyze_trace(const Trace& trace, const ReportOptions& opts) {
   if (opts.timeline) detail::compare_timeline(trace, r, *opts.timeline, opts.top_sites);
   if (r.profiler_trace && r.devices.empty()) detail::trace_activity(trace, r, opts.top_sites);
 
+  detail::explain_ooms(trace, r, opts.top_sites);
   detail::add_warnings(trace, r);
   detail::resolve_rows(r);
   return r;

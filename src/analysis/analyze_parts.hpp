@@ -14,5 +14,7 @@ void state_findings(const FrameTable& ft, DeviceAnalysis& d);
 void add_warnings(const Trace& trace, Analysis& r);
 // explain_query.cpp: --explain ADDRESS|SITE.
 void explain_query(const Trace& t, Analysis& r, const std::string& q);
+// oom.cpp: the first OOM of each device that had one, explained (Analysis::ooms).
+void explain_ooms(const Trace& trace, Analysis& r, size_t top_sites);
 
 }  // namespace snapdiff::detail

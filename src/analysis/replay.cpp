@@ -848,7 +848,11 @@ AllocatorState Replayer::state() const {
     if (!b.live) continue;
     const uint32_t pool = b.seg >= 0 ? segs_[size_t(b.seg)].pool : 0;
     if (b.state == BS::Free) {
-      st.free_blocks.push_back({b.addr, b.size, seg_expandable(b.seg), pool});
+      const RSeg* sg = b.seg >= 0 ? &segs_[size_t(b.seg)] : nullptr;
+      // PyTorch's small pool lives in 2 MiB segments (kSmallBuffer); a large
+      // pool's segment is never 2 MiB (at least 10 MiB, or 20 MiB).
+      st.free_blocks.push_back({b.addr, b.size, seg_expandable(b.seg), pool, sg ? sg->stream : b.stream,
+                                sg && !sg->expandable && sg->size == (uint64_t(2) << 20)});
       continue;
     }
     const bool pending = b.state == BS::Pending;

@@ -168,6 +168,7 @@ Report report_view(const Analysis& a) {
   r.join = a.join;
   r.timeline = a.timeline;
   r.activity = a.activity;
+  r.ooms = a.ooms;
   for (const DeviceAnalysis& d : a.devices) {
     const DeviceReplay& rp = d.replay;
     DeviceView v;

@@ -8,6 +8,7 @@
 
 #include "report/chart_canvas.hpp"
 #include "report/format.hpp"
+#include "report/oom_report.hpp"
 #include "report/profiler_report.hpp"
 #include "report/text_util.hpp"
 #include "snapdiff/report/chart.hpp"
@@ -453,6 +454,7 @@ std::string render_html(const Report& r, const ChartSeriesSource& charts) {
   if (r.devices.empty()) o << "none";
   if (r.kernel_launches > 0) o << " \xc2\xb7 " << with_commas(r.kernel_launches) << " kernel launches";
   o << " \xc2\xb7 history " << esc(detail::history_words(r)) << "</p></header>\n<nav>";
+  if (!r.ooms.empty()) o << "<a href=\"#oom\">Out of memory</a>";
   for (size_t i = 0; i < r.devices.size(); ++i) {
     const std::string id = std::string(1, 'd') + std::to_string(i);
     const std::string suffix = r.devices.size() > 1 ? " (cuda:" + std::to_string(r.devices[i].device) + ")" : "";
@@ -467,6 +469,7 @@ std::string render_html(const Report& r, const ChartSeriesSource& charts) {
   }
   if (!r.warnings.empty()) o << "<a href=\"#warnings\">Warnings</a>";
   o << "</nav>\n<main>\n";
+  o << detail::oom_html(r);
   if (r.devices.empty()) o << "<section><p>No device data in this input.</p></section>\n";
   for (size_t i = 0; i < r.devices.size(); ++i) device_sections(o, r, charts, r.devices[i], i);
   if (!r.device_memory.empty()) {

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "report/format.hpp"
+#include "report/oom_report.hpp"
 #include "report/profiler_report.hpp"
 #include "snapdiff/report/report.hpp"
 
@@ -234,6 +235,7 @@ std::string render_json(const Report& r) {
     as["recorded"] = raw;
     j["allocator_settings"] = as;
   }
+  if (!r.ooms.empty()) j["oom"] = detail::oom_json(r);
   if (!r.devices.empty()) {
     J top = device_peak(r.devices[r.peak_device], kernels);
     top["device"] = r.devices[r.peak_device].device;

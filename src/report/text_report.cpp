@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "report/format.hpp"
+#include "report/oom_report.hpp"
 #include "report/profiler_report.hpp"
 #include "report/text_util.hpp"
 #include "snapdiff/model/frame_names.hpp"
@@ -61,8 +62,10 @@ std::string signed_seconds(int64_t us) {
 std::string render_text(const Report& r) {
   const size_t depth = r.site_depth == 0 ? SIZE_MAX : r.site_depth;
   std::ostringstream o;
-  o << "snapdiff report: " << dn(r.input_name) << "\n\n";
-  o << "INPUT\n";
+  o << "snapdiff report: " << dn(r.input_name) << "\n";
+  // A run that died of OOM: why, before anything else.
+  o << detail::oom_text(r);
+  o << "\nINPUT\n";
   o << "  format      " << dn(r.source.format);
   if (!r.source.format_detail.empty()) o << " (" << dn(r.source.format_detail) << ")";
   if (r.source.gzip) o << ", gzip";

@@ -106,6 +106,7 @@ struct Analysis {
   TraceJoin join;                  // --trace (devices empty when not joined)
   TimelineComparison timeline;     // --memory-timeline
   TraceActivity activity;          // a profiler trace with no memory events: its ops and kernels
+  std::vector<OomView> ooms;       // the first OOM of each device that had one (oom.cpp)
 };
 
 // Devices with events or segments that analyze() takes; beyond, the input is

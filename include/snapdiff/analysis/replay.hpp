@@ -132,6 +132,8 @@ struct FreeBlockInfo {
   uint64_t size = 0;
   bool expandable = false;
   uint32_t pool = 0;  // index into DeviceReplay::pools
+  uint64_t stream = 0;  // its segment's: only requests on that stream can use it
+  bool small = false;   // in a 2 MiB segment of the small pool (serves requests of 1 MiB or less)
 };
 
 // Allocator state right after events[event_index] (-1: before the first).

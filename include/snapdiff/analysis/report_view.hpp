@@ -330,6 +330,74 @@ struct Warning {
       facts;
 };
 
+// ---- An out-of-memory error, explained (src/analysis/oom.cpp) ------------
+// Why the allocator could not serve the request, decided from its state at
+// the oom entry (docs/cli.md, "OUT OF MEMORY"):
+enum class OomCause : uint8_t {
+  Fragmentation,   // free cached blocks on the stream add up to the request, none is large enough
+  ProcessCap,      // CUDA had room for a new segment: a per-process cap (set_per_process_memory_fraction)
+  OtherProcesses,  // CUDA had no room, and the allocator held well under half of the device
+  DeviceFull,      // CUDA had no room, and the allocator held most of it (or the device's total is unknown)
+};
+const char* oom_cause_name(OomCause c);  // "fragmentation", "process_cap", "other_processes", "device_full"
+
+// The first OOM of a device: what was asked, what the allocator held, what
+// CUDA said was free, the cause, and what was live.
+struct OomView {
+  int device = 0;
+  uint64_t errors = 0;           // oom entries of this device
+  int64_t event_index = -1;      // the first one's index in the device's events
+  int64_t time_us = kNoTime;
+  int64_t since_first_event_us = kNoTime;  // from the device's first timed event (kNoTime: unknown)
+  Phase phase = Phase::PreTrace;
+  int iteration = 0;
+  uint64_t stream = 0;
+  std::optional<FrameRef> user_frame;  // where the request came from (none: no stack recorded)
+  SiteFrames site;                     // its stack written out
+  // The request: the oom entry's size (PyTorch's rounded request), and the
+  // segment a new allocation of it needs (PyTorch's "Tried to allocate").
+  uint64_t request = 0;
+  uint64_t segment_size = 0;
+  bool expandable = false;       // the allocator ran with expandable_segments:True
+  // CUDA's word at the error (cudaMemGetInfo): free, and the device's total
+  // when a device-memory sample of that device records it (0: unknown).
+  uint64_t device_free = 0, device_total = 0;
+  // The entry records 0 (snapcapture's shim does not ask CUDA): then the free
+  // bytes of the device-memory sample nearest in time, named here ("": the entry's).
+  std::string free_sample;
+  // The allocator at the oom entry (after it returned what it could of its
+  // cache to CUDA): PyTorch's counters and the free cached blocks.
+  Counters held;
+  int64_t free_cached = 0;           // bytes in free blocks, every stream and pool
+  uint64_t free_blocks = 0;
+  uint64_t largest_free_block = 0;
+  int64_t stream_free = 0;           // of them, in the default pool on the request's stream (those it could use)
+  uint64_t stream_free_blocks = 0;
+  uint64_t stream_largest_free = 0;
+  int64_t pending_free = 0;          // blocks freed by the user, waiting on other streams
+  int64_t max_reserved = 0;          // the most reserved up to the oom entry
+  OomCause cause = OomCause::DeviceFull;
+  // A cap: it lies in [cap_at_least, cap_below): the allocator held cap_at_least
+  // once (max_reserved), and could not add the segment to what it held.
+  bool capped = false;               // the device had room for the segment (device_free >= segment_size)
+  int64_t cap_at_least = 0, cap_below = 0;
+  int64_t others = -1;               // device_total - device_free - reserved (-1: total unknown)
+  // Fragmentation: allocated + the request, what expandable segments would
+  // have needed mapped; shown to fit when it is at most max_reserved (the
+  // cap, if any, is at least that).
+  int64_t expandable_need = 0;
+  int64_t expandable_room = 0;       // what it is known it could hold: max_reserved under a cap, else reserved + device_free
+  bool expandable_fits = false;      // need <= room
+  // Live at the oom entry, like live at the peak.
+  std::vector<std::string> category_names;
+  std::vector<int64_t> categories;           // requested bytes per category
+  std::vector<uint64_t> category_allocations;
+  uint64_t live_allocations = 0;
+  int64_t live_requested = 0;
+  std::vector<SiteRow> sites;                // by stack and category, largest first (-n rows)
+  SiteRow other_sites;
+};
+
 // One device-memory sample (cudaMemGetInfo) against the allocator.
 struct DeviceMemoryRow {
   int device = 0;
@@ -442,6 +510,8 @@ struct Report {
   TraceJoin join;
   TimelineComparison timeline;
   TraceActivity activity;
+  // The first OOM of each device that had one, in device order (empty: none).
+  std::vector<OomView> ooms;
 };
 
 }  // namespace snapdiff
