@@ -224,6 +224,7 @@ std::string render_json(const Report& r) {
   in["devices"] = J::array();
   for (const DeviceView& d : r.devices) in["devices"].push_back(d.device);
   j["input"] = in;
+  if (!r.ooms.empty()) j["oom"] = detail::oom_json(r);
   {
     const AllocatorSettings& s = r.allocator_settings;
     J as;
@@ -235,7 +236,6 @@ std::string render_json(const Report& r) {
     as["recorded"] = raw;
     j["allocator_settings"] = as;
   }
-  if (!r.ooms.empty()) j["oom"] = detail::oom_json(r);
   if (!r.devices.empty()) {
     J top = device_peak(r.devices[r.peak_device], kernels);
     top["device"] = r.devices[r.peak_device].device;
