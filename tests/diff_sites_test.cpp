@@ -137,23 +137,29 @@ TEST_CASE("sites on one side alone fall back to function and file, marked", "[an
 }
 
 TEST_CASE("the same run recorded with Python and with C++ stacks diffs as no change", "[analysis]") {
-  // small_bf16 (stacks="python") and small_bf16_cpp (stacks="all"): one
-  // workload, one seed; PyTorch's peaks are equal.
-  auto ta = test::truth("small_bf16"), tb = test::truth("small_bf16_cpp");
-  REQUIRE(ta["memory_stats"]["requested_bytes.all.peak"] == tb["memory_stats"]["requested_bytes.all.peak"]);
-  auto p = diff_files(test::real_data("small_bf16.pickle"), test::real_data("small_bf16_cpp.pickle"));
-  const int64_t peak = p->rb.devices[0].replay.peak_requested.bytes;
-  for (const SiteDelta& s : p->d.sites) {
-    INFO(s.display << " " << s.delta());
-    CHECK(std::llabs(s.delta()) <= peak / 100);
+  // One workload, one seed, recorded with stacks="python" and stacks="all":
+  // the reference workload (small_bf16, small_bf16_cpp) and transformers'
+  // GPT-2 (ans_gpt2_py, ans_gpt2_cpp). PyTorch's peaks are equal.
+  for (auto [a, b] : {std::pair<std::string, std::string>{"small_bf16", "small_bf16_cpp"}, {"ans_gpt2_py", "ans_gpt2_cpp"}}) {
+    INFO(a << " -> " << b);
+    auto ta = test::truth(a), tb = test::truth(b);
+    REQUIRE(ta["memory_stats"]["requested_bytes.all.peak"] == tb["memory_stats"]["requested_bytes.all.peak"]);
+    const std::string ext = a == "small_bf16" ? ".pickle" : ".pickle.gz";
+    auto p = diff_files(test::real_data(a + ext), test::real_data(b + ext));
+    const int64_t peak = p->rb.devices[0].replay.peak_requested.bytes;
+    CHECK(peak == tb["memory_stats"]["requested_bytes.all.peak"].get<int64_t>());
+    for (const SiteDelta& s : p->d.sites) {
+      INFO(s.display << " " << s.delta());
+      CHECK(std::llabs(s.delta()) <= peak / 100);
+    }
+    for (const CategoryDelta& c : p->d.categories) {
+      INFO(c.name);
+      CHECK(std::llabs(c.delta()) <= peak / 100);
+    }
+    // The other way round too.
+    auto q = diff_files(test::real_data(b + ext), test::real_data(a + ext));
+    for (const SiteDelta& s : q->d.sites) CHECK(std::llabs(s.delta()) <= peak / 100);
   }
-  for (const CategoryDelta& c : p->d.categories) {
-    INFO(c.name);
-    CHECK(std::llabs(c.delta()) <= peak / 100);
-  }
-  // The other way round too.
-  auto q = diff_files(test::real_data("small_bf16_cpp.pickle"), test::real_data("small_bf16.pickle"));
-  for (const SiteDelta& s : q->d.sites) CHECK(std::llabs(s.delta()) <= peak / 100);
 }
 
 TEST_CASE("gradients are matched by tensor size, not by the engine's stack", "[analysis]") {
