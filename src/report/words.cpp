@@ -376,6 +376,12 @@ std::vector<std::pair<std::string, std::string>> detail::settings_rows(const All
     // PyTorch writes SIZE_MAX for an unlimited max_split_size.
     if (kv.first == "max_split_size" && (s.max_split_size < 0 || v == "18446744073709551615" || v == "-1")) v = "unlimited";
     if (v.empty()) v = "\"\"";
+    // Floats as the reader wrote them ("0.800000"): without trailing zeros.
+    if (const size_t dot = v.find('.'); dot != std::string::npos && dot > 0 &&
+        v.find_first_not_of("0123456789.-") == std::string::npos) {
+      while (v.back() == '0') v.pop_back();
+      if (v.back() == '.') v.pop_back();
+    }
     out.emplace_back(kv.first, v);
   }
   return out;
