@@ -825,6 +825,29 @@ TEST_CASE("a trace without memory events: says so, shows its ops and kernels", "
   CHECK(j["profiler_activity"]["top_kernels"].size() == a.top_kernels.size());
 }
 
+TEST_CASE("a real trace recorded without profile_memory: says so, with PyTorch's own counts", "[analysis][profiler]") {
+  // noprofmem (scripts/record/record_noprofmem.py): transformers' GPT-2, one
+  // AdamW step under torch.profiler without profile_memory. PyTorch's
+  // profiler object counted 170 CUDA events (its kernels, memsets and one
+  // GPU-side user annotation) and 1,337 CPU events (ops, CUDA runtime and
+  // driver calls, user annotations): the launches are the CUDA events less
+  // the annotation, the ops a part of the CPU events.
+  const Trace t = load_trace(real_data("noprofmem.trace.json.gz"));
+  const auto tr = test::truth("noprofmem");
+  CHECK(t.event_count() == 0);
+  const Analysis r = analyze(t, ReportOptions{});
+  REQUIRE(r.activity.present);
+  const uint64_t cuda_events = tr["profiler_cuda_events"].get<uint64_t>();
+  CHECK(r.activity.kernel_launches <= cuda_events);
+  CHECK(r.activity.kernel_launches * 100 >= cuda_events * 99);
+  CHECK(r.activity.ops > 0);
+  CHECK(r.activity.ops < tr["profiler_cpu_events"].get<uint64_t>());
+  const std::string text = render_text(report_view(r));
+  CHECK(text.find("NO MEMORY EVENTS") != std::string::npos);
+  CHECK(text.find("profile_memory=True") != std::string::npos);
+  CHECK(text.find("TOP KERNELS BY LAUNCHES") != std::string::npos);
+}
+
 TEST_CASE("a parameter ratio that would read 0.00x is said in words", "[report]") {
   DiffCategoryFacts f;
   f.category = "parameter";
