@@ -64,23 +64,12 @@ def finish(name, out, cfg, extra=None):
     with gzip.open(os.path.join(out, name + ".pickle.gz"), "wb") as f:
         pickle.dump(snap, f)
     peak, kinds = rc.at_peak(snap["device_traces"][0])
-    truth = {
-        "config": dict(cfg, name=name),
-        "torch": torch.__version__,
-        "gpu": torch.cuda.get_device_name(),
-        "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
-        "max_entries": 1_000_000,
-        "trace_entries": [len(t) for t in snap["device_traces"]],
-        "peaks_since": "the start of the recording (reset_peak_memory_stats)",
-        "memory_allocated_end": torch.cuda.memory_allocated(),
-        "memory_reserved_end": torch.cuda.memory_reserved(),
-        "memory_stats": dict(ms),
+    truth = dict(rc.common_truth(name, cfg, snap, ms), **{
         "iterations": ITERS,
         "at_peak": {"event_index": peak, **{k: kinds.get(k, 0) for k in
                                             ("parameter", "gradient", "optimizer_state", "input", "retained")}},
-        "at_peak_method": "tensors noted by the recorder (storage address, bytes, time), tied to the history's alloc "
-                          "at that address; live when alloc <= peak < free_completed",
-    }
+        "at_peak_method": rc.AT_PEAK_METHOD,
+    })
     if extra:
         truth.update(extra)
     with open(os.path.join(out, name + ".truth.json"), "w") as f:

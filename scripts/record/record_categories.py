@@ -122,6 +122,27 @@ def at_peak(trace):
     return peak, out
 
 
+AT_PEAK_METHOD = ("tensors noted by the recorder (storage address, bytes, time), tied to the history's alloc at that "
+                  "address; live when alloc <= peak < free_completed")
+
+
+def common_truth(name, cfg, snap, ms):
+    """The figures every recorder's truth holds, from PyTorch in this process."""
+    import torch
+    return {
+        "config": dict(cfg, name=name),
+        "torch": torch.__version__,
+        "gpu": torch.cuda.get_device_name(),
+        "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
+        "max_entries": 1_000_000,
+        "trace_entries": [len(t) for t in snap["device_traces"]],
+        "peaks_since": "the start of the recording (reset_peak_memory_stats)",
+        "memory_allocated_end": torch.cuda.memory_allocated(),
+        "memory_reserved_end": torch.cuda.memory_reserved(),
+        "memory_stats": dict(ms),
+    }
+
+
 def finish(name, out, cfg, steps, truncation="none", extra=None):
     import torch
     torch.cuda.synchronize()
@@ -133,25 +154,14 @@ def finish(name, out, cfg, steps, truncation="none", extra=None):
     trace = snap["device_traces"][0]
     peak, kinds = at_peak(trace)
     ann = [a for a in snap.get("external_annotations", []) if a.get("stage") == "START"]
-    truth = {
-        "config": dict(cfg, name=name),
-        "torch": torch.__version__,
-        "gpu": torch.cuda.get_device_name(),
-        "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
+    truth = dict(common_truth(name, cfg, snap, ms), **{
         "truncation": truncation,
-        "max_entries": 1_000_000,
-        "trace_entries": [len(t) for t in snap["device_traces"]],
-        "peaks_since": "the start of the recording (reset_peak_memory_stats)",
-        "memory_allocated_end": torch.cuda.memory_allocated(),
-        "memory_reserved_end": torch.cuda.memory_reserved(),
-        "memory_stats": dict(ms),
         "steps": steps,
         "optimizer_step_annotations": sum(1 for a in ann if a["name"].startswith("Optimizer.step")),
         "at_peak": {"event_index": peak, **{k: kinds.get(k, 0) for k in
                                             ("parameter", "gradient", "optimizer_state", "input", "parameter_copy")}},
-        "at_peak_method": "tensors noted by the recorder (storage address, bytes, time), tied to the history's alloc "
-                          "at that address; live when alloc <= peak < free_completed",
-    }
+        "at_peak_method": AT_PEAK_METHOD,
+    })
     if extra:
         truth.update(extra)
     with open(os.path.join(out, name + ".truth.json"), "w") as f:

@@ -210,80 +210,26 @@ DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analy
   // Sites live at the peak, with their categories.
   std::unordered_map<uint64_t, uint64_t> block_of;
   for (const LiveAllocation& la : st.live) block_of[la.addr] = la.block_size;
-  struct Acc {
-    SiteRow row;
-    std::vector<int64_t> by_cat;
-    uint64_t largest = 0;
-  };
-  // One row per stack and category: allocations with no stack (from before
-  // the recording) or one stack that made several kinds show apart.
-  std::unordered_map<uint64_t, Acc> by_stack;
-  std::unordered_map<uint64_t, Acc> unknown_by_stack;
+  detail::SiteRows by_stack(at.categories.size()), unknown_by_stack(at.categories.size());
   const int unknown = at.unknown_index();
   const std::vector<uint32_t> live = at.live_at(moment);
   for (uint32_t id : live) {
     const Allocation& al = at.allocations[id];
-    for (auto* m : {&by_stack, &unknown_by_stack}) {
-      if (m == &unknown_by_stack && al.category != unknown) continue;
-      Acc& acc = (*m)[uint64_t(al.stack) << 16 | al.category];
-      acc.row.stack = al.stack;
-      acc.row.requested_bytes += int64_t(al.requested);
-      // (A profiler trace's sizes are block sizes; what it allocated before
-      // its first event may be several allocations at no address.)
-      auto b = dev.from_profiler() ? block_of.end() : block_of.find(al.addr);
-      acc.row.block_bytes += int64_t(b != block_of.end() ? b->second : al.requested);
-      ++acc.row.count;
-      if (acc.by_cat.empty()) acc.by_cat.assign(at.categories.size(), 0);
-      acc.by_cat[al.category] += int64_t(al.requested);
-      if (al.requested >= acc.largest) {
-        acc.largest = al.requested;
-        acc.row.rule = al.rule;
-        acc.row.alloc_phase = at.phase_at(al.alloc_event);
-        acc.row.alloc_iteration = at.iteration_at(al.alloc_event);
-        acc.row.freed = al.user_free() != INT64_MAX;
-        if (acc.row.freed) {
-          acc.row.free_phase = at.phase_at(al.user_free());
-          acc.row.free_iteration = at.iteration_at(al.user_free());
-        }
-      }
-    }
+    // (A profiler trace's sizes are block sizes; what it allocated before
+    // its first event may be several allocations at no address.)
+    auto b = dev.from_profiler() ? block_of.end() : block_of.find(al.addr);
+    const int64_t block = int64_t(b != block_of.end() ? b->second : al.requested);
+    by_stack.add(at, al, block);
+    if (al.category == unknown) unknown_by_stack.add(at, al, block);
     dr.peak_live_requested += int64_t(al.requested);
   }
-  dr.peak_live_allocations = 0;
+  dr.peak_live_allocations = live.size();
   // Allocations and distinct sites per category at the peak.
   dr.category_allocations.assign(at.categories.size(), 0);
-  dr.category_sites.assign(at.categories.size(), 0);
-  for (auto& kv : by_stack)
-    for (size_t c = 0; c < kv.second.by_cat.size(); ++c)
-      if (kv.second.by_cat[c] != 0) ++dr.category_sites[c];
+  dr.category_sites = by_stack.sites_per_category();
   for (uint32_t id : live) ++dr.category_allocations[at.allocations[id].category];
-  auto rows_of = [&](std::unordered_map<uint64_t, Acc>& m) {
-    std::vector<SiteRow> rows;
-    rows.reserve(m.size());
-    for (auto& kv : m) {
-      Acc& acc = kv.second;
-      acc.row.category = int(std::max_element(acc.by_cat.begin(), acc.by_cat.end()) - acc.by_cat.begin());
-      rows.push_back(acc.row);
-    }
-    std::sort(rows.begin(), rows.end(), [](const SiteRow& a, const SiteRow& b) {
-      if (a.requested_bytes != b.requested_bytes) return a.requested_bytes > b.requested_bytes;
-      if (a.stack != b.stack) return a.stack < b.stack;
-      return a.category < b.category;
-    });
-    return rows;
-  };
-  std::vector<SiteRow> rows = rows_of(by_stack);
-  for (const SiteRow& row : rows) dr.peak_live_allocations += row.count;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (i < top_sites) {
-      dr.sites.push_back(rows[i]);
-    } else {
-      dr.other_sites.requested_bytes += rows[i].requested_bytes;
-      dr.other_sites.block_bytes += rows[i].block_bytes;
-      dr.other_sites.count += rows[i].count;
-    }
-  }
-  dr.unknown_sites = rows_of(unknown_by_stack);
+  detail::keep_top(by_stack.rows(), top_sites, dr.sites, dr.other_sites);
+  dr.unknown_sites = unknown_by_stack.rows();
   if (dr.unknown_sites.size() > top_sites) dr.unknown_sites.resize(top_sites);
   dr.frag = fragmentation_at_peak(st, dr, trace.settings);
   // The findings explain the peak: not stated for another moment.

@@ -47,59 +47,17 @@ int64_t clamped_us(int64_t from, int64_t to) {
 void live_rows(const Attribution& at, int64_t event, const AllocatorState& st, size_t top, OomView& v) {
   std::unordered_map<uint64_t, uint64_t> block_of;
   for (const LiveAllocation& la : st.live) block_of[la.addr] = la.block_size;
-  struct Acc {
-    SiteRow row;
-    std::vector<int64_t> by_cat;
-    uint64_t largest = 0;
-  };
-  std::unordered_map<uint64_t, Acc> by_stack;
+  detail::SiteRows rows(at.categories.size());
   v.category_allocations.assign(at.categories.size(), 0);
   for (uint32_t id : at.live_at(event)) {
     const Allocation& al = at.allocations[id];
-    Acc& acc = by_stack[uint64_t(al.stack) << 16 | al.category];
-    acc.row.stack = al.stack;
-    acc.row.requested_bytes += int64_t(al.requested);
     auto b = block_of.find(al.addr);
-    acc.row.block_bytes += int64_t(b != block_of.end() ? b->second : al.requested);
-    ++acc.row.count;
-    if (acc.by_cat.empty()) acc.by_cat.assign(at.categories.size(), 0);
-    acc.by_cat[al.category] += int64_t(al.requested);
-    if (al.requested >= acc.largest) {
-      acc.largest = al.requested;
-      acc.row.rule = al.rule;
-      acc.row.alloc_phase = at.phase_at(al.alloc_event);
-      acc.row.alloc_iteration = at.iteration_at(al.alloc_event);
-      acc.row.freed = al.user_free() != INT64_MAX;
-      if (acc.row.freed) {
-        acc.row.free_phase = at.phase_at(al.user_free());
-        acc.row.free_iteration = at.iteration_at(al.user_free());
-      }
-    }
+    rows.add(at, al, int64_t(b != block_of.end() ? b->second : al.requested));
     ++v.category_allocations[al.category];
     ++v.live_allocations;
     v.live_requested += int64_t(al.requested);
   }
-  std::vector<SiteRow> rows;
-  rows.reserve(by_stack.size());
-  for (auto& kv : by_stack) {
-    Acc& acc = kv.second;
-    acc.row.category = int(std::max_element(acc.by_cat.begin(), acc.by_cat.end()) - acc.by_cat.begin());
-    rows.push_back(acc.row);
-  }
-  std::sort(rows.begin(), rows.end(), [](const SiteRow& a, const SiteRow& b) {
-    if (a.requested_bytes != b.requested_bytes) return a.requested_bytes > b.requested_bytes;
-    if (a.stack != b.stack) return a.stack < b.stack;
-    return a.category < b.category;
-  });
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (i < top) {
-      v.sites.push_back(rows[i]);
-    } else {
-      v.other_sites.requested_bytes += rows[i].requested_bytes;
-      v.other_sites.block_bytes += rows[i].block_bytes;
-      v.other_sites.count += rows[i].count;
-    }
-  }
+  detail::keep_top(rows.rows(), top, v.sites, v.other_sites);
 }
 
 // Why the request failed, from what the allocator held and what CUDA had free.
