@@ -7,6 +7,7 @@
 #include <map>
 
 #include "analysis/chart_series.hpp"
+#include "snapdiff/report/chart.hpp"
 #include "snapdiff/input/input.hpp"
 #include "test_util.hpp"
 
@@ -209,4 +210,31 @@ TEST_CASE("single-run charts keep the run's own axis", "[analysis]") {
   CHECK(s.timeline.shared == SharedAxis::None);
   CHECK(s.timeline.iteration_marks.empty());
   CHECK(s.timeline.x_max == double(a->t.find_device(s.device)->events.size() - 1));
+}
+
+TEST_CASE("two-run charts name their shared axis: iteration labels, or the position in each run", "[report]") {
+  auto a = run_of(test::real_data("small_bf16.pickle"));
+  auto b = run_of(test::real_data("small_fp8.pickle"));
+  ChartOptions o;
+  o.kind = ChartKind::Timeline;
+  ChartSeriesPair p = chart_series_diff(a->r, a->t, b->r, b->t, o);
+  const std::string dot = chart_dot_diff(p, o);
+  CHECK(dot.find("iterations aligned: each starts at the same x in both runs") != std::string::npos);
+  CHECK(dot.find("time since the first event") == std::string::npos);
+  CHECK(dot.find("event index") == std::string::npos);
+  // The drawing of the fallback, from series that say so.
+  for (ChartSeries* s : {&p.a, &p.b}) {
+    s->timeline.shared = SharedAxis::Position;
+    s->timeline.iteration_marks.clear();
+  }
+  const std::string pos = chart_dot_diff(p, o);
+  CHECK(pos.find("position in each run, first event to last (a run has no iterations to align)") != std::string::npos);
+  CHECK(pos.find(">100%<") != std::string::npos);
+  // "iteration 1" is the phase strip's too; on the aligned axis each panel's x axis adds it.
+  auto count = [](const std::string& s, const std::string& w) {
+    size_t n = 0;
+    for (size_t i = s.find(w); i != std::string::npos; i = s.find(w, i + 1)) ++n;
+    return n;
+  };
+  CHECK(count(dot, ">iteration 1<") == count(pos, ">iteration 1<") + 2);
 }
