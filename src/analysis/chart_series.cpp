@@ -14,13 +14,30 @@ namespace snapdiff {
 namespace detail {
 
 double EventAxis::at(int64_t e) const {
+  if (knot_event.empty()) return raw_at(e);
   if (e < 0) return lo;
+  if (e >= (dev ? int64_t(dev->events.size()) : 0)) return hi;
+  // The segment holding e: the last knot at or before it.
+  auto it = std::upper_bound(knot_event.begin(), knot_event.end(), e);
+  if (it == knot_event.begin()) return knot_x.front();
+  const size_t i = size_t(it - knot_event.begin()) - 1;
+  if (i + 1 >= knot_event.size()) return knot_x.back();
+  const double x0 = knot_x[i], x1 = knot_x[i + 1];
+  const double r0 = raw_at(knot_event[i]), r1 = raw_at(knot_event[i + 1]), r = raw_at(e);
+  double f = r1 > r0 ? (r - r0) / (r1 - r0)
+                     : double(e - knot_event[i]) / double(std::max<int64_t>(knot_event[i + 1] - knot_event[i], 1));
+  f = std::clamp(f, 0.0, 1.0);
+  return x0 + f * (x1 - x0);
+}
+
+double EventAxis::raw_at(int64_t e) const {
+  if (e < 0) return raw_lo;
   const int64_t n = dev ? int64_t(dev->events.size()) : 0;
-  if (e >= n) return hi;
+  if (e >= n) return raw_hi;
   if (!time) return double(e);
   const int64_t t = dev->events[size_t(e)].time_us;
-  if (t == kNoTime) return lo;
-  return std::clamp((double(t) - double(t0)) / 1e6, lo, hi);  // no int64 overflow at the extremes
+  if (t == kNoTime) return raw_lo;
+  return std::clamp((double(t) - double(t0)) / 1e6, raw_lo, raw_hi);  // no int64 overflow at the extremes
 }
 
 EventAxis event_axis(const Device& dev, ChartAxis want) {
@@ -64,6 +81,8 @@ EventAxis event_axis(const Device& dev, ChartAxis want) {
     ax.lo = 0;
     ax.hi = double(std::max<int64_t>(n - 1, 1));
   }
+  ax.raw_lo = ax.lo;
+  ax.raw_hi = ax.hi;
   return ax;
 }
 
@@ -219,27 +238,24 @@ void share_band_scales(const std::vector<LifetimeData*>& runs, double plot_heigh
     }
 }
 
-// Two runs on one x axis: the event index for both when either lacks times
-// (unless asked for), and the shorter run with proportionally fewer columns so
-// that it ends where its events end. `build(run, options, columns)` makes the
-// data of run 0 (A) or 1 (B).
+// Two runs on one shared x axis (shared_axes(): iterations aligned, or each
+// run's position 0..1 when either has none), both spanning the full width.
+// Without an allocation history in either run each keeps its own axis.
+// `build(run, options, axis)` makes the data of run 0 (A) or 1 (B).
 template <class Data, class Build>
-void on_one_axis(Data& a, Data& b, const ChartOptions& o, size_t columns, const Build& build) {
-  ChartOptions oo = o;
-  a = build(0, oo, columns);
-  b = build(1, oo, columns);
-  if (o.axis != ChartAxis::Events && (!a.time_axis || !b.time_axis)) {
-    oo.axis = ChartAxis::Events;
-    a = build(0, oo, columns);
-    b = build(1, oo, columns);
+void on_shared_axis(Data& a, Data& b, const Analysis& ra, const Trace& ta, const Analysis& rb, const Trace& tb,
+                    const ChartOptions& o, const Build& build) {
+  const DeviceAnalysis* d[2] = {chart_device(ra, o), chart_device(rb, o)};
+  const Device* dev[2] = {d[0] ? ta.find_device(d[0]->device) : nullptr, d[1] ? tb.find_device(d[1]->device) : nullptr};
+  if (!dev[0] || !dev[1] || dev[0]->events.empty() || dev[1]->events.empty()) {
+    a = build(0, nullptr);
+    b = build(1, nullptr);
+    return;
   }
-  const double hi = std::max(a.x_max - a.x_min, b.x_max - b.x_min);
-  Data* runs[2] = {&a, &b};
-  for (int i = 0; i < 2; ++i) {
-    const double span = runs[i]->x_max - runs[i]->x_min;
-    const size_t nb = size_t(std::max(1.0, std::round(double(columns) * span / std::max(hi, 1e-12))));
-    if (nb < columns) *runs[i] = build(i, oo, nb);
-  }
+  EventAxis ax[2];
+  shared_axes(*dev[0], d[0]->attr, *dev[1], d[1]->attr, o.axis, &ax[0], &ax[1]);
+  a = build(0, &ax[0]);
+  b = build(1, &ax[1]);
 }
 
 }  // namespace
@@ -265,13 +281,14 @@ ChartSeriesPair chart_series_diff(const Analysis& ra, const Trace& ta, const Ana
   switch (o.kind) {
     case ChartKind::Flame: p.a.flame = flame_graph_diff(ra, ta, rb, tb, o); break;
     case ChartKind::Timeline:
-      on_one_axis(p.a.timeline, p.b.timeline, o, columns, [&](int run, const ChartOptions& oo, size_t nb) {
-        return run == 0 ? timeline_data(ra, ta, oo, nb) : timeline_data(rb, tb, oo, nb);
+      on_shared_axis(p.a.timeline, p.b.timeline, ra, ta, rb, tb, o, [&](int run, const EventAxis* ax) {
+        return run == 0 ? timeline_data_on(ra, ta, o, columns, ax) : timeline_data_on(rb, tb, o, columns, ax);
       });
       break;
     case ChartKind::Lifetime:
-      on_one_axis(p.a.lifetime, p.b.lifetime, o, columns, [&](int run, const ChartOptions& oo, size_t nb) {
-        return run == 0 ? lifetime_data(ra, ta, oo, nb, plot_h) : lifetime_data(rb, tb, oo, nb, plot_h);
+      on_shared_axis(p.a.lifetime, p.b.lifetime, ra, ta, rb, tb, o, [&](int run, const EventAxis* ax) {
+        return run == 0 ? lifetime_data_on(ra, ta, o, columns, plot_h, ax)
+                        : lifetime_data_on(rb, tb, o, columns, plot_h, ax);
       });
       share_band_scales({&p.a.lifetime, &p.b.lifetime}, plot_h);
       break;

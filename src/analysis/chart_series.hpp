@@ -19,10 +19,31 @@ struct EventAxis {
   const Device* dev = nullptr;
   int64_t t0 = 0;  // first event's time_us
   double lo = 0, hi = 0;
+  double raw_lo = 0, raw_hi = 0;  // the device's own axis (lo, hi unless shared)
+  // A shared axis (two-run charts): knot_event[i] sits at knot_x[i] (both
+  // ascending); an event between two knots is placed linearly between them by
+  // its own axis value (raw_at()). Empty: at() is raw_at().
+  std::vector<int64_t> knot_event;
+  std::vector<double> knot_x;
+  SharedAxis shared = SharedAxis::None;
+  std::vector<IterationMark> marks;
+  double raw_at(int64_t event) const;
   double at(int64_t event) const;
 };
 // Picks time when every event of the device carries one (and they span > 0).
 EventAxis event_axis(const Device& dev, ChartAxis want);
+
+// Two runs' axes on one shared x (chart_align.cpp): iteration k's first
+// event at the same x in both, 0..1. Events within a segment are placed by
+// event index, or by time when `want` is Time and both runs have times.
+void shared_axes(const Device& da, const Attribution& aa, const Device& db, const Attribution& ab, ChartAxis want,
+                 EventAxis* out_a, EventAxis* out_b);
+
+// The series on a given axis (nullptr: the device's own, event_axis()).
+TimelineData timeline_data_on(const Analysis& r, const Trace& t, const ChartOptions& o, size_t buckets,
+                              const EventAxis* axis);
+LifetimeData lifetime_data_on(const Analysis& r, const Trace& t, const ChartOptions& o, size_t buckets,
+                              double plot_height, const EventAxis* axis);
 
 // Phase spans as bands on the axis.
 std::vector<PhaseBand> phase_bands(const Attribution& a, const EventAxis& ax);

@@ -57,6 +57,11 @@ std::vector<double> band_heights(const std::vector<int64_t>& max_bytes, double p
 }
 
 LifetimeData lifetime_data(const Analysis& r, const Trace& t, const ChartOptions& o, size_t buckets, double plot_height) {
+  return lifetime_data_on(r, t, o, buckets, plot_height, nullptr);
+}
+
+LifetimeData detail::lifetime_data_on(const Analysis& r, const Trace& t, const ChartOptions& o, size_t buckets,
+                                      double plot_height, const EventAxis* axis) {
   LifetimeData ld;
   const DeviceAnalysis* d = chart_device(r, o);
   if (!d) return ld;
@@ -68,8 +73,10 @@ LifetimeData lifetime_data(const Analysis& r, const Trace& t, const ChartOptions
   ld.peak_phase = d->peak_phase;
   ld.peak_iteration = d->peak_iteration;
   if (!dev || dev->events.empty() || buckets == 0) return ld;
-  const EventAxis ax = event_axis(*dev, o.axis);
-  ld.time_axis = ax.time;
+  const EventAxis ax = axis ? *axis : event_axis(*dev, o.axis);
+  ld.time_axis = ax.time && ax.shared == SharedAxis::None;
+  ld.shared = ax.shared;
+  ld.iteration_marks = ax.marks;
   ld.x_min = ax.lo;
   ld.x_max = ax.hi;
   ld.buckets = buckets;

@@ -10,6 +10,13 @@ namespace snapdiff {
 using namespace detail;
 
 TimelineData timeline_data(const Analysis& r, const Trace& t, const ChartOptions& o, size_t buckets) {
+  return timeline_data_on(r, t, o, buckets, nullptr);
+}
+
+namespace detail {
+
+TimelineData timeline_data_on(const Analysis& r, const Trace& t, const ChartOptions& o, size_t buckets,
+                              const EventAxis* axis) {
   TimelineData td;
   const DeviceAnalysis* d = chart_device(r, o);
   if (!d) return td;
@@ -23,8 +30,10 @@ TimelineData timeline_data(const Analysis& r, const Trace& t, const ChartOptions
   td.peak_iteration = d->peak_iteration;
   td.peak_by_category = d->categories;
   if (!dev || dev->events.empty() || buckets == 0) return td;
-  EventAxis ax = event_axis(*dev, o.axis);
-  td.time_axis = ax.time;
+  EventAxis ax = axis ? *axis : event_axis(*dev, o.axis);
+  td.time_axis = ax.time && ax.shared == SharedAxis::None;
+  td.shared = ax.shared;
+  td.iteration_marks = ax.marks;
   td.x_min = ax.lo;
   td.x_max = ax.hi;
   // --window: the x range is the window's; events outside it are not drawn.
@@ -111,5 +120,7 @@ TimelineData timeline_data(const Analysis& r, const Trace& t, const ChartOptions
   }
   return td;
 }
+
+}  // namespace detail
 
 }  // namespace snapdiff

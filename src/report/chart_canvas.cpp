@@ -432,6 +432,49 @@ double draw_x_axis(Canvas& c, const XScale& xs, double y, bool time_axis) {
   return y + 32;
 }
 
+double draw_x_axis(Canvas& c, const XScale& xs, double y, bool time_axis, SharedAxis shared,
+                   const std::vector<IterationMark>& marks) {
+  if (shared == SharedAxis::None) return draw_x_axis(c, xs, y, time_axis);
+  BoxStyle axis;
+  axis.fill = "#999999";
+  c.box(std::round(xs.px0), y, std::round(xs.px1) - std::round(xs.px0), 1, axis);
+  TextStyle ts;
+  ts.size = 8.5;
+  ts.color = kMutedInk;
+  ts.align = Align::Center;
+  std::string title;
+  if (shared == SharedAxis::Iterations) {
+    // "iteration 1" at the first, numbers after it; a label that would
+    // touch the one before it is left out (its tick stays).
+    double last_end = -1e9;
+    bool named = false;
+    for (const IterationMark& m : marks) {
+      const double x = std::round(xs(m.x));
+      c.box(x, y + 1, 1, 4, axis);
+      const std::string label = named ? std::to_string(m.iteration) : "iteration " + std::to_string(m.iteration);
+      const double w = text_width(label, ts.size);
+      double cx = std::max(x, xs.px0 + w / 2);
+      cx = std::min(cx, xs.px1 - w / 2);
+      if (cx - w / 2 < last_end + 4) continue;
+      c.text(cx, y + 12, label, ts);
+      last_end = cx + w / 2;
+      named = true;
+    }
+    title = "iterations aligned: each starts at the same x in both runs";
+  } else {
+    for (int i = 0; i <= 4; ++i) {
+      const double x = std::round(xs(xs.v0 + (xs.v1 - xs.v0) * i / 4));
+      c.box(x, y + 1, 1, 4, axis);
+      c.text(x, y + 12, std::to_string(i * 25) + "%", ts);
+    }
+    title = "position in each run, first event to last (a run has no iterations to align)";
+  }
+  TextStyle tt = ts;
+  tt.align = Align::Right;
+  c.text(xs.px1, y + 25, title, tt);
+  return y + 32;
+}
+
 void draw_peak_marker(Canvas& c, double x, double top, double bottom, const std::string& label, double min_x,
                       double max_x) {
   c.line({{x, top - 4}, {x, bottom}}, kPeakColor, 1.2, true);

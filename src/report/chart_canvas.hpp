@@ -132,6 +132,10 @@ void draw_phase_bands(Canvas& c, const std::vector<PhaseBand>& bands, const XSca
 double draw_phase_strip(Canvas& c, const std::vector<PhaseBand>& bands, const XScale& xs, double y);
 // The x axis under a plot; returns the y below its labels.
 double draw_x_axis(Canvas& c, const XScale& xs, double y, bool time_axis);
+// Two runs' shared axis (SharedAxis::None: the above): "iteration 1, 2, ..."
+// at the iterations' starts, or the position 0%..100% in each run.
+double draw_x_axis(Canvas& c, const XScale& xs, double y, bool time_axis, SharedAxis shared,
+                   const std::vector<IterationMark>& marks);
 // Vertical peak marker with its label above the plot.
 void draw_peak_marker(Canvas& c, double x, double top, double bottom, const std::string& label, double min_x,
                       double max_x);

@@ -130,7 +130,7 @@ double draw_lifetime_panel(Canvas& c, const ChartSeries& p, const std::string& l
     c.text((px0 + px1) / 2, top + 20, "no allocation history recorded: no lifetimes to draw", ns);
     return top + 50;
   }
-  return draw_x_axis(c, xs, bottom, ld.time_axis);
+  return draw_x_axis(c, xs, bottom, ld.time_axis, ld.shared, ld.iteration_marks);
 }
 
 }  // namespace

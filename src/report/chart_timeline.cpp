@@ -124,7 +124,7 @@ double draw_timeline_panel(Canvas& c, const TimelineData& td, const std::string&
     ns.color = kMutedInk;
     c.text((px0 + px1) / 2, (top + bottom) / 2, "no allocation history recorded: nothing to draw over time", ns);
   }
-  return draw_x_axis(c, xs, bottom, td.time_axis);
+  return draw_x_axis(c, xs, bottom, td.time_axis, td.shared, td.iteration_marks);
 }
 
 }  // namespace

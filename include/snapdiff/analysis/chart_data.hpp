@@ -114,9 +114,21 @@ struct PhaseBand {
   Phase phase = Phase::Other;
   int iteration = 0;
 };
+// Two-run charts (chart_series_diff()): the x axis both runs share.
+//   None: one run's own axis (time or event index);
+//   Iterations: iteration k starts at the same x in both runs (x in 0..1);
+//   Position: a run without iterations: each run's position from its first
+//             event (0) to its last (1), both spanning the full width.
+enum class SharedAxis : uint8_t { None, Iterations, Position };
+struct IterationMark {
+  double x = 0;       // where iteration `iteration` starts, on the shared axis
+  int iteration = 0;
+};
 struct TimelineData {
-  bool time_axis = true;  // false: event index
+  bool time_axis = true;  // false: event index (or a shared axis)
   double x_min = 0, x_max = 0;
+  SharedAxis shared = SharedAxis::None;
+  std::vector<IterationMark> iteration_marks;  // shared == Iterations
   std::vector<std::string> categories;
   std::vector<TimelineColumn> columns;
   std::vector<PhaseBand> phases;
@@ -171,6 +183,8 @@ struct LifetimeBand {
 struct LifetimeData {
   bool time_axis = true;
   double x_min = 0, x_max = 0;
+  SharedAxis shared = SharedAxis::None;        // as TimelineData's
+  std::vector<IterationMark> iteration_marks;
   size_t buckets = 0;
   std::vector<std::string> categories;
   std::vector<LifetimeBand> bands;
@@ -207,10 +221,12 @@ struct ChartSeries {
 };
 ChartSeries chart_series(const Analysis& r, const Trace& t, const ChartOptions& o);
 
-// Two runs drawn in one chart, built together: one x axis (the event index
-// when either run lacks times) on which the shorter run ends where its events
-// end, lifetime bands on the same scales, and for the flame chart the
-// differential graph (in a.flame).
+// Two runs drawn in one chart, built together: one shared x axis on which
+// iteration k starts at the same x in both runs (SharedAxis::Iterations; a
+// run without iterations: SharedAxis::Position, each run from 0 to 1), both
+// runs spanning the full width, lifetime bands on the same scales, and for
+// the flame chart the differential graph (in a.flame). docs/charts.md
+// "Two runs" says how events are placed.
 struct ChartSeriesPair {
   ChartSeries a, b;
 };
