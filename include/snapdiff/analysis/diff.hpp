@@ -74,6 +74,13 @@ struct Diff {
 // still be alive.
 Diff diff_reports(const Analysis& a, const Analysis& b, const DiffOptions& opts);
 
+// The same diff from two report views alone (no traces; the views of
+// snapshots read elsewhere, read back from their JSON): peaks, categories,
+// phases and findings as diff_reports() gives them; sites from the rows each
+// view kept (its -n), keyed as diff_reports() keys them from their frames;
+// what lies beyond those rows is each view's other_sites.
+Diff diff_views(const Report& a, const Report& b, const DiffOptions& opts);
+
 std::string render_diff_text(const Diff& d);
 std::string render_diff_json(const Diff& d);      // schemas/diff.schema.json
 std::string render_diff_markdown(const Diff& d);  // for a pull-request comment

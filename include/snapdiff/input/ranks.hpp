@@ -1,0 +1,67 @@
+// snapdiff/input/ranks.hpp — finding the per-rank files of a multi-GPU run.
+//
+// A run on many GPUs writes one snapshot per rank, in the layout of its
+// launcher (docs/ranks.md, "Finding the ranks"):
+//   torchtitan (older)    memory_snapshot/iteration_N/rankR_memory_snapshot.pickle
+//   torchtitan (current)  profiling/memory_snapshot/step_{N:012d}/{R:06d}_step_N.pickle
+//                         (an OOM in step_{N:012d}_exit/ or iteration_N_exit/)
+//   Megatron-LM           {base}_{rank}{ext}, snapshot_{rank}.pickle, oom_rank-{rank}_{path}
+//   Megatron-Bridge       {base}_{rank}{ext}, {base}_oom_rank-{rank}{ext}
+//   Composer and others   rank{R}.{batch}...pickle, oom_rank{N}.pickle, snapshot_..._rank{N}.pickle
+//   users                 rank-0_....pickle, rank_3.pickle, ..._r3.pickle
+// The rank is told from the file's name (and the step or iteration from its
+// folders); a file whose name tells none is listed by name (the analysis
+// may still tell it from the device the snapshot records).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace snapdiff {
+
+// What a file's path says of the rank that wrote it.
+struct RankName {
+  int rank = -1;          // -1: the name tells none
+  int64_t step = -1;      // the step or iteration its folder or name gives (-1: none)
+  bool oom = false;       // an out-of-memory dump (oom in the name, or an *_exit folder)
+  std::string layout;     // the convention that told the rank: "torchtitan", "megatron", "rank" ("" = none)
+};
+// Reads the rank, step and OOM mark from a path (the folders and the file
+// name). Pure: no file is opened.
+RankName rank_from_name(std::string_view path);
+
+struct RankFile {
+  std::string path;  // as given, or the folder joined with the name found in it
+  RankName name;
+};
+
+// What to look for in a folder.
+enum class RankInputs : uint8_t {
+  Snapshots,  // inputs of `snapdiff report`: *.pickle, *.pkl, *.snap, *.trace.json (each also .gz)
+  Summaries,  // the map step's outputs: *.json (and .json.gz), *.truth.json left out
+};
+
+struct RankFileSet {
+  // One file per rank, by rank; files whose rank is not told last, by path.
+  std::vector<RankFile> files;
+  // Files found in folders but not read: other kinds of file (logs, truth
+  // files, HTML), by path.
+  std::vector<std::string> skipped;
+  // Files of a rank already taken (an earlier step; a regular dump when the
+  // same step has an OOM dump), by path: the latest step of each rank is
+  // read, and its OOM dump before its regular one.
+  std::vector<RankFile> superseded;
+};
+
+// Expands the arguments: a folder is walked (sub-folders too, in name order,
+// at most 16 levels; symbolic links to files followed, to folders not); a
+// file is taken whatever its name; a pattern with * ? or [...] in its last
+// component is matched in its folder. Throws InputError for a path that does
+// not exist, a pattern that matches nothing, or a folder with no file of
+// the kind asked for.
+RankFileSet find_rank_files(const std::vector<std::string>& args, RankInputs kind);
+
+}  // namespace snapdiff

@@ -1,0 +1,22 @@
+// snapdiff/report/report_read.hpp — the report view read back from the JSON
+// render_json() wrote (schemas/report.schema.json): the map step's summary
+// of one rank, read by the reduce step (`snapdiff ranks`).
+//
+// Lossless for what the renderers show: render_json(read_report_json(
+// render_json(r))) == render_json(r), and render_text() likewise.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "snapdiff/analysis/report_view.hpp"
+
+namespace snapdiff {
+
+// Throws InputError with the JSON path of the first problem ("$.devices[0].
+// peaks.requested.bytes: expected an integer") and `name` as its file; a JSON
+// document that is not a snapdiff report (its "schema" is not
+// "snapdiff/report/N" of a version this build reads) is refused by name.
+Report read_report_json(std::string_view text, const std::string& name);
+
+}  // namespace snapdiff
