@@ -56,6 +56,12 @@ struct RankFileSet {
   std::vector<RankFile> superseded;
 };
 
+// The files to read of those found: one per rank (the latest step, an OOM
+// dump before a regular one of the same step; files whose rank is not told
+// all kept), the rest superseded. find_rank_files() ends with it; the reduce
+// step applies it to the snapshot names its summaries carry.
+RankFileSet select_rank_files(std::vector<RankFile> found);
+
 // Expands the arguments: a folder is walked (sub-folders too, in name order,
 // at most 16 levels; symbolic links to files followed, to folders not); a
 // file is taken whatever its name; a pattern with * ? or [...] in its last
