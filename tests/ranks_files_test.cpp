@@ -87,6 +87,7 @@ TEST_CASE("rank_from_name reads the rank, step and OOM mark of each launcher's l
       {"oom_rank-5_snapshot.pickle", 5, -1, true, "megatron"},
       {"logs/mem_oom_rank_5.pickle", 5, -1, true, "megatron"},
       {"mem_oom_rank-12.pickle", 12, -1, true, "megatron"},
+      {"oom_rank-3_out/snapshot.pickle", 3, -1, true, "megatron"},  // a snapshot path with a folder
       // Composer (the batch is the step) and others
       {"rank2.15.pt.trace.memory_snapshot.pickle", 2, 15, false, "rank"},
       {"oom_rank4.pickle", 4, -1, true, "rank"},

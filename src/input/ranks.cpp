@@ -97,7 +97,11 @@ RankName rank_from_name(std::string_view path) {
   // a rank ("rank3", "rank_3") gives the rank when the file's name gives none.
   static const std::regex step_dir("(step|iteration|iter)[-_]?([0-9]+)(_exit)?");
   static const std::regex rank_dir("rank[-_]?([0-9]+)");
+  // Megatron's oom_rank-{rank}_{path} when the path has folders:
+  // "oom_rank-3_out/snapshot.pickle".
+  static const std::regex oom_rank_dir("oom_rank-([0-9]{1,6})_.*");
   int folder_rank = -1;
+  bool folder_megatron = false;
   for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
     const std::string dir = lower(*it);
     std::smatch m;
@@ -106,6 +110,11 @@ RankName rank_from_name(std::string_view path) {
       if (m[3].matched) out.oom = true;
     }
     if (folder_rank < 0 && std::regex_match(dir, m, rank_dir)) folder_rank = int(number(m[1].str(), 6));
+    if (folder_rank < 0 && std::regex_match(dir, m, oom_rank_dir)) {
+      folder_rank = int(number(m[1].str(), 6));
+      folder_megatron = true;
+      out.oom = true;
+    }
   }
 
   // The file's name, strongest pattern first (ranks.hpp lists them).
@@ -139,7 +148,7 @@ RankName rank_from_name(std::string_view path) {
     out.layout = "rank";
   } else if (folder_rank >= 0) {
     out.rank = folder_rank;
-    out.layout = "rank";
+    out.layout = folder_megatron ? "megatron" : "rank";
   }
   if (out.layout != "torchtitan" || out.step < 0) {
     const int64_t s = step_in(base);

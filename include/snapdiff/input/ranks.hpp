@@ -22,7 +22,8 @@
 //      - or _ between ("rank3", "rank-0_x", "x_rank_3", "oom_rank4"); in
 //      Composer's rank{R}.{batch}.... the batch is the step
 //   5. a token "r{R}" between - _ . or the ends ("x_r3", "r3.pickle")
-//   6. a folder named rank{R} / rank_{R} / rank-{R} (the innermost)
+//   6. a folder named rank{R} / rank_{R} / rank-{R} (the innermost), or
+//      oom_rank-{R}_... (Megatron's OOM dump of a snapshot path with folders)
 //   7. (find_rank_files only) Megatron's {base}_{R}{ext}: at least two files
 //      of one folder, none told by 1-6, all "B_{R}" for one B and distinct R,
 //      B not ending in another number (dates: "mem_2024_01_05") nor in a word
@@ -32,7 +33,7 @@
 // same on every node. The step: from the name ("step_20", "iter-20",
 // "iteration20") or else the innermost folder step_{N} / iteration_{N} /
 // iter_{N} (also with _exit). The OOM mark: an "oom" in the name between
-// non-letters, or an *_exit folder.
+// non-letters, an *_exit folder, or an oom_rank-{R}_... folder.
 #pragma once
 
 #include <cstdint>
@@ -48,7 +49,7 @@ struct RankName {
   int rank = -1;          // -1: the name tells none
   int64_t step = -1;      // the step or iteration its folder or name gives (-1: none)
   bool oom = false;       // an out-of-memory dump (oom in the name, or an *_exit folder)
-  std::string layout;     // the convention that told the rank: "torchtitan" (1-2), "megatron" (3, 7),
+  std::string layout;     // the convention that told the rank: "torchtitan" (1-2), "megatron" (3, 6, 7),
                           // "rank" (4-6); "" = none
 };
 // Reads the rank, step and OOM mark from a path (the folders and the file
