@@ -219,13 +219,15 @@ int cmd_ranks(const std::vector<std::string>& args) {
   RankFileSet chosen = select_rank_files(named);
   std::vector<char> keep(n, 0);
   for (const RankFile& f : chosen.files)
-    for (size_t k = 0; k < named.size(); ++k)
-      if (named[k].path == f.path && !keep[index_of[k]]) {
-        keep[index_of[k]] = 1;
-        break;
-      }
-  for (size_t i : index_of)
-    if (keep[i]) entries.push_back(std::move(read[i]));
+    for (size_t k = 0; k < named.size(); ++k) {
+      const size_t i = index_of[k];
+      if (named[k].path != f.path || keep[i]) continue;
+      keep[i] = 1;
+      RankEntry e = entry_of(f);  // the rank as the selection told it (a shared base names it too)
+      e.report = std::move(read[i].report);
+      entries.push_back(std::move(e));
+      break;
+    }
   std::vector<std::string> superseded;
   for (const RankFile& f : chosen.superseded) superseded.push_back(f.path);
   return finish_ranks(vm, std::move(entries), std::move(superseded), ro);

@@ -287,6 +287,33 @@ void shared_base_ranks(std::vector<RankFile>& files) {
 
 }  // namespace
 
+RankFileSet select_rank_files(std::vector<RankFile> files) {
+  shared_base_ranks(files);
+
+  // One file per rank: the latest step, its OOM dump before its regular one,
+  // then the first by path.
+  auto better = [](const RankFile& a, const RankFile& b) {
+    return std::make_tuple(-a.name.step, !a.name.oom, a.path) < std::make_tuple(-b.name.step, !b.name.oom, b.path);
+  };
+  std::stable_sort(files.begin(), files.end(), [&](const RankFile& a, const RankFile& b) {
+    const bool at = a.name.rank >= 0, bt = b.name.rank >= 0;
+    if (at != bt) return at;
+    if (!at) return a.path < b.path;
+    if (a.name.rank != b.name.rank) return a.name.rank < b.name.rank;
+    return better(a, b);
+  });
+  RankFileSet out;
+  for (RankFile& f : files) {
+    if (f.name.rank >= 0 && !out.files.empty() && out.files.back().name.rank == f.name.rank)
+      out.superseded.push_back(std::move(f));
+    else
+      out.files.push_back(std::move(f));
+  }
+  std::sort(out.superseded.begin(), out.superseded.end(),
+            [](const RankFile& a, const RankFile& b) { return a.path < b.path; });
+  return out;
+}
+
 RankFileSet find_rank_files(const std::vector<std::string>& args, RankInputs kind) {
   if (args.empty()) throw UsageError("no file or folder given");
   Walk walk{kind, {}, {}};
@@ -335,29 +362,7 @@ RankFileSet find_rank_files(const std::vector<std::string>& args, RankInputs kin
     if (!seen.insert(ec ? p : key.string()).second) continue;
     files.push_back({p, rank_from_name(p)});
   }
-  shared_base_ranks(files);
-
-  // One file per rank: the latest step, its OOM dump before its regular one,
-  // then the first by path.
-  auto better = [](const RankFile& a, const RankFile& b) {
-    return std::make_tuple(-a.name.step, !a.name.oom, a.path) < std::make_tuple(-b.name.step, !b.name.oom, b.path);
-  };
-  std::stable_sort(files.begin(), files.end(), [&](const RankFile& a, const RankFile& b) {
-    const bool at = a.name.rank >= 0, bt = b.name.rank >= 0;
-    if (at != bt) return at;
-    if (!at) return a.path < b.path;
-    if (a.name.rank != b.name.rank) return a.name.rank < b.name.rank;
-    return better(a, b);
-  });
-  RankFileSet out;
-  for (RankFile& f : files) {
-    if (f.name.rank >= 0 && !out.files.empty() && out.files.back().name.rank == f.name.rank)
-      out.superseded.push_back(std::move(f));
-    else
-      out.files.push_back(std::move(f));
-  }
-  std::sort(out.superseded.begin(), out.superseded.end(),
-            [](const RankFile& a, const RankFile& b) { return a.path < b.path; });
+  RankFileSet out = select_rank_files(std::move(files));
   out.skipped = std::move(walk.skipped);
   std::sort(out.skipped.begin(), out.skipped.end());
   out.skipped.erase(std::unique(out.skipped.begin(), out.skipped.end()), out.skipped.end());
