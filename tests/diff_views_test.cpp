@@ -12,9 +12,10 @@ using namespace snapdiff;
 
 namespace {
 
-// A recording of tests/data/real (STEM.pickle or STEM.pickle.gz) or
-// tests/data/variants (STEM.pickle.gz).
+// A recording of tests/data/real (STEM.pickle or STEM.pickle.gz),
+// tests/data/variants (STEM.pickle.gz) or tests/data/capture ("capture/NAME.snap").
 std::string recording(const std::string& stem) {
+  if (stem.starts_with("capture/")) return test::required(test::fixture(stem));
   const std::string real = std::string(SNAPDIFF_SOURCE_DIR) + "/tests/data/real/" + stem;
   for (const char* ext : {".pickle", ".pickle.gz"})
     if (std::filesystem::exists(real + ext)) return real + ext;
@@ -37,6 +38,7 @@ const Pair kPairs[] = {
     {"late_gpt2", "expandable_gpt2"},      // an allocator setting
     {"adam_loop", "adamw_fused"},          // optimizer temporaries
     {"cat_autocast_gpt2", "cat_autocast_cpp"},
+    {"capture/small_bf16.snap", "capture/small_fp8.snap"},  // snapcapture's scope labels
 };
 
 // Every number of two findings (and, for categories other than gradients,
@@ -188,7 +190,8 @@ TEST_CASE("diff_views of two report views gives diff_reports' numbers and sites"
     CHECK(ga - gb == wa - wb);
     CHECK(got.other_sites.a == 0);
     CHECK(got.other_sites.b == 0);
-    // The peak delta is PyTorch's own.
+    // The peak delta is PyTorch's own (snapcapture's recordings have no truth file).
+    if (p.a.starts_with("capture/")) continue;
     const auto ja = truth_of(p.a), jb = truth_of(p.b);
     CHECK(got.peak_delta[0] == jb["memory_stats"]["requested_bytes.all.peak"].get<int64_t>() -
                                      ja["memory_stats"]["requested_bytes.all.peak"].get<int64_t>());
@@ -266,4 +269,33 @@ TEST_CASE("diff_views needs nothing but the views: traces and analyses gone", "[
   const std::string text = render_diff_text(got);
   CHECK(text.find(p.b) != std::string::npos);
   CHECK(!render_diff_json(got).empty());
+}
+
+TEST_CASE("diff_views writes site rows at --depth as diff_reports does, from the frames the views kept", "[analysis]") {
+  for (const Pair& p : {Pair{"small_bf16", "small_fp8"}, Pair{"cat_autocast_gpt2", "cat_autocast_cpp"},
+                        Pair{"capture/small_bf16.snap", "capture/small_fp8.snap"}}) {
+    for (size_t depth : {size_t(0), size_t(3)}) {
+      INFO(p.a << " -> " << p.b << ", --depth " << depth);
+      Trace ta = load_trace(recording(p.a)), tb = load_trace(recording(p.b));
+      ReportOptions ro;
+      ro.top_sites = kAllSites;
+      ro.site_depth = depth;  // the views' paths as deep as the diff's rows
+      Analysis ra = analyze(ta, ro), rb = analyze(tb, ro);
+      DiffOptions o;
+      o.top_sites = kAllSites;
+      o.depth = depth;
+      const Diff want = diff_reports(ra, rb, o);
+      const Diff got = diff_views(report_view(ra), report_view(rb), o);
+      check_same_numbers(want, got);
+      const auto w = non_gradient(want), g = non_gradient(got);
+      REQUIRE(g.size() == w.size());
+      REQUIRE(!w.empty());
+      for (size_t i = 0; i < w.size(); ++i) {
+        INFO("row " << i << ": " << w[i]->key);
+        CHECK(g[i]->key == w[i]->key);
+        CHECK(g[i]->display == w[i]->display);
+        CHECK(g[i]->a_display == w[i]->a_display);
+      }
+    }
+  }
 }
