@@ -299,3 +299,51 @@ TEST_CASE("diff_views writes site rows at --depth as diff_reports does, from the
     }
   }
 }
+
+TEST_CASE("diff_views keys a stack the view cut as diff_reports writes its key", "[analysis]") {
+  // One 3,000-frame stack (the view keeps its 500 innermost and 500 outermost
+  // frames, and one for those between), with frame 1,500 `middle`; A
+  // allocates 1 MiB there, B 3 MiB.
+  const size_t depth = 3000;
+  auto make = [&](Trace& t, const char* middle, uint64_t size) {
+    StackId s = 0;
+    for (size_t i = 0; i < depth; ++i) {
+      Frame f;
+      f.name = t.strings.intern(i == depth / 2 ? std::string(middle) : std::string("f").append(std::to_string(i)));
+      f.file = t.strings.intern("/home/u/model.py");
+      f.line = int64_t(i);
+      s = t.stacks.child(s, t.intern_frame(f));
+    }
+    Device& d = t.device(0);
+    d.has_trace = true;
+    Event e;
+    e.kind = EventKind::Alloc;
+    e.addr = 1 << 20;
+    e.size = size;
+    e.stack = s;
+    e.time_us = 1;
+    d.events.push_back(e);
+  };
+  Trace ta, tb, tc;
+  make(ta, "mid", 1 << 20);
+  make(tb, "mid", 3 << 20);
+  make(tc, "other_mid", 3 << 20);
+  Analysis ra = analyze(ta, {}), rb = analyze(tb, {}), rc = analyze(tc, {});
+  const Diff want = diff_reports(ra, rb, {});
+  const Diff got = diff_views(report_view(ra), report_view(rb), {});
+  REQUIRE(want.sites.size() == 1);
+  REQUIRE(got.sites.size() == 1);
+  CHECK(got.sites[0].key == want.sites[0].key);
+  CHECK(got.sites[0].key.find(";<2000 frames elided>;") != std::string::npos);
+  CHECK(got.sites[0].delta() == 2 << 20);
+  CHECK(got.sites[0].display == want.sites[0].display);
+  // Stacks that differ only in the frames the view left out: diff_reports()
+  // tells them apart (one gone, one new); the views cannot, and match them.
+  const Diff whole = diff_reports(ra, rc, {});
+  const Diff cut = diff_views(report_view(ra), report_view(rc), {});
+  CHECK(whole.sites.size() == 2);
+  REQUIRE(cut.sites.size() == 1);
+  CHECK(cut.sites[0].a_count == 1);
+  CHECK(cut.sites[0].b_count == 1);
+  CHECK(cut.sites[0].key == whole.sites[0].key);
+}

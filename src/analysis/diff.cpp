@@ -681,7 +681,7 @@ Diff diff_views(const Report& a, const Report& b, const DiffOptions& opts) {
   d.b_name = opts.b_name;
   d.a = a;
   d.b = b;
-  if (a.devices.empty() || b.devices.empty()) return d;
+  if (a.peak_device >= a.devices.size() || b.peak_device >= b.devices.size()) return d;
   const DeviceView& va = a.devices[a.peak_device];
   const DeviceView& vb = b.devices[b.peak_device];
   compare_devices(d, va, vb);
