@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "report/facts_json.hpp"
 #include "report/format.hpp"
 #include "report/text_util.hpp"
 #include "snapdiff/model/frame_names.hpp"
@@ -258,7 +259,7 @@ J oom_json(const Report& r) {
   j["phase"] = phase_name(v.phase);
   j["iteration"] = v.iteration;
   j["stream"] = v.stream;
-  j["user_frame"] = v.user_frame ? frame_json(*v.user_frame) : J(nullptr);
+  j["user_frame"] = v.user_frame ? detail::frame_json(*v.user_frame, true) : J(nullptr);
   j["stack"] = stack_json(v.site.stack);
   j["requested_bytes"] = v.request;
   j["segment_bytes"] = v.segment_size;
@@ -291,8 +292,12 @@ J oom_json(const Report& r) {
   J cats = J::object();
   for (size_t i = 0; i < v.category_names.size() && i < v.categories.size(); ++i) cats[v.category_names[i]] = v.categories[i];
   live["categories"] = std::move(cats);
+  J allocs = J::object();
+  for (size_t i = 0; i < v.category_names.size() && i < v.category_allocations.size(); ++i)
+    allocs[v.category_names[i]] = v.category_allocations[i];
+  live["category_allocations"] = std::move(allocs);
   live["sites"] = J::array();
-  for (const SiteRow& s : v.sites)
+  for (const SiteRow& s : v.sites) {
     live["sites"].push_back({{"requested_bytes", s.requested_bytes},
                              {"block_bytes", s.block_bytes},
                              {"count", s.count},
@@ -300,6 +305,8 @@ J oom_json(const Report& r) {
                              {"rule", s.rule >= 0 ? J(s.rule_name) : J(nullptr)},
                              {"user_frame", s.site.user ? frame_json(*s.site.user) : J(nullptr)},
                              {"stack", stack_json(s.site.stack)}});
+    site_path_json(live["sites"].back(), s.site);
+  }
   live["other"] = {{"requested_bytes", v.other_sites.requested_bytes},
                    {"block_bytes", v.other_sites.block_bytes},
                    {"count", v.other_sites.count}};
