@@ -155,6 +155,28 @@ TEST_CASE("report JSON read back: --trace joins and --memory-timeline", "[report
   }
 }
 
+TEST_CASE("report JSON read back: the OOM of every device that had one", "[report]") {
+  const std::string path = test::real_data("ans_oom_frag.pickle.gz");
+  Report r = analyze_report(load_trace(path), named(path));
+  REQUIRE(r.ooms.size() == 1);
+  check_round_trip(r, "ans_oom_frag");
+  // A second device's OOM (no recording here has two): the same view on
+  // another device, with a cap, so both sections and their cause words show.
+  DeviceView d = r.devices[0];
+  d.device = 1;
+  r.devices.push_back(d);
+  OomView v = r.ooms[0];
+  v.device = 1;
+  v.errors = 3;
+  v.cause = OomCause::ProcessCap;
+  v.capped = true;
+  v.cap_at_least = v.max_reserved;
+  v.cap_below = v.max_reserved + int64_t(v.segment_size);
+  r.ooms.push_back(v);
+  check_round_trip(r, "ans_oom_frag with a second device's OOM");
+  CHECK(render_text(read_report_json(render_json(r), "x.json")).find("OUT OF MEMORY  cuda:1") != std::string::npos);
+}
+
 namespace {
 
 std::string small_report_json() {

@@ -247,9 +247,10 @@ J stack_json(const std::vector<FrameRef>& stack) {
 
 }  // namespace
 
-J oom_json(const Report& r) {
-  if (r.ooms.empty()) return nullptr;
-  const OomView& v = r.ooms.front();
+namespace {
+
+// One device's first OOM.
+J oom_view_json(const OomView& v) {
   J j;
   j["device"] = v.device;
   j["errors"] = v.errors;
@@ -311,8 +312,18 @@ J oom_json(const Report& r) {
                    {"block_bytes", v.other_sites.block_bytes},
                    {"count", v.other_sites.count}};
   j["live"] = std::move(live);
+  return j;
+}
+
+}  // namespace
+
+// The first device's OOM, and every other device's in "other_devices" (the
+// same fields, device and errors first).
+J oom_json(const Report& r) {
+  if (r.ooms.empty()) return nullptr;
+  J j = oom_view_json(r.ooms.front());
   J others = J::array();
-  for (size_t i = 1; i < r.ooms.size(); ++i) others.push_back({{"device", r.ooms[i].device}, {"errors", r.ooms[i].errors}});
+  for (size_t i = 1; i < r.ooms.size(); ++i) others.push_back(oom_view_json(r.ooms[i]));
   j["other_devices"] = std::move(others);
   return j;
 }

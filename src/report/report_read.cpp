@@ -920,12 +920,7 @@ Report read_report(const In& j) {
   if (j.has("oom")) {
     const In o = j["oom"];
     r.ooms.push_back(read_oom(o));
-    o["other_devices"].each([&](const In& x) {
-      OomView v;
-      v.device = x["device"].i32();
-      v.errors = x["errors"].u64();
-      r.ooms.push_back(std::move(v));
-    });
+    o["other_devices"].each([&](const In& x) { r.ooms.push_back(read_oom(x)); });
   }
   if (j.has("device_memory")) {
     const In m = j["device_memory"];
