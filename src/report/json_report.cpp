@@ -186,7 +186,6 @@ std::string render_json(const Report& r) {
   J j;
   j["schema"] = "snapdiff/report/1";
   j["tool"] = {{"name", "snapdiff"}, {"version", SNAPDIFF_VERSION}};
-  j["site_depth"] = r.site_depth;
   J in;
   in["name"] = r.input_name;
   in["format"] = r.source.format;
@@ -375,6 +374,7 @@ std::string render_json(const Report& r) {
     }
     j["explain"] = ex;
   }
+  j["site_depth"] = r.site_depth;  // the --depth of the site rows' paths (read back by report_read.cpp)
   j["warnings"] = J::array();
   for (const Warning& w : r.warnings) j["warnings"].push_back({{"code", std::string(code_name(w.code))},
                              {"message", warning_text(w)},
