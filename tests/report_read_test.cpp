@@ -210,6 +210,11 @@ TEST_CASE("report JSON read back: malformed JSON, other documents and wrong type
     CHECK(e.has_offset());
     CHECK(e.offset() == 256);  // the bracket that opens level 257
   }
+  SECTION("a number no double holds") {
+    const InputError e = refusal("{\"schema\": \"snapdiff/report/1\", \"site_depth\": 1e999}");
+    CHECK(e.file() == "rank3.json");
+    CHECK(std::string(e.what()).find("unreadable JSON") != std::string::npos);
+  }
   SECTION("valid JSON that is not a report") {
     for (const char* text : {"[1, 2, 3]", "{\"traceEvents\": []}", "\"snapdiff\"", "{\"schema\": \"snapdiff/diff/1\"}",
                              "{\"schema\": 7}"}) {

@@ -958,6 +958,8 @@ Report read_report_json(std::string_view text, const std::string& name) {
       doc = J::parse(text.begin(), text.end());
     } catch (const J::parse_error& e) {
       throw InputError(uint64_t(e.byte > 0 ? e.byte - 1 : 0), std::string("malformed JSON: ") + e.what());
+    } catch (const J::exception& e) {  // a number too large for a double (out_of_range.406)
+      throw InputError(std::string("$"), std::string("unreadable JSON: ") + e.what());
     }
     const In root(doc, "$");
     if (!doc.is_object() || !doc.contains("schema"))
