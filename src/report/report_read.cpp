@@ -176,15 +176,14 @@ int category_index(const In& j, const std::vector<std::string>& names) {
   j.fail("unknown category '" + n + "'");
 }
 
-// A category -> bytes object, in the device's category order.
+// A category -> bytes object, in the device's category order (the writer
+// stops at the shorter of the names and the figures: a prefix of the names).
 std::vector<int64_t> read_categories(const In& j, const std::vector<std::string>& names) {
-  std::vector<int64_t> v(names.size(), 0);
-  size_t i = 0;
+  std::vector<int64_t> v;
   j.items([&](const std::string& key, const In& x) {
-    if (i >= names.size() || names[i] != key) x.fail("unexpected category '" + key + "'");
-    v[i++] = x.i64();
+    if (v.size() >= names.size() || names[v.size()] != key) x.fail("unexpected category '" + key + "'");
+    v.push_back(x.i64());
   });
-  if (i != names.size()) j.fail("expected " + std::to_string(names.size()) + " categories");
   return v;
 }
 template <class T, class Get>
@@ -898,7 +897,8 @@ void read_explain(const In& j, Report& r) {
 
 Report read_report(const In& j) {
   const In schema = j["schema"];
-  if (schema.s() != "snapdiff/report/1") schema.fail("not a snapdiff report: schema \"" + schema.s() + "\" (this build reads \"snapdiff/report/1\")");
+  if (schema.s() != "snapdiff/report/1")
+    schema.fail("a snapdiff report of schema \"" + schema.s() + "\", which this build does not read (it reads \"snapdiff/report/1\")");
   Report r;
   r.site_depth = j["site_depth"].size_value();
   read_input(j["input"], r);
