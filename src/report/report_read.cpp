@@ -8,6 +8,8 @@
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <simdjson.h>
+#include <vector>
 
 #include "snapdiff/error.hpp"
 #include "util/json_depth.hpp"
@@ -16,51 +18,66 @@ namespace snapdiff {
 
 namespace {
 
-using J = nlohmann::ordered_json;
+// simdjson's DOM holds the document (parsed in one pass, keys in their
+// order); nlohmann only tells where malformed JSON goes wrong.
+using E = simdjson::dom::element;
+using simdjson::dom::element_type;
 
 // A JSON value and its path ("$.devices[0].peak"): every read checks the
 // type and names the path when it is wrong.
 class In {
  public:
-  In(const J& v, std::string path) : v_(&v), path_(std::move(path)) {}
+  In(E v, std::string path) : v_(v), path_(std::move(path)) {}
 
   [[noreturn]] void fail(const std::string& what) const { throw InputError(path_, what); }
   const std::string& path() const { return path_; }
-  bool null() const { return v_->is_null(); }
+  bool null() const { return v_.is_null(); }
 
   // A member that must be there.
   In operator[](const char* key) const {
-    object();
-    auto it = v_->find(key);
-    if (it == v_->end()) throw InputError(path_ + "." + key, "missing");
-    return In(*it, path_ + "." + key);
+    E x;
+    if (object().at_key(key).get(x) != simdjson::SUCCESS) throw InputError(path_ + "." + key, "missing");
+    return In(x, path_ + "." + key);
   }
-  bool has(const char* key) const { return object().contains(key); }
-  In at(size_t i) const { return In((*v_)[i], path_ + "[" + std::to_string(i) + "]"); }
+  bool has(const char* key) const {
+    E x;
+    return object().at_key(key).get(x) == simdjson::SUCCESS;
+  }
   size_t size() const { return array().size(); }
+  // An array's elements in order, with their paths.
   template <class F>
   void each(F f) const {
-    const size_t n = size();
-    for (size_t i = 0; i < n; ++i) f(at(i));
+    size_t i = 0;
+    for (E x : array()) f(In(x, path_ + "[" + std::to_string(i++) + "]"));
+  }
+  // The elements of an array of exactly n.
+  std::vector<In> elements(size_t n) const {
+    std::vector<In> v;
+    each([&](const In& x) { v.push_back(x); });
+    if (v.size() != n) fail("expected " + std::to_string(n) + " elements");
+    return v;
   }
   // An object's members in their order.
   template <class F>
   void items(F f) const {
-    for (auto it = object().begin(); it != v_->end(); ++it) f(it.key(), In(it.value(), path_ + "." + it.key()));
+    for (simdjson::dom::key_value_pair kv : object()) {
+      const std::string key(kv.key);
+      f(key, In(kv.value, path_ + "." + key));
+    }
   }
 
   int64_t i64() const {
-    if (v_->is_number_unsigned()) {
-      const uint64_t u = v_->get<uint64_t>();
-      if (u > uint64_t(std::numeric_limits<int64_t>::max())) fail("integer out of range");
-      return int64_t(u);
-    }
-    if (!v_->is_number_integer()) fail("expected an integer");
-    return v_->get<int64_t>();
+    if (v_.type() == element_type::INT64) return int64_t(v_.get_int64());
+    if (v_.type() == element_type::UINT64) fail("integer out of range");
+    fail("expected an integer");
   }
   uint64_t u64() const {
-    if (v_->is_number_unsigned()) return v_->get<uint64_t>();
-    if (v_->is_number_integer()) fail("expected an integer of 0 or more");
+    if (v_.type() == element_type::UINT64) return uint64_t(v_.get_uint64());
+    if (v_.type() == element_type::INT64) {
+      const int64_t x = int64_t(v_.get_int64());
+      if (x < 0) fail("expected an integer of 0 or more");
+      return uint64_t(x);
+    }
     fail("expected an integer");
   }
   int i32() const {
@@ -70,16 +87,17 @@ class In {
   }
   size_t size_value() const { return size_t(u64()); }
   double f64() const {
-    if (!v_->is_number()) fail("expected a number");
-    return v_->get<double>();
+    double d;
+    if (!v_.is_number() || v_.get_double().get(d) != simdjson::SUCCESS) fail("expected a number");
+    return d;
   }
   bool b() const {
-    if (!v_->is_boolean()) fail("expected true or false");
-    return v_->get<bool>();
+    if (v_.type() != element_type::BOOL) fail("expected true or false");
+    return bool(v_.get_bool());
   }
   std::string s() const {
-    if (!v_->is_string()) fail("expected a string");
-    return v_->get_ref<const std::string&>();
+    if (v_.type() != element_type::STRING) fail("expected a string");
+    return std::string(std::string_view(v_.get_string()));
   }
   // Nullable: null gives `none`.
   int64_t i64_or(int64_t none) const { return null() ? none : i64(); }
@@ -102,15 +120,17 @@ class In {
   }
 
  private:
-  const J& object() const {
-    if (!v_->is_object()) fail("expected an object");
-    return *v_;
+  simdjson::dom::object object() const {
+    simdjson::dom::object o;
+    if (v_.get_object().get(o) != simdjson::SUCCESS) fail("expected an object");
+    return o;
   }
-  const J& array() const {
-    if (!v_->is_array()) fail("expected an array");
-    return *v_;
+  simdjson::dom::array array() const {
+    simdjson::dom::array a;
+    if (v_.get_array().get(a) != simdjson::SUCCESS) fail("expected an array");
+    return a;
   }
-  const J* v_;
+  E v_;
   std::string path_;
 };
 
@@ -488,9 +508,9 @@ Growth read_growth(const In& j) {
   g.deltas = j["deltas"].i32();
   const In judged = j["judged_iterations"];
   if (!judged.null()) {
-    if (judged.size() != 2) judged.fail("expected [first, last]");
-    g.judged_first = judged.at(0).i32();
-    g.judged_last = judged.at(1).i32();
+    const std::vector<In> fl = judged.elements(2);
+    g.judged_first = fl[0].i32();
+    g.judged_last = fl[1].i32();
   }
   g.unjudged = j["unjudged_iterations"].i32();
   g.retained_per_iteration = j["retained_per_iteration_bytes"].i64();
@@ -585,9 +605,9 @@ std::vector<PoolUsage> read_pools(const In& j) {
   j.each([&](const In& p) {
     PoolUsage u;
     const In id = p["id"];
-    if (id.size() != 2) id.fail("expected two integers");
-    u.id[0] = id.at(0).i64();
-    u.id[1] = id.at(1).i64();
+    const std::vector<In> ids = id.elements(2);
+    u.id[0] = ids[0].i64();
+    u.id[1] = ids[1].i64();
     u.segments = p["segments"].u64();
     u.reserved = p["reserved_bytes"].i64();
     u.allocated = p["allocated_bytes"].i64();
@@ -905,10 +925,9 @@ Report read_report(const In& j) {
   read_allocator_settings(j["allocator_settings"], r.allocator_settings);
   j["devices"].each([&](const In& d) { r.devices.push_back(read_device(d)); });
   // The input's device list and the top peak's device name the same devices.
-  const In listed = j["input"]["devices"];
-  if (listed.size() != r.devices.size()) listed.fail("expected one entry per device");
+  const std::vector<In> listed = j["input"]["devices"].elements(r.devices.size());
   for (size_t i = 0; i < r.devices.size(); ++i)
-    if (listed.at(i).i32() != r.devices[i].device) listed.at(i).fail("disagrees with $.devices");
+    if (listed[i].i32() != r.devices[i].device) listed[i].fail("disagrees with $.devices");
   if (!r.devices.empty()) {
     const In top = j["peak"]["device"];
     const int dev = top.i32();
@@ -953,21 +972,28 @@ Report read_report(const In& j) {
 Report read_report_json(std::string_view text, const std::string& name) {
   try {
     detail::check_json_depth(text);
-    J doc;
-    try {
-      doc = J::parse(text.begin(), text.end());
-    } catch (const J::parse_error& e) {
-      throw InputError(uint64_t(e.byte > 0 ? e.byte - 1 : 0), std::string("malformed JSON: ") + e.what());
-    } catch (const J::exception& e) {  // a number too large for a double (out_of_range.406)
-      throw InputError(std::string("$"), std::string("unreadable JSON: ") + e.what());
+    // One parser per thread, reused: a reduce step reads thousands of summaries.
+    thread_local simdjson::dom::parser parser;
+    E doc;
+    if (const auto error = parser.parse(text.data(), text.size()).get(doc); error != simdjson::SUCCESS) {
+      // Where it goes wrong, from a parser that says.
+      try {
+        const nlohmann::json checked = nlohmann::json::parse(text.begin(), text.end());
+        (void)checked;
+      } catch (const nlohmann::json::parse_error& e) {
+        throw InputError(uint64_t(e.byte > 0 ? e.byte - 1 : 0), std::string("malformed JSON: ") + e.what());
+      } catch (const nlohmann::json::exception& e) {  // a number too large for a double (out_of_range.406)
+        throw InputError(std::string("$"), std::string("unreadable JSON: ") + e.what());
+      }
+      throw InputError(std::string("$"), std::string("unreadable JSON: ") + simdjson::error_message(error));
     }
     const In root(doc, "$");
-    if (!doc.is_object() || !doc.contains("schema"))
+    E schema;
+    if (!doc.is_object() || doc.at_key("schema").get(schema) != simdjson::SUCCESS)
       root.fail(std::string("not a snapdiff report: ") +
                 (doc.is_object() ? "a JSON object without a \"schema\" key" : "not a JSON object"));
-    const J& schema = doc.at("schema");
-    if (!schema.is_string() || schema.get_ref<const std::string&>().rfind("snapdiff/report/", 0) != 0)
-      In(schema, "$.schema").fail("not a snapdiff report: its schema is " + schema.dump());
+    if (!schema.is_string() || std::string_view(schema.get_string()).rfind("snapdiff/report/", 0) != 0)
+      In(schema, "$.schema").fail("not a snapdiff report: its schema is " + simdjson::minify(schema));
     return read_report(root);
   } catch (InputError& e) {
     e.set_file(name);
