@@ -49,4 +49,10 @@ const std::vector<CatalogueEntry>& catalogue() {
 
 const CatalogueEntry& catalogue_entry(Code c) { return catalogue()[size_t(c)]; }
 
+bool code_from_name(std::string_view name, Code* out) {
+  for (const CatalogueEntry& e : catalogue())
+    if (e.name == name) return *out = e.code, true;
+  return false;
+}
+
 }  // namespace snapdiff

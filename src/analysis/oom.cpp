@@ -20,6 +20,12 @@ const char* oom_cause_name(OomCause c) {
   return "device_full";
 }
 
+bool oom_cause_from_name(std::string_view name, OomCause* out) {
+  for (OomCause c : {OomCause::Fragmentation, OomCause::ProcessCap, OomCause::OtherProcesses, OomCause::DeviceFull})
+    if (name == oom_cause_name(c)) return *out = c, true;
+  return false;
+}
+
 namespace detail {
 
 namespace {

@@ -46,6 +46,12 @@ const char* truncation_name(Truncation t) {
   return "unknown";
 }
 
+bool truncation_from_name(std::string_view name, Truncation* out) {
+  for (Truncation t : {Truncation::None, Truncation::LateStart, Truncation::Wrapped, Truncation::Unknown})
+    if (name == truncation_name(t)) return *out = t, true;
+  return false;
+}
+
 uint64_t allocator_round_size(uint64_t size, const AllocatorSettings& s) {
   if (size < kMinBlock) return kMinBlock;
   uint64_t divisions = 0;

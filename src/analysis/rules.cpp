@@ -35,6 +35,12 @@ const char* phase_name(Phase p) {
   return "other";
 }
 
+bool phase_from_name(std::string_view name, Phase* out) {
+  for (Phase p : {Phase::Init, Phase::Forward, Phase::Backward, Phase::Optimizer, Phase::Other, Phase::PreTrace})
+    if (name == phase_name(p)) return *out = p, true;
+  return false;
+}
+
 namespace {
 
 using J = nlohmann::json;

@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "report/facts_json.hpp"
 #include "report/format.hpp"
 #include "report/oom_report.hpp"
 #include "report/profiler_report.hpp"
@@ -12,42 +13,15 @@ namespace snapdiff {
 namespace {
 
 using J = nlohmann::ordered_json;
-
-J frame_json(const FrameRef& f) {
-  J j;
-  j["name"] = f.name;
-  j["file"] = f.file;
-  if (f.line >= 0) j["line"] = f.line;
-  else j["line"] = nullptr;
-  return j;
-}
+using detail::counters_json;
+using detail::frame_json;
+using detail::truncation_evidence_json;
 
 J peak_json(const PeakPoint& p) {
   J j;
   j["bytes"] = p.bytes;
   j["event_index"] = p.event_index;
   j["time_us"] = p.time_us == kNoTime ? J(nullptr) : J(p.time_us);
-  return j;
-}
-
-J counters_json(const Counters& c) {
-  J j;
-  j["requested_bytes"] = c.requested;
-  j["allocated_bytes"] = c.allocated;
-  j["reserved_bytes"] = c.reserved;
-  j["active_bytes"] = c.active;
-  return j;
-}
-
-// What a truncated history lacks and the evidence it was told from.
-J truncation_evidence_json(const TruncationEvidence& e) {
-  J j;
-  j["entries"] = e.entries;
-  j["max_entries"] = e.max_entries >= 0 ? J(e.max_entries) : J(nullptr);
-  j["entries_round"] = e.entries_round;
-  j["head_orphan_free"] = e.head_orphan_free;
-  j["framed_early_blocks"] = e.framed_early_blocks;
-  j["dropped_mid_history"] = e.dropped_mid_history;
   return j;
 }
 
@@ -146,8 +120,10 @@ J kernel_json(const std::optional<KernelRef>& k) {
   j["name"] = k->name;
   j["time_us"] = k->time_us == kNoTime ? J(nullptr) : J(k->time_us);
   j["stream"] = k->stream;
+  j["display"] = k->display;
+  j["scope"] = k->scope;
   j["stack"] = J::array();
-  for (const FrameRef& f : k->stack) j["stack"].push_back(frame_json(f));
+  for (const FrameRef& f : k->stack) j["stack"].push_back(frame_json(f, false));
   return j;
 }
 
@@ -173,7 +149,7 @@ J device_peak(const DeviceView& d, bool kernels) {
     e["size"] = d.peak_event.size;
     e["addr"] = d.peak_event.addr;
     e["stream"] = d.peak_event.stream;
-    e["user_frame"] = d.peak_user_frame ? frame_json(*d.peak_user_frame) : J(nullptr);
+    e["user_frame"] = d.peak_user_frame ? frame_json(*d.peak_user_frame, true) : J(nullptr);
     p["reached_by"] = e;
   } else {
     p["reached_by"] = nullptr;
@@ -196,9 +172,10 @@ J site_json(const SiteRow& s) {
   sj["alloc_iteration"] = s.alloc_iteration;
   sj["free_phase"] = s.freed ? J(phase_name(s.free_phase)) : J(nullptr);
   sj["free_iteration"] = s.freed ? J(s.free_iteration) : J(nullptr);
-  sj["user_frame"] = s.site.user ? frame_json(*s.site.user) : J(nullptr);
+  sj["user_frame"] = s.site.user ? frame_json(*s.site.user, false) : J(nullptr);
   sj["stack"] = J::array();
-  for (const FrameRef& f : s.site.stack) sj["stack"].push_back(frame_json(f));
+  for (const FrameRef& f : s.site.stack) sj["stack"].push_back(frame_json(f, false));
+  detail::site_path_json(sj, s.site);
   return sj;
 }
 
@@ -279,6 +256,15 @@ std::string render_json(const Report& r) {
                      {"count", d.other_sites.count}};
     dj["live_at_peak"] = live;
     dj["categories"] = categories_json(d.category_names, d.categories);
+    {
+      J allocs = J::object(), sites = J::object();
+      for (size_t i = 0; i < d.category_names.size(); ++i) {
+        if (i < d.category_allocations.size()) allocs[d.category_names[i]] = d.category_allocations[i];
+        if (i < d.category_sites.size()) sites[d.category_names[i]] = d.category_sites[i];
+      }
+      dj["category_allocations"] = std::move(allocs);
+      dj["category_sites"] = std::move(sites);
+    }
     dj["phase_evidence"] = d.phase_evidence;
     dj["iterations"] = d.iterations;
     dj["phases"] = phases_json(d);
@@ -289,7 +275,10 @@ std::string render_json(const Report& r) {
     for (const SiteRow& s : d.unknown_sites) unk.push_back(site_json(s));
     dj["unknown_at_peak"] = std::move(unk);
     J fnd = J::array();
-    for (const Finding& f : d.findings) fnd.push_back({{"kind", std::string(code_name(f.code))}, {"message", finding_text(f)}, {"bytes", f.bytes}});
+    for (const Finding& f : d.findings) fnd.push_back({{"kind", std::string(code_name(f.code))},
+                    {"message", finding_text(f)},
+                    {"bytes", f.bytes},
+                    {"facts", detail::finding_facts_json(f)}});
     dj["findings"] = std::move(fnd);
     const Fragmentation& f = d.frag;
     J classes = J::array();
@@ -366,7 +355,7 @@ std::string render_json(const Report& r) {
     ex["query"] = r.explain_query;
     ex["matches"] = r.explain_total;
     ex["items"] = J::array();
-    for (const ExplainItem& it : r.explain)
+    for (const ExplainItem& it : r.explain) {
       ex["items"].push_back({{"device", it.device},
                              {"addr", it.addr},
                              {"requested_bytes", it.requested},
@@ -379,11 +368,18 @@ std::string render_json(const Report& r) {
                              {"alloc_phase", phase_name(it.alloc_phase)},
                              {"alloc_iteration", it.alloc_iteration},
                              {"free_event", it.free_event == INT64_MAX ? J(nullptr) : J(it.free_event)},
-                             {"free_phase", it.free_event == INT64_MAX ? J(nullptr) : J(phase_name(it.free_phase))}});
+                             {"free_phase", it.free_event == INT64_MAX ? J(nullptr) : J(phase_name(it.free_phase))},
+                             {"free_iteration", it.free_event == INT64_MAX ? J(nullptr) : J(it.free_iteration)}});
+      detail::site_path_json(ex["items"].back(), it.site);
+    }
     j["explain"] = ex;
   }
+  j["site_depth"] = r.site_depth;  // the --depth of the site rows' paths (read back by report_read.cpp)
   j["warnings"] = J::array();
-  for (const Warning& w : r.warnings) j["warnings"].push_back({{"code", std::string(code_name(w.code))}, {"message", warning_text(w)}});
+  for (const Warning& w : r.warnings) j["warnings"].push_back({{"code", std::string(code_name(w.code))},
+                             {"message", warning_text(w)},
+                             {"device", w.device},
+                             {"facts", detail::warning_facts_json(w)}});
   // Names are bytes: invalid UTF-8 in one becomes U+FFFD, and the controls
   // JSON lets stand raw are written as \u escapes (docs/reliability.md).
   return detail::json_safe(j.dump(2, ' ', false, J::error_handler_t::replace)) + "\n";

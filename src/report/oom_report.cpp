@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "report/facts_json.hpp"
 #include "report/format.hpp"
 #include "report/text_util.hpp"
 #include "snapdiff/model/frame_names.hpp"
@@ -246,9 +247,10 @@ J stack_json(const std::vector<FrameRef>& stack) {
 
 }  // namespace
 
-J oom_json(const Report& r) {
-  if (r.ooms.empty()) return nullptr;
-  const OomView& v = r.ooms.front();
+namespace {
+
+// One device's first OOM.
+J oom_view_json(const OomView& v) {
   J j;
   j["device"] = v.device;
   j["errors"] = v.errors;
@@ -258,7 +260,7 @@ J oom_json(const Report& r) {
   j["phase"] = phase_name(v.phase);
   j["iteration"] = v.iteration;
   j["stream"] = v.stream;
-  j["user_frame"] = v.user_frame ? frame_json(*v.user_frame) : J(nullptr);
+  j["user_frame"] = v.user_frame ? detail::frame_json(*v.user_frame, true) : J(nullptr);
   j["stack"] = stack_json(v.site.stack);
   j["requested_bytes"] = v.request;
   j["segment_bytes"] = v.segment_size;
@@ -291,8 +293,12 @@ J oom_json(const Report& r) {
   J cats = J::object();
   for (size_t i = 0; i < v.category_names.size() && i < v.categories.size(); ++i) cats[v.category_names[i]] = v.categories[i];
   live["categories"] = std::move(cats);
+  J allocs = J::object();
+  for (size_t i = 0; i < v.category_names.size() && i < v.category_allocations.size(); ++i)
+    allocs[v.category_names[i]] = v.category_allocations[i];
+  live["category_allocations"] = std::move(allocs);
   live["sites"] = J::array();
-  for (const SiteRow& s : v.sites)
+  for (const SiteRow& s : v.sites) {
     live["sites"].push_back({{"requested_bytes", s.requested_bytes},
                              {"block_bytes", s.block_bytes},
                              {"count", s.count},
@@ -300,12 +306,24 @@ J oom_json(const Report& r) {
                              {"rule", s.rule >= 0 ? J(s.rule_name) : J(nullptr)},
                              {"user_frame", s.site.user ? frame_json(*s.site.user) : J(nullptr)},
                              {"stack", stack_json(s.site.stack)}});
+    site_path_json(live["sites"].back(), s.site);
+  }
   live["other"] = {{"requested_bytes", v.other_sites.requested_bytes},
                    {"block_bytes", v.other_sites.block_bytes},
                    {"count", v.other_sites.count}};
   j["live"] = std::move(live);
+  return j;
+}
+
+}  // namespace
+
+// The first device's OOM, and every other device's in "other_devices" (the
+// same fields, device and errors first).
+J oom_json(const Report& r) {
+  if (r.ooms.empty()) return nullptr;
+  J j = oom_view_json(r.ooms.front());
   J others = J::array();
-  for (size_t i = 1; i < r.ooms.size(); ++i) others.push_back({{"device", r.ooms[i].device}, {"errors", r.ooms[i].errors}});
+  for (size_t i = 1; i < r.ooms.size(); ++i) others.push_back(oom_view_json(r.ooms[i]));
   j["other_devices"] = std::move(others);
   return j;
 }

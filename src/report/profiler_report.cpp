@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "report/facts_json.hpp"
 #include "report/format.hpp"
 #include "snapdiff/model/frame_names.hpp"
 #include "snapdiff/report/report.hpp"
@@ -105,14 +106,6 @@ std::string cat_name(const DeviceView& d, int c) {
   return c >= 0 && size_t(c) < d.category_names.size() ? d.category_names[size_t(c)] : std::string("?");
 }
 
-J frame_j(const FrameRef& f) {
-  J j;
-  j["name"] = f.name;
-  j["file"] = f.file;
-  j["line"] = f.line >= 0 ? J(f.line) : J(nullptr);
-  return j;
-}
-
 J row_j(const DeviceView& d, const OpRow& r) {
   J j;
   j["op"] = r.op.empty() ? J(nullptr) : J(r.op);
@@ -120,10 +113,10 @@ J row_j(const DeviceView& d, const OpRow& r) {
   j["requested_bytes"] = r.bytes;
   j["count"] = r.count;
   j["category"] = r.category >= 0 ? J(cat_name(d, r.category)) : J(nullptr);
-  j["python_frame"] = r.python_frame ? frame_j(*r.python_frame) : J(nullptr);
+  j["python_frame"] = r.python_frame ? frame_json(*r.python_frame, true) : J(nullptr);
   j["caller"] = r.caller.empty() ? J(nullptr) : J(r.caller);
   J st = J::array();
-  for (const FrameRef& f : r.stack_frames) st.push_back(frame_j(f));
+  for (const FrameRef& f : r.stack_frames) st.push_back(frame_json(f, false));
   j["stack"] = st;
   return j;
 }
@@ -403,6 +396,7 @@ J profiler_input_json(const Report& r) {
   j["ops"] = r.ops;
   j["cpu_memory_events"] = r.host_memory_events;
   j["cpu_memory_peak_bytes"] = r.host_peak_bytes;
+  j["trace"] = r.profiler_trace;
   return j;
 }
 
@@ -419,6 +413,8 @@ J ops_json(const DeviceView& d) {
   j["by_op_other"] = {{"requested_bytes", d.other_ops.bytes}, {"count", d.other_ops.count}};
   j["by_kernel"] = ks;
   j["by_kernel_other"] = {{"requested_bytes", d.other_kernels.bytes}, {"count", d.other_kernels.count}};
+  j["by_op_rows"] = d.ops_rows;
+  j["by_kernel_rows"] = d.kernel_rows;
   return j;
 }
 

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "snapdiff/model/frames.hpp"
@@ -24,6 +25,8 @@ namespace snapdiff {
 
 enum class Phase : uint8_t { Init, Forward, Backward, Optimizer, Other, PreTrace };
 const char* phase_name(Phase p);
+// The inverse of phase_name(); false for a name it does not write.
+bool phase_from_name(std::string_view name, Phase* out);
 constexpr int kPhaseCount = 6;
 
 // Built-in categories, in report order; rules may add their own names.

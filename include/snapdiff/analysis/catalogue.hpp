@@ -51,5 +51,7 @@ struct CatalogueEntry {
 const std::vector<CatalogueEntry>& catalogue();
 const CatalogueEntry& catalogue_entry(Code c);
 inline std::string_view code_name(Code c) { return catalogue_entry(c).name; }
+// The inverse of code_name(); false for a name the catalogue does not hold.
+bool code_from_name(std::string_view name, Code* out);
 
 }  // namespace snapdiff

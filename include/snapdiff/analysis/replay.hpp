@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "snapdiff/model/model.hpp"
@@ -38,6 +39,8 @@ enum class Truncation : uint8_t {
   Unknown,    // partial, and the file cannot tell which of the two
 };
 const char* truncation_name(Truncation t);  // "none", "late_start", "wrapped", "unknown"
+// The inverse of truncation_name(); false for a name it does not write.
+bool truncation_from_name(std::string_view name, Truncation* out);
 
 // The evidence truncation was decided on.
 struct TruncationEvidence {

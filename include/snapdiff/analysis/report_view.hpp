@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -340,6 +341,8 @@ enum class OomCause : uint8_t {
   DeviceFull,      // CUDA had no room, and the allocator held most of it (or the device's total is unknown)
 };
 const char* oom_cause_name(OomCause c);  // "fragmentation", "process_cap", "other_processes", "device_full"
+// The inverse of oom_cause_name(); false for a name it does not write.
+bool oom_cause_from_name(std::string_view name, OomCause* out);
 
 // The first OOM of a device: what was asked, what the allocator held, what
 // CUDA said was free, the cause, and what was live.

@@ -3,7 +3,13 @@
 // of one rank, read by the reduce step (`snapdiff ranks`).
 //
 // Lossless for what the renderers show: render_json(read_report_json(
-// render_json(r))) == render_json(r), and render_text() likewise.
+// render_json(r))) == render_json(r), and render_text() likewise (a test
+// holds both for every input in the repository, docs/formats.md "Reading a
+// report's JSON back"). Ids that point into a Trace are not in the JSON and
+// are left unset: SiteRow::stack and ::rule (0 when the row has a rule; its
+// name is read), OpRow::python and ::stack, ExplainItem::stack, and the
+// FrameRef::label of frames inside stacks (the labels the text report
+// prints are read: user frames, call sites, site paths).
 #pragma once
 
 #include <string>

@@ -1,0 +1,1004 @@
+// The report view read back from the JSON render_json() writes: the inverse
+// of json_report.cpp (and of the JSON parts of oom_report.cpp,
+// profiler_report.cpp and facts_json.cpp), one reader per writer. Ids that
+// point into a Trace (StackId, FrameId, rule indices) are not in the JSON and
+// stay unset; what the renderers show comes back whole.
+#include "snapdiff/report/report_read.hpp"
+
+#include <cstring>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <simdjson.h>
+#include <vector>
+
+#include "snapdiff/error.hpp"
+#include "util/json_depth.hpp"
+
+namespace snapdiff {
+
+namespace {
+
+// simdjson's DOM holds the document (parsed in one pass, keys in their
+// order); nlohmann only tells where malformed JSON goes wrong.
+using E = simdjson::dom::element;
+using simdjson::dom::element_type;
+
+// A JSON value and its path ("$.devices[0].peak"): every read checks the
+// type and names the path when it is wrong.
+class In {
+ public:
+  In(E v, std::string path) : v_(v), path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const std::string& what) const { throw InputError(path_, what); }
+  const std::string& path() const { return path_; }
+  bool null() const { return v_.is_null(); }
+
+  // A member that must be there.
+  In operator[](const char* key) const {
+    E x;
+    if (object().at_key(key).get(x) != simdjson::SUCCESS) throw InputError(path_ + "." + key, "missing");
+    return In(x, path_ + "." + key);
+  }
+  bool has(const char* key) const {
+    E x;
+    return object().at_key(key).get(x) == simdjson::SUCCESS;
+  }
+  size_t size() const { return array().size(); }
+  // An array's elements in order, with their paths.
+  template <class F>
+  void each(F f) const {
+    size_t i = 0;
+    for (E x : array()) f(In(x, path_ + "[" + std::to_string(i++) + "]"));
+  }
+  // The elements of an array of exactly n.
+  std::vector<In> elements(size_t n) const {
+    std::vector<In> v;
+    each([&](const In& x) { v.push_back(x); });
+    if (v.size() != n) fail("expected " + std::to_string(n) + " elements");
+    return v;
+  }
+  // An object's members in their order.
+  template <class F>
+  void items(F f) const {
+    for (simdjson::dom::key_value_pair kv : object()) {
+      const std::string key(kv.key);
+      f(key, In(kv.value, path_ + "." + key));
+    }
+  }
+
+  int64_t i64() const {
+    if (v_.type() == element_type::INT64) return int64_t(v_.get_int64());
+    if (v_.type() == element_type::UINT64) fail("integer out of range");
+    fail("expected an integer");
+  }
+  uint64_t u64() const {
+    if (v_.type() == element_type::UINT64) return uint64_t(v_.get_uint64());
+    if (v_.type() == element_type::INT64) {
+      const int64_t x = int64_t(v_.get_int64());
+      if (x < 0) fail("expected an integer of 0 or more");
+      return uint64_t(x);
+    }
+    fail("expected an integer");
+  }
+  int i32() const {
+    const int64_t v = i64();
+    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) fail("integer out of range");
+    return int(v);
+  }
+  size_t size_value() const { return size_t(u64()); }
+  double f64() const {
+    double d;
+    if (!v_.is_number() || v_.get_double().get(d) != simdjson::SUCCESS) fail("expected a number");
+    return d;
+  }
+  bool b() const {
+    if (v_.type() != element_type::BOOL) fail("expected true or false");
+    return bool(v_.get_bool());
+  }
+  std::string s() const {
+    if (v_.type() != element_type::STRING) fail("expected a string");
+    return std::string(std::string_view(v_.get_string()));
+  }
+  // Nullable: null gives `none`.
+  int64_t i64_or(int64_t none) const { return null() ? none : i64(); }
+  std::string s_or_empty() const { return null() ? std::string() : s(); }
+
+  Phase phase() const {
+    Phase p;
+    if (!phase_from_name(s(), &p)) fail("unknown phase '" + s() + "'");
+    return p;
+  }
+  Truncation truncation() const {
+    Truncation t;
+    if (!truncation_from_name(s(), &t)) fail("unknown truncation '" + s() + "'");
+    return t;
+  }
+  Code code() const {
+    Code c;
+    if (!code_from_name(s(), &c)) fail("unknown code '" + s() + "'");
+    return c;
+  }
+
+ private:
+  simdjson::dom::object object() const {
+    simdjson::dom::object o;
+    if (v_.get_object().get(o) != simdjson::SUCCESS) fail("expected an object");
+    return o;
+  }
+  simdjson::dom::array array() const {
+    simdjson::dom::array a;
+    if (v_.get_array().get(a) != simdjson::SUCCESS) fail("expected an array");
+    return a;
+  }
+  E v_;
+  std::string path_;
+};
+
+// ---- Shared records -------------------------------------------------------
+
+FrameRef read_frame(const In& j) {
+  FrameRef f;
+  f.name = j["name"].s();
+  f.file = j["file"].s();
+  f.line = j["line"].i64_or(kNoLine);
+  if (j.has("label")) f.label = j["label"].s();
+  return f;
+}
+std::optional<FrameRef> read_opt_frame(const In& j) {
+  if (j.null()) return std::nullopt;
+  return read_frame(j);
+}
+std::vector<FrameRef> read_stack(const In& j) {
+  std::vector<FrameRef> v;
+  v.reserve(j.size());
+  j.each([&](const In& f) { v.push_back(read_frame(f)); });
+  return v;
+}
+void read_site_path(const In& j, SiteFrames& s) {
+  j["path"].each([&](const In& p) { s.path.push_back(p.s()); });
+  s.callee = j["callee"].s_or_empty();
+}
+
+PeakPoint read_peak_point(const In& j) {
+  PeakPoint p;
+  p.bytes = j["bytes"].i64();
+  p.event_index = j["event_index"].i64();
+  p.time_us = j["time_us"].i64_or(kNoTime);
+  return p;
+}
+
+Counters read_counters(const In& j) {
+  Counters c;
+  c.requested = j["requested_bytes"].i64();
+  c.allocated = j["allocated_bytes"].i64();
+  c.reserved = j["reserved_bytes"].i64();
+  c.active = j["active_bytes"].i64();
+  return c;
+}
+
+TruncationEvidence read_truncation_evidence(const In& j) {
+  TruncationEvidence e;
+  e.entries = j["entries"].u64();
+  e.max_entries = j["max_entries"].i64_or(-1);
+  e.entries_round = j["entries_round"].b();
+  e.head_orphan_free = j["head_orphan_free"].b();
+  e.framed_early_blocks = j["framed_early_blocks"].u64();
+  e.dropped_mid_history = j["dropped_mid_history"].u64();
+  return e;
+}
+
+// The index of a category by its name (-1 for null).
+int category_index(const In& j, const std::vector<std::string>& names) {
+  if (j.null()) return -1;
+  const std::string n = j.s();
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == n) return int(i);
+  j.fail("unknown category '" + n + "'");
+}
+
+// A category -> bytes object, in the device's category order (the writer
+// stops at the shorter of the names and the figures: a prefix of the names).
+std::vector<int64_t> read_categories(const In& j, const std::vector<std::string>& names) {
+  std::vector<int64_t> v;
+  j.items([&](const std::string& key, const In& x) {
+    if (v.size() >= names.size() || names[v.size()] != key) x.fail("unexpected category '" + key + "'");
+    v.push_back(x.i64());
+  });
+  return v;
+}
+template <class T, class Get>
+std::vector<T> read_by_category(const In& j, const std::vector<std::string>& names, Get get) {
+  std::vector<T> v(names.size(), T{});
+  j.items([&](const std::string& key, const In& x) {
+    size_t i = 0;
+    while (i < names.size() && names[i] != key) ++i;
+    if (i == names.size()) x.fail("unknown category '" + key + "'");
+    v[i] = get(x);
+  });
+  return v;
+}
+
+// ---- Findings and warnings (facts_json.cpp) -------------------------------
+
+PeakFacts read_peak_facts(const In& j) {
+  PeakFacts x;
+  x.peak = j["peak_bytes"].i64();
+  x.phase = j["phase"].phase();
+  x.iteration = j["iteration"].i32();
+  x.truncated = j["truncated"].b();
+  j["parts"].each([&](const In& p) {
+    x.parts.push_back({p["category"].s(), p["bytes"].i64(), p["kept_from_iteration"].i32()});
+  });
+  return x;
+}
+OptimizerStepFacts read_step_facts(const In& j) {
+  OptimizerStepFacts x;
+  x.iteration = j["iteration"].i32();
+  x.rise = j["rise_bytes"].i64();
+  x.new_state = j["new_state_bytes"].i64();
+  x.similar = j["similar_steps"].size_value();
+  x.steps = j["steps"].size_value();
+  x.temporaries = j["temporaries_bytes"].i64();
+  x.gradients = j["gradients_bytes"].i64();
+  x.site = j["site"].s();
+  x.site_callee = j["site_callee"].s();
+  return x;
+}
+UnknownFacts read_unknown_facts(const In& j) {
+  UnknownFacts x;
+  x.unknown = j["unknown_bytes"].i64();
+  x.before_profiler = j["before_profiler_bytes"].i64();
+  x.timeline_placed = j["timeline_placed_bytes"].i64();
+  return x;
+}
+GrowthFacts read_growth_facts(const In& j) {
+  GrowthFacts x;
+  x.measured = j["measured"].b();
+  x.per_iteration = j["per_iteration_bytes"].i64();
+  x.first_iteration = j["first_iteration"].i32();
+  x.last_iteration = j["last_iteration"].i32();
+  x.judged_first = j["judged_first"].i32();
+  x.judged_last = j["judged_last"].i32();
+  x.unjudged = j["unjudged"].i32();
+  j["sites"].each([&](const In& s) {
+    GrowthFacts::Site site;
+    site.site = s["site"].s();
+    site.model_frame = s["model_frame"].s();
+    site.phase = s["phase"].phase();
+    site.bytes_per_iteration = s["bytes_per_iteration"].i64();
+    site.count_per_iteration = s["count_per_iteration"].u64();
+    site.iterations = s["iterations"].i32();
+    x.sites.push_back(std::move(site));
+  });
+  x.more_sites = j["more_sites"].size_value();
+  x.retained_per_iteration = j["retained_per_iteration_bytes"].i64();
+  x.leaked_at_peak = j["leaked_at_peak_bytes"].i64();
+  return x;
+}
+DiffPeakFacts read_diff_peak_facts(const In& j) {
+  DiffPeakFacts x;
+  x.a = j["a_bytes"].i64();
+  x.b = j["b_bytes"].i64();
+  x.a_iteration = j["a_iteration"].i32();
+  x.b_iteration = j["b_iteration"].i32();
+  x.a_phase = j["a_phase"].phase();
+  x.b_phase = j["b_phase"].phase();
+  return x;
+}
+std::vector<DiffCategoryFacts::Group> read_groups(const In& j) {
+  std::vector<DiffCategoryFacts::Group> v;
+  j.each([&](const In& g) {
+    v.push_back({g["name"].s(), g["delta_bytes"].i64(), g["sites"].size_value(), g["all_new"].b(), g["all_gone"].b()});
+  });
+  return v;
+}
+DiffCategoryFacts read_diff_category_facts(const In& j) {
+  DiffCategoryFacts x;
+  x.category = j["category"].s();
+  x.a = j["a_bytes"].i64();
+  x.b = j["b_bytes"].i64();
+  x.parameters = j["parameters"].b();
+  x.parameter_ratio = j["parameter_ratio"].f64();
+  x.a_tensors = j["a_tensors"].u64();
+  x.b_tensors = j["b_tensors"].u64();
+  x.mostly = read_groups(j["mostly"]);
+  x.offset = read_groups(j["offset"]);
+  x.has_top_site = j["has_top_site"].b();
+  x.top_delta = j["top_delta_bytes"].i64();
+  x.top_site = j["top_site"].s();
+  x.top_new = j["top_new"].b();
+  x.top_gone = j["top_gone"].b();
+  x.gradients_kept = j["gradients_kept"].b();
+  return x;
+}
+DiffStepFacts read_diff_step_facts(const In& j) {
+  return {j["a_temporaries_bytes"].i64(), j["b_temporaries_bytes"].i64(), j["a_gradients_bytes"].i64(),
+          j["b_gradients_bytes"].i64()};
+}
+DiffReservedFacts read_diff_reserved_facts(const In& j) {
+  DiffReservedFacts x;
+  x.a_reserved = j["a_reserved_bytes"].i64();
+  x.b_reserved = j["b_reserved_bytes"].i64();
+  x.a_allocated = j["a_allocated_bytes"].i64();
+  x.b_allocated = j["b_allocated_bytes"].i64();
+  x.a_free_cached = j["a_free_cached_bytes"].i64();
+  x.b_free_cached = j["b_free_cached_bytes"].i64();
+  x.a_largest_free = j["a_largest_free_block_bytes"].u64();
+  x.b_largest_free = j["b_largest_free_block_bytes"].u64();
+  return x;
+}
+
+Finding read_finding(const In& j) {
+  Finding f;
+  const In kind = j["kind"];
+  f.code = kind.code();
+  f.bytes = j["bytes"].i64();
+  const In facts = j["facts"];
+  switch (f.code) {
+    case Code::Peak: f.facts = read_peak_facts(facts); break;
+    case Code::OptimizerTransient: f.facts = read_step_facts(facts); break;
+    case Code::Unknown: f.facts = read_unknown_facts(facts); break;
+    case Code::Growth: f.facts = read_growth_facts(facts); break;
+    case Code::DiffPeak: f.facts = read_diff_peak_facts(facts); break;
+    case Code::DiffCategory: f.facts = read_diff_category_facts(facts); break;
+    case Code::DiffOptimizerTransient: f.facts = read_diff_step_facts(facts); break;
+    case Code::DiffReserved: f.facts = read_diff_reserved_facts(facts); break;
+    default: kind.fail("'" + kind.s() + "' is a warning, not a finding");
+  }
+  return f;
+}
+
+Warning read_warning(const In& j) {
+  Warning w;
+  const In code = j["code"];
+  w.code = code.code();
+  w.device = j["device"].i32();
+  const In x = j["facts"];
+  switch (w.code) {
+    case Code::ProfilerWindow: w.facts = ProfilerWindowFacts{x["allocated_before_bytes"].i64()}; break;
+    case Code::HistoryTruncated: {
+      HistoryTruncatedFacts h;
+      h.requested = x["requested_bytes"].i64();
+      h.reserved = x["reserved_bytes"].i64();
+      h.allocations = x["allocations"].u64();
+      h.allocated_estimated = x["allocated_estimated"].b();
+      h.kind = x["truncation"].truncation();
+      h.evidence = read_truncation_evidence(x["evidence"]);
+      w.facts = h;
+      break;
+    }
+    case Code::EndStateMismatch:
+      w.facts = EndStateFacts{x["truncated"].b(), read_counters(x["replay"]), read_counters(x["dump"])};
+      break;
+    case Code::ReplayInconsistent:
+      w.facts = InconsistentFacts{x["events"].u64(), x["reported_totals"].b(), x["first"].s()};
+      break;
+    case Code::Oom:
+      w.facts = OomFacts{x["errors"].u64(), x["has_first"].b(), x["first_size_bytes"].u64(), x["first_free_bytes"].u64()};
+      break;
+    case Code::NoHistory:
+    case Code::NoTimestamps:
+      if (!x.null()) x.fail("expected null");
+      break;
+    default: code.fail("'" + code.s() + "' is a finding, not a warning");
+  }
+  return w;
+}
+
+// ---- Device sections (json_report.cpp) ------------------------------------
+
+std::optional<KernelRef> read_kernel(const In& j) {
+  if (j.null()) return std::nullopt;
+  KernelRef k;
+  k.name = j["name"].s();
+  k.time_us = j["time_us"].i64_or(kNoTime);
+  k.stream = j["stream"].u64();
+  k.display = j["display"].s();
+  k.scope = j["scope"].s();
+  k.stack = read_stack(j["stack"]);
+  return k;
+}
+
+void read_device_peak(const In& p, DeviceView& d) {
+  d.peak_requested = read_peak_point(p["requested"]);
+  d.peak_allocated = read_peak_point(p["allocated"]);
+  d.peak_reserved = read_peak_point(p["reserved"]);
+  d.peak_active = read_peak_point(p["active"]);
+  // The flat figures repeat the points': they must agree.
+  auto same = [&](const char* key, int64_t v) {
+    const In x = p[key];
+    if (key[0] == 't' ? x.i64_or(kNoTime) != v : x.i64() != v) x.fail("disagrees with the peak points below it");
+  };
+  same("requested_bytes", d.peak_requested.bytes);
+  same("allocated_bytes", d.peak_allocated.bytes);
+  same("reserved_bytes", d.peak_reserved.bytes);
+  same("active_bytes", d.peak_active.bytes);
+  same("event_index", d.peak_requested.event_index);
+  same("time_us", d.peak_requested.time_us);
+  d.peak_phase = p["phase"].phase();
+  d.peak_iteration = p["iteration"].i32();
+  d.allocated_at_peak = p["allocated_bytes_at_peak"].i64();
+  d.active_at_peak = p["active_bytes_at_peak"].i64();
+  const In e = p["reached_by"];
+  if (!e.null()) {
+    d.peak_index = d.peak_requested.event_index;
+    if (d.peak_index < 0) e.fail("a peak reached by an event has an event index");
+    d.has_peak_event = true;
+    const In action = e["action"];
+    if (!parse_event_kind(action.s(), &d.peak_event.kind)) action.fail("unknown action '" + action.s() + "'");
+    d.peak_event.size = e["size"].u64();
+    d.peak_event.addr = e["addr"].u64();
+    d.peak_event.stream = e["stream"].u64();
+    d.peak_user_frame = read_opt_frame(e["user_frame"]);
+  }
+  if (p.has("kernel_before")) d.kernel_before = read_kernel(p["kernel_before"]);
+  if (p.has("kernel_after")) d.kernel_after = read_kernel(p["kernel_after"]);
+}
+
+SiteRow read_site(const In& j, const std::vector<std::string>& names) {
+  SiteRow s;
+  s.requested_bytes = j["requested_bytes"].i64();
+  s.block_bytes = j["block_bytes"].i64();
+  s.count = j["count"].u64();
+  s.category = category_index(j["category"], names);
+  if (s.category >= 0) s.category_name = names[size_t(s.category)];
+  const In rule = j["rule"];
+  if (!rule.null()) s.rule = 0, s.rule_name = rule.s();  // the rule's index is the analysis's own
+  s.alloc_phase = j["alloc_phase"].phase();
+  s.alloc_iteration = j["alloc_iteration"].i32();
+  const In free_phase = j["free_phase"];
+  s.freed = !free_phase.null();
+  if (s.freed) {
+    s.free_phase = free_phase.phase();
+    s.free_iteration = j["free_iteration"].i32();
+  } else if (!j["free_iteration"].null()) {
+    j["free_iteration"].fail("expected null (no free_phase)");
+  }
+  s.site.user = read_opt_frame(j["user_frame"]);
+  s.site.stack = read_stack(j["stack"]);
+  read_site_path(j, s.site);
+  return s;
+}
+
+SiteRow read_other_sites(const In& j) {
+  SiteRow s;
+  s.requested_bytes = j["requested_bytes"].i64();
+  s.block_bytes = j["block_bytes"].i64();
+  s.count = j["count"].u64();
+  return s;
+}
+
+std::vector<PhaseSpan> read_phases(const In& j, const std::vector<std::string>& names) {
+  std::vector<PhaseSpan> v;
+  v.reserve(j.size());
+  j.each([&](const In& p) {
+    PhaseSpan s;
+    s.iteration = p["iteration"].i32();
+    s.phase = p["phase"].phase();
+    s.start_event = p["start_event"].i64();
+    s.end_event = p["end_event"].i64();
+    s.start_requested = p["start_requested_bytes"].i64();
+    s.peak_event = p["peak_event"].i64();
+    s.peak_requested = p["peak_requested_bytes"].i64();
+    s.end_requested = p["end_requested_bytes"].i64();
+    s.start_allocated = p["start_allocated_bytes"].i64();
+    s.end_allocated = p["end_allocated_bytes"].i64();
+    s.start_reserved = p["start_reserved_bytes"].i64();
+    s.end_reserved = p["end_reserved_bytes"].i64();
+    s.categories = read_categories(p["categories"], names);
+    v.push_back(std::move(s));
+  });
+  return v;
+}
+
+Growth read_growth(const In& j) {
+  Growth g;
+  j["iteration_starts"].each([&](const In& s) {
+    IterationStart x;
+    x.iteration = s["iteration"].i32();
+    x.event_index = s["event_index"].i64();
+    x.time_us = s["time_us"].i64_or(kNoTime);
+    x.allocated = s["allocated_bytes"].i64();
+    x.requested = s["requested_bytes"].i64();
+    g.starts.push_back(x);
+  });
+  const In per = j["per_iteration_bytes"];
+  g.measured = !per.null();
+  if (g.measured) g.per_iteration = per.i64();
+  g.deltas = j["deltas"].i32();
+  const In judged = j["judged_iterations"];
+  if (!judged.null()) {
+    const std::vector<In> fl = judged.elements(2);
+    g.judged_first = fl[0].i32();
+    g.judged_last = fl[1].i32();
+  }
+  g.unjudged = j["unjudged_iterations"].i32();
+  g.retained_per_iteration = j["retained_per_iteration_bytes"].i64();
+  g.retained_count = j["retained_count_per_iteration"].u64();
+  g.leaked_at_peak = j["leaked_at_peak_bytes"].i64();
+  j["sites"].each([&](const In& s) {
+    RetainedSite r;
+    r.site = s["site"].s();
+    r.model_frame = s["model_frame"].s_or_empty();
+    r.phase = s["phase"].phase();
+    r.bytes_per_iteration = s["bytes_per_iteration"].i64();
+    r.count_per_iteration = s["count_per_iteration"].u64();
+    r.iterations = s["iterations"].i32();
+    r.leaked_allocations = s["leaked_allocations"].u64();
+    r.leaked_at_peak = s["leaked_at_peak_bytes"].i64();
+    g.sites.push_back(std::move(r));
+  });
+  return g;
+}
+
+MomentView read_at(const In& j) {
+  MomentView m;
+  m.counters = read_counters(j);
+  m.spec = j["spec"].s();
+  m.event_index = j["event_index"].i64();
+  m.time_us = j["time_us"].i64_or(kNoTime);
+  m.phase = j["phase"].phase();
+  m.iteration = j["iteration"].i32();
+  return m;
+}
+WindowView read_window(const In& j) {
+  WindowView w;
+  w.spec = j["spec"].s();
+  w.first_event = j["first_event"].i64();
+  w.last_event = j["last_event"].i64();
+  w.first_time_us = j["first_time_us"].i64_or(kNoTime);
+  w.last_time_us = j["last_time_us"].i64_or(kNoTime);
+  return w;
+}
+
+// The size classes analyze() counts free blocks in (src/analysis/analyze.cpp):
+// FreeSizeClass::label points at a name, so the names read back are these.
+constexpr struct {
+  const char* label;
+  uint64_t max_bytes;
+} kFreeSizeClasses[] = {{"< 1 MiB", uint64_t(1) << 20},
+                        {"1-20 MiB", uint64_t(20) << 20},
+                        {"20-200 MiB", uint64_t(200) << 20},
+                        {">= 200 MiB", UINT64_MAX}};
+
+Fragmentation read_fragmentation(const In& j) {
+  Fragmentation f;
+  j["free_by_size"].each([&](const In& c) {
+    const In name = c["class"];
+    const std::string label = name.s();
+    FreeSizeClass fc{nullptr, 0};
+    for (const auto& k : kFreeSizeClasses)
+      if (label == k.label) fc = {k.label, k.max_bytes};
+    if (!fc.label) name.fail("unknown size class '" + label + "'");
+    fc.blocks = c["blocks"].u64();
+    fc.bytes = c["bytes"].i64();
+    f.classes.push_back(fc);
+  });
+  f.reserved = j["reserved_bytes"].i64();
+  f.allocated = j["allocated_bytes"].i64();
+  f.requested = j["requested_bytes"].i64();
+  f.free_cached = j["free_cached_bytes"].i64();
+  f.pending_free = j["pending_free_bytes"].i64();
+  f.pending_free_requested = j["pending_free_requested_bytes"].i64();
+  f.internal = j["internal_bytes"].i64();
+  f.free_blocks = j["free_blocks"].u64();
+  f.largest_free_block = j["largest_free_block_bytes"].u64();
+  f.too_small_threshold = j["too_small_threshold_bytes"].u64();
+  f.too_small_bytes = j["too_small_bytes"].i64();
+  return f;
+}
+
+EndStateCheck read_end_state(const In& j) {
+  EndStateCheck e;
+  e.have_dump = j["have_dump"].b();
+  e.replay = read_counters(j["replay"]);
+  e.dump = read_counters(j["dump"]);
+  e.replay_segments = j["replay_segments"].u64();
+  e.dump_segments = j["dump_segments"].u64();
+  const In matches = j["matches"];
+  if (matches.b() != e.matches()) matches.fail("disagrees with the counters");
+  return e;
+}
+
+std::vector<PoolUsage> read_pools(const In& j) {
+  std::vector<PoolUsage> v;
+  j.each([&](const In& p) {
+    PoolUsage u;
+    const In id = p["id"];
+    const std::vector<In> ids = id.elements(2);
+    u.id[0] = ids[0].i64();
+    u.id[1] = ids[1].i64();
+    u.segments = p["segments"].u64();
+    u.reserved = p["reserved_bytes"].i64();
+    u.allocated = p["allocated_bytes"].i64();
+    v.push_back(u);
+  });
+  return v;
+}
+
+// An op row (profiler_report.cpp row_j); by kernel, "op" is the op holding most of its bytes.
+OpRow read_op_row(const In& j, const std::vector<std::string>& names, bool by_kernel) {
+  OpRow r;
+  (by_kernel ? r.other : r.op) = j["op"].s_or_empty();
+  r.kernel = j["kernel"].s_or_empty();
+  r.bytes = j["requested_bytes"].i64();
+  r.count = j["count"].u64();
+  r.category = category_index(j["category"], names);
+  if (r.category >= 0) r.category_name = names[size_t(r.category)];
+  r.python_frame = read_opt_frame(j["python_frame"]);
+  r.caller = j["caller"].s_or_empty();
+  r.stack_frames = read_stack(j["stack"]);
+  return r;
+}
+
+void read_ops(const In& j, DeviceView& d) {
+  d.has_ops = true;
+  j["by_op"].each([&](const In& r) { d.by_op.push_back(read_op_row(r, d.category_names, false)); });
+  j["by_kernel"].each([&](const In& r) { d.by_kernel.push_back(read_op_row(r, d.category_names, true)); });
+  d.other_ops.bytes = j["by_op_other"]["requested_bytes"].i64();
+  d.other_ops.count = j["by_op_other"]["count"].u64();
+  d.other_kernels.bytes = j["by_kernel_other"]["requested_bytes"].i64();
+  d.other_kernels.count = j["by_kernel_other"]["count"].u64();
+  d.ops_rows = j["by_op_rows"].u64();
+  d.kernel_rows = j["by_kernel_rows"].u64();
+}
+
+DeviceView read_device(const In& j) {
+  DeviceView d;
+  d.device = j["device"].i32();
+  d.events = j["events"].u64();
+  d.streams = j["streams"].u64();
+  const In history = j["history"];
+  const std::string h = history.s();
+  if (h != "none" && h != "truncated" && h != "complete") history.fail("unknown history '" + h + "'");
+  d.has_trace = h != "none";
+  d.truncated = h == "truncated";
+  d.truncation = j["truncation"].truncation();
+  d.truncation_evidence = read_truncation_evidence(j["truncation_evidence"]);
+  d.first_time_us = j["first_time_us"].i64_or(kNoTime);
+  d.last_time_us = j["last_time_us"].i64_or(kNoTime);
+  read_device_peak(j["peak"], d);
+  const In before = j["before_first_event"];
+  d.baseline = read_counters(before);
+  d.pre_trace_allocations = before["allocations"].u64();
+  d.allocated_estimated = before["allocated_estimated"].b();
+  // The categories first: rows name them.
+  j["categories"].items([&](const std::string& name, const In& v) {
+    d.category_names.push_back(name);
+    d.categories.push_back(v.i64());
+  });
+  d.category_allocations =
+      read_by_category<uint64_t>(j["category_allocations"], d.category_names, [](const In& x) { return x.u64(); });
+  d.category_sites = read_by_category<uint64_t>(j["category_sites"], d.category_names, [](const In& x) { return x.u64(); });
+  const In live = j["live_at_peak"];
+  d.peak_live_allocations = live["allocations"].u64();
+  d.peak_live_requested = live["requested_bytes"].i64();
+  live["sites"].each([&](const In& s) { d.sites.push_back(read_site(s, d.category_names)); });
+  d.other_sites = read_other_sites(live["other"]);
+  d.phase_evidence = j["phase_evidence"].s();
+  d.iterations = j["iterations"].i32();
+  d.phases = read_phases(j["phases"], d.category_names);
+  d.growth = read_growth(j["growth"]);
+  if (j.has("at")) d.at = read_at(j["at"]);
+  if (j.has("window")) d.window = read_window(j["window"]);
+  j["unknown_at_peak"].each([&](const In& s) { d.unknown_sites.push_back(read_site(s, d.category_names)); });
+  j["findings"].each([&](const In& f) { d.findings.push_back(read_finding(f)); });
+  d.frag = read_fragmentation(j["fragmentation_at_peak"]);
+  d.end_check = read_end_state(j["end_state"]);
+  d.pools = read_pools(j["pools"]);
+  d.inconsistencies = j["replay_inconsistencies"].u64();
+  d.oom_events = j["oom_events"].u64();
+  if (j.has("counters")) {
+    const In c = j["counters"];
+    if (c.s() != "reported") c.fail("expected \"reported\"");
+    d.reported_totals = true;
+  }
+  if (j.has("by_op")) read_ops(j, d);
+  return d;
+}
+
+// ---- Report sections ------------------------------------------------------
+
+void read_input(const In& in, Report& r) {
+  r.input_name = in["name"].s();
+  r.source.format = in["format"].s();
+  r.source.format_detail = in["format_detail"].s();
+  r.source.gzip = in["gzip"].b();
+  r.source.file_bytes = in["file_bytes"].u64();
+  r.source.shape = in["shape"].s();
+  r.events = in["events"].u64();
+  const In history = in["history"];
+  const std::string h = history.s();
+  if (h != "none" && h != "truncated" && h != "complete") history.fail("unknown history '" + h + "'");
+  r.has_history = h != "none";
+  r.history_truncated = h == "truncated";
+  r.truncation = in["truncation"].truncation();
+  if (in.has("kernel_launches")) r.kernel_launches = in["kernel_launches"].u64();
+  if (in.has("profiler")) {
+    const In p = in["profiler"];
+    r.ops = p["ops"].u64();
+    r.host_memory_events = p["cpu_memory_events"].u64();
+    r.host_peak_bytes = p["cpu_memory_peak_bytes"].i64();
+    r.profiler_trace = p["trace"].b();
+  }
+}
+
+void read_allocator_settings(const In& j, AllocatorSettings& s) {
+  s.present = j["present"].b();
+  s.expandable_segments = j["expandable_segments"].b();
+  s.max_split_size = j["max_split_size"].i64_or(-1);
+  j["recorded"].items([&](const std::string& k, const In& v) { s.raw.emplace_back(k, v.s()); });
+}
+
+OomView read_oom(const In& j) {
+  OomView v;
+  v.device = j["device"].i32();
+  v.errors = j["errors"].u64();
+  v.event_index = j["event_index"].i64();
+  v.time_us = j["time_us"].i64_or(kNoTime);
+  v.since_first_event_us = j["time_since_first_event_us"].i64_or(kNoTime);
+  v.phase = j["phase"].phase();
+  v.iteration = j["iteration"].i32();
+  v.stream = j["stream"].u64();
+  v.user_frame = read_opt_frame(j["user_frame"]);
+  if (v.user_frame) v.site.user = v.user_frame;
+  v.site.stack = read_stack(j["stack"]);
+  v.request = j["requested_bytes"].u64();
+  v.segment_size = j["segment_bytes"].u64();
+  v.expandable = j["expandable_segments"].b();
+  v.device_free = j["device_free_bytes"].u64();
+  v.device_total = j["device_total_bytes"].null() ? 0 : j["device_total_bytes"].u64();
+  v.free_sample = j["device_free_sample"].s_or_empty();
+  const In a = j["allocator"];
+  v.held.reserved = a["reserved_bytes"].i64();
+  v.held.allocated = a["allocated_bytes"].i64();
+  v.held.active = a["active_bytes"].i64();
+  v.held.requested = a["requested_bytes"].i64();
+  v.max_reserved = a["max_reserved_bytes"].i64();
+  v.free_cached = a["free_cached_bytes"].i64();
+  v.free_blocks = a["free_blocks"].u64();
+  v.largest_free_block = a["largest_free_block_bytes"].u64();
+  v.stream_free = a["usable_free_bytes"].i64();
+  v.stream_free_blocks = a["usable_free_blocks"].u64();
+  v.stream_largest_free = a["usable_largest_free_block_bytes"].u64();
+  v.pending_free = a["pending_free_bytes"].i64();
+  const In cause = j["cause"];
+  if (!oom_cause_from_name(cause.s(), &v.cause)) cause.fail("unknown cause '" + cause.s() + "'");
+  const In cap = j["cap"];
+  v.capped = !cap.null();
+  if (v.capped) {
+    v.cap_at_least = cap["at_least_bytes"].i64_or(0);
+    v.cap_below = cap["below_bytes"].i64();
+  }
+  v.others = j["outside_allocator_bytes"].i64_or(-1);
+  const In e = j["expandable"];
+  v.expandable_need = e["need_bytes"].i64();
+  v.expandable_room = e["room_bytes"].i64();
+  v.expandable_fits = e["fits"].b();
+  const In live = j["live"];
+  v.live_allocations = live["allocations"].u64();
+  v.live_requested = live["requested_bytes"].i64();
+  live["categories"].items([&](const std::string& name, const In& x) {
+    v.category_names.push_back(name);
+    v.categories.push_back(x.i64());
+  });
+  v.category_allocations =
+      read_by_category<uint64_t>(live["category_allocations"], v.category_names, [](const In& x) { return x.u64(); });
+  live["sites"].each([&](const In& s) {
+    SiteRow row;
+    row.requested_bytes = s["requested_bytes"].i64();
+    row.block_bytes = s["block_bytes"].i64();
+    row.count = s["count"].u64();
+    row.category = category_index(s["category"], v.category_names);
+    if (row.category >= 0) row.category_name = v.category_names[size_t(row.category)];
+    const In rule = s["rule"];
+    if (!rule.null()) row.rule = 0, row.rule_name = rule.s();
+    row.site.user = read_opt_frame(s["user_frame"]);
+    row.site.stack = read_stack(s["stack"]);
+    read_site_path(s, row.site);
+    v.sites.push_back(std::move(row));
+  });
+  v.other_sites = read_other_sites(live["other"]);
+  return v;
+}
+
+TimelineComparison read_timeline(const In& j, const Report& r) {
+  TimelineComparison c;
+  c.present = true;
+  c.name = j["name"].s();
+  c.raw = j["raw"].b();
+  c.device = j["device"].i32();
+  c.pytorch_peak = j["pytorch_peak_bytes"].i64();
+  c.pytorch_peak_time_us = j["pytorch_peak_time_us"].i64_or(kNoTime);
+  c.method = j["method"].s();
+  const DeviceView* d = nullptr;
+  for (const DeviceView& x : r.devices)
+    if (x.device == c.device) d = &x;
+  static const std::vector<std::string> kNone;
+  const std::vector<std::string>& names = d ? d->category_names : kNone;
+  auto pytorch = [](const In& o) {
+    std::array<int64_t, MemoryTimeline::kCategories> a{};
+    for (int i = 0; i < MemoryTimeline::kCategories; ++i) a[size_t(i)] = o[MemoryTimeline::kCategoryNames[i]].i64();
+    return a;
+  };
+  j["moments"].each([&](const In& x) {
+    TimelineMoment m;
+    m.label = x["label"].s();
+    m.time_us = x["time_us"].i64_or(kNoTime);
+    m.event_index = x["event_index"].i64();
+    m.phase = x["phase"].phase();
+    m.iteration = x["iteration"].i32();
+    m.pytorch = pytorch(x["pytorch_categories"]);
+    m.pytorch_total = x["pytorch_total_bytes"].i64();
+    if (d) m.snapdiff = read_categories(x["snapdiff_categories"], names);
+    m.snapdiff_total = x["snapdiff_total_bytes"].i64();
+    m.unknown = x["unknown_bytes"].i64();
+    m.placed = x["placed_bytes"].i64();
+    m.before_profiler = x["before_profiler_bytes"].i64();
+    if (c.raw) {
+      m.pre_trace_live = x["pre_trace_live_bytes"].i64();
+      m.pre_trace_tensors = pytorch(x["pre_trace_tensors"]);
+    }
+    m.unknown_by_category = read_by_category<int64_t>(x["unknown_by_category"], names, [](const In& v) { return v.i64(); });
+    x["placements"].each([&](const In& p) { m.placements.push_back(read_op_row(p, names, false)); });
+    m.allocations_matched = x["allocations_matched"].u64();
+    m.allocations = x["allocations"].u64();
+    c.moments.push_back(std::move(m));
+  });
+  return c;
+}
+
+TraceActivity read_activity(const In& j) {
+  TraceActivity a;
+  a.present = true;
+  a.ops = j["ops"].u64();
+  a.op_names = j["op_names"].u64();
+  a.kernel_launches = j["kernel_launches"].u64();
+  a.kernel_names = j["kernel_names"].u64();
+  j["top_ops"].each([&](const In& x) {
+    a.top_ops.push_back({x["op"].s(), x["calls"].u64(), x["total_ns"].i64(), x["kernel_launches"].u64()});
+  });
+  j["top_kernels"].each([&](const In& x) {
+    a.top_kernels.push_back({x["kernel"].s(), x["launches"].u64(), x["op"].s_or_empty()});
+  });
+  return a;
+}
+
+TraceJoin read_join(const In& j) {
+  TraceJoin t;
+  t.trace_name = j["trace"].s();
+  t.ops = j["ops"].u64();
+  t.kernels = j["kernels"].u64();
+  j["devices"].each([&](const In& x) {
+    TraceJoinDevice d;
+    d.device = x["device"].i32();
+    d.method = x["method"].s();
+    d.offset_us = x["offset_us"].f64();
+    d.offset_spread_us = x["offset_spread_us"].f64();
+    d.trace_allocs = x["trace_allocations"].u64();
+    d.snapshot_allocs = x["snapshot_allocations"].u64();
+    d.in_window = x["in_window"].u64();
+    d.matched = x["matched"].u64();
+    d.with_op = x["with_op"].u64();
+    t.devices.push_back(std::move(d));
+  });
+  return t;
+}
+
+void read_explain(const In& j, Report& r) {
+  r.explain_query = j["query"].s();
+  if (r.explain_query.empty()) j["query"].fail("expected the query given");
+  r.explain_total = j["matches"].u64();
+  j["items"].each([&](const In& x) {
+    ExplainItem it;
+    it.device = x["device"].i32();
+    it.addr = x["addr"].u64();
+    it.requested = x["requested_bytes"].u64();
+    it.count = x["count"].u64();
+    it.bytes = x["bytes"].i64();
+    it.category = x["category"].s();
+    it.rule = x["rule"].s();
+    it.evidence = x["evidence"].s();
+    it.alloc_event = x["alloc_event"].i64();
+    it.alloc_phase = x["alloc_phase"].phase();
+    it.alloc_iteration = x["alloc_iteration"].i32();
+    const In free_event = x["free_event"];
+    if (!free_event.null()) {
+      it.free_event = free_event.i64();
+      it.free_phase = x["free_phase"].phase();
+      it.free_iteration = x["free_iteration"].i32();
+    } else if (!x["free_phase"].null() || !x["free_iteration"].null()) {
+      x["free_phase"].fail("expected null (no free_event)");
+    }
+    read_site_path(x, it.site);
+    r.explain.push_back(std::move(it));
+  });
+}
+
+Report read_report(const In& j) {
+  const In schema = j["schema"];
+  if (schema.s() != "snapdiff/report/1")
+    schema.fail("a snapdiff report of schema \"" + schema.s() + "\", which this build does not read (it reads \"snapdiff/report/1\")");
+  Report r;
+  r.site_depth = j["site_depth"].size_value();
+  read_input(j["input"], r);
+  read_allocator_settings(j["allocator_settings"], r.allocator_settings);
+  j["devices"].each([&](const In& d) { r.devices.push_back(read_device(d)); });
+  // The input's device list and the top peak's device name the same devices.
+  const std::vector<In> listed = j["input"]["devices"].elements(r.devices.size());
+  for (size_t i = 0; i < r.devices.size(); ++i)
+    if (listed[i].i32() != r.devices[i].device) listed[i].fail("disagrees with $.devices");
+  if (!r.devices.empty()) {
+    const In top = j["peak"]["device"];
+    const int dev = top.i32();
+    r.peak_device = r.devices.size();
+    for (size_t i = 0; i < r.devices.size(); ++i)
+      if (r.devices[i].device == dev) r.peak_device = i;
+    if (r.peak_device == r.devices.size()) top.fail("no such device in $.devices");
+  }
+  if (j.has("oom")) {
+    const In o = j["oom"];
+    r.ooms.push_back(read_oom(o));
+    o["other_devices"].each([&](const In& x) { r.ooms.push_back(read_oom(x)); });
+  }
+  if (j.has("device_memory")) {
+    const In m = j["device_memory"];
+    m["samples"].each([&](const In& x) {
+      DeviceMemoryRow row;
+      row.device = x["device"].i32();
+      row.label = x["label"].s();
+      row.time_us = x["time_us"].i64_or(kNoTime);
+      row.since_first_event_us = x["time_since_first_event_us"].i64_or(kNoTime);
+      row.free_bytes = x["free_bytes"].u64();
+      row.total_bytes = x["total_bytes"].u64();
+      row.used_bytes = x["used_bytes"].i64();
+      row.reserved_bytes = x["reserved_bytes"].i64();
+      row.outside_bytes = x["outside_bytes"].i64();
+      r.device_memory.push_back(std::move(row));
+    });
+    r.outside_min_bytes = m["outside_min_bytes"].i64();
+    r.outside_max_bytes = m["outside_max_bytes"].i64();
+  }
+  if (j.has("memory_timeline")) r.timeline = read_timeline(j["memory_timeline"], r);
+  if (j.has("profiler_activity")) r.activity = read_activity(j["profiler_activity"]);
+  if (j.has("trace_join")) r.join = read_join(j["trace_join"]);
+  if (j.has("explain")) read_explain(j["explain"], r);
+  j["warnings"].each([&](const In& w) { r.warnings.push_back(read_warning(w)); });
+  return r;
+}
+
+}  // namespace
+
+Report read_report_json(std::string_view text, const std::string& name) {
+  try {
+    detail::check_json_depth(text);
+    // One parser per thread, reused: a reduce step reads thousands of summaries.
+    thread_local simdjson::dom::parser parser;
+    E doc;
+    if (const auto error = parser.parse(text.data(), text.size()).get(doc); error != simdjson::SUCCESS) {
+      // Where it goes wrong, from a parser that says.
+      try {
+        const nlohmann::json checked = nlohmann::json::parse(text.begin(), text.end());
+        (void)checked;
+      } catch (const nlohmann::json::parse_error& e) {
+        throw InputError(uint64_t(e.byte > 0 ? e.byte - 1 : 0), std::string("malformed JSON: ") + e.what());
+      } catch (const nlohmann::json::exception& e) {  // a number too large for a double (out_of_range.406)
+        throw InputError(std::string("$"), std::string("unreadable JSON: ") + e.what());
+      }
+      throw InputError(std::string("$"), std::string("unreadable JSON: ") + simdjson::error_message(error));
+    }
+    const In root(doc, "$");
+    E schema;
+    if (!doc.is_object() || doc.at_key("schema").get(schema) != simdjson::SUCCESS)
+      root.fail(std::string("not a snapdiff report: ") +
+                (doc.is_object() ? "a JSON object without a \"schema\" key" : "not a JSON object"));
+    if (!schema.is_string() || std::string_view(schema.get_string()).rfind("snapdiff/report/", 0) != 0)
+      In(schema, "$.schema").fail("not a snapdiff report: its schema is " + simdjson::minify(schema));
+    return read_report(root);
+  } catch (InputError& e) {
+    e.set_file(name);
+    throw;
+  }
+}
+
+}  // namespace snapdiff
