@@ -14,11 +14,12 @@ rank's share of the work, in the file layouts real launchers write:
                     ranks with uneven data: sequences of 256, 512 and 384
                     tokens; AdamW; 3 steps. Megatron-LM's layout:
                     fsdp_gpt2_uneven/snapshot_{R}.pickle.gz
-  oom_rank_gpt2     GPT-2 4x512 on 2 ranks under a 3 GiB memory cap; rank 1
-                    gets a 4x larger batch and runs out of memory in its
-                    first step (the error caught, the snapshot after it).
-                    Megatron-Bridge's layout: oom_rank_gpt2/memsnap_0.pickle.gz,
-                    oom_rank_gpt2/memsnap_oom_rank-1.pickle.gz
+  oom_rank_gpt2     GPT-2 4x512 on 3 ranks under a 3 GiB memory cap, batches
+                    of 2, 16 and 3 sequences of 1024 tokens; rank 1 runs out
+                    of memory in its first step (the error caught, the
+                    snapshot after it). Megatron-Bridge's layout:
+                    oom_rank_gpt2/memsnap_0.pickle.gz, memsnap_2.pickle.gz,
+                    memsnap_oom_rank-1.pickle.gz
 
 Usage, on a CUDA machine:  python3 record_ranks.py OUT_DIR [NAME ...]
 
@@ -38,7 +39,7 @@ import time
 
 import record_categories as rc
 
-SCENARIOS = {"pp_resnet50": 4, "fsdp_gpt2_uneven": 3, "oom_rank_gpt2": 2}
+SCENARIOS = {"pp_resnet50": 4, "fsdp_gpt2_uneven": 3, "oom_rank_gpt2": 3}
 ITERS = []
 
 
@@ -163,7 +164,7 @@ def run_oom_rank_gpt2(out, rank, world):
     cap = 3 << 30
     total = torch.cuda.mem_get_info()[1]
     torch.cuda.set_per_process_memory_fraction(cap / total)
-    batch = [8, 32][rank]
+    batch = [2, 16, 3][rank]
     rc.start_recording()
     model = gpt2(4, 512).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
