@@ -1,13 +1,15 @@
 // The renderers of many ranks (snapdiff/report/ranks_report.hpp) on views
-// made by hand from real recordings: three runs stand for three ranks (each
-// read as `snapdiff report FILE` reads it), a fourth rank that could not be
-// read, and metrics computed here from the views. The numbers the tables
-// show are checked against PyTorch's own (the recordings' .truth.json).
+// made by hand from real per-rank recordings (tests/data/real/ranks/: FSDP2
+// GPT-2 with uneven data, each rank read as `snapdiff report FILE` reads it),
+// a fourth rank that could not be read, and metrics computed here from the
+// views. The numbers the tables show are checked against PyTorch's own (each
+// snapshot's .truth.json).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -27,6 +29,7 @@ using nlohmann::json;
 namespace {
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+std::string detail_pad(std::string s, size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
 
 size_t count(const std::string& text, const std::string& part) {
   size_t n = 0;
@@ -42,28 +45,34 @@ struct Run {
   Analysis analysis;
   Report report;
 };
-const std::vector<Run>& runs() {
-  static const std::vector<Run> v = [] {
-    std::vector<Run> out;
+// Each Run stays where it was made: its analysis points into its trace.
+const std::vector<std::unique_ptr<Run>>& run_list() {
+  static const std::vector<std::unique_ptr<Run>> v = [] {
+    std::vector<std::unique_ptr<Run>> out;
     const std::pair<const char*, const char*> files[] = {
-        {"fsdp2_gpt2", "run/memory_snapshot/iteration_3/rank0_memory_snapshot.pickle"},
-        {"ddp_gpt2", "run/memory_snapshot/iteration_3/rank1_memory_snapshot.pickle"},
-        {"late_gpt2", "run/memory_snapshot/iteration_3/rank2_memory_snapshot.pickle"}};
+        {"ranks/fsdp_gpt2_uneven/snapshot_0", "run/fsdp_gpt2_uneven/snapshot_0.pickle.gz"},
+        {"ranks/fsdp_gpt2_uneven/snapshot_1", "run/fsdp_gpt2_uneven/snapshot_1.pickle.gz"},
+        {"ranks/fsdp_gpt2_uneven/snapshot_2", "run/fsdp_gpt2_uneven/snapshot_2.pickle.gz"}};
     for (const auto& [stem, name] : files) {
-      Run r;
-      r.stem = stem;
-      r.name = name;
-      r.trace = load_trace(test::real_data(std::string(stem) + ".pickle.gz"));
+      auto r = std::make_unique<Run>();
+      r->stem = stem;
+      r->name = name;
+      r->trace = load_trace(test::real_data(std::string(stem) + ".pickle.gz"));
       ReportOptions o;
       o.input_name = name;
-      r.analysis = analyze(r.trace, o);
-      r.report = report_view(r.analysis);
+      r->analysis = analyze(r->trace, o);
+      r->report = report_view(r->analysis);
       out.push_back(std::move(r));
     }
     return out;
   }();
   return v;
 }
+struct Runs {
+  const Run& operator[](size_t i) const { return *run_list()[i]; }
+  size_t size() const { return run_list().size(); }
+};
+Runs runs() { return {}; }
 
 int64_t truth_peak(const std::string& stem, const char* key = "requested_bytes.all.peak") {
   return test::truth(stem)["memory_stats"][key].get<int64_t>();
@@ -96,29 +105,27 @@ RankMetric metric(const RanksView& v, std::string name, std::string key, const s
 
 const DeviceView& top(const Report& r) { return r.devices[r.peak_device]; }
 
-// Ranks 0..2 read, rank 3 failed; the worst (rank 1, ddp_gpt2) against the
-// median (rank 2, late_gpt2); the worst shown.
+// Ranks 0..2 read (sequences of 256, 512 and 384 tokens), rank 3 failed;
+// the worst (rank 1) against the median (rank 2); the worst shown.
 RanksView view() {
   RanksView v;
   for (size_t i = 0; i < runs().size(); ++i) {
     RankEntry e;
     e.name = runs()[i].name;
     e.rank = int(i);
-    e.rank_from = "name (torchtitan)";
-    e.step = 3;
-    e.report = runs()[i].report;
+    e.rank_from = "name (megatron)";
+        e.report = runs()[i].report;
     v.ranks.push_back(std::move(e));
   }
   RankEntry bad;
-  bad.name = "run/memory_snapshot/iteration_3/rank3_memory_snapshot.pickle";
+  bad.name = "run/fsdp_gpt2_uneven/snapshot_3.pickle.gz";
   bad.rank = 3;
-  bad.rank_from = "name (torchtitan)";
-  bad.step = 3;
-  bad.error = bad.name + ": byte 12: unexpected pickle opcode 0xff";
+  bad.rank_from = "name (megatron)";
+    bad.error = bad.name + ": byte 12: unexpected pickle opcode 0xff";
   bad.exit_code = 3;
   v.ranks.push_back(bad);
   v.skipped = {"run/train.log"};
-  v.superseded = {"run/memory_snapshot/iteration_2/rank0_memory_snapshot.pickle"};
+  v.superseded = {"run/old/snapshot_0.pickle.gz"};
   v.read = 3;
   v.failed = 1;
   v.metrics.push_back(metric(v, "peak requested", "peak_requested_bytes", [](const Report& r) { return top(r).peak_requested.bytes; }));
@@ -181,6 +188,17 @@ struct Validator {
       }
       if (!ok) out.push_back(path + ": matches none of anyOf (" + (first.empty() ? "" : first.front()) + ")");
     }
+    if (s.contains("allOf"))
+      for (const json& part : s["allOf"]) check(v, part, f, path, out);
+    if (s.contains("oneOf")) {
+      size_t matched = 0;
+      for (const json& alt : s["oneOf"]) {
+        std::vector<std::string> e;
+        check(v, alt, f, path, e);
+        matched += e.empty();
+      }
+      if (matched != 1) out.push_back(path + ": matches " + std::to_string(matched) + " of oneOf");
+    }
     if (s.contains("const") && v != s["const"]) out.push_back(path + ": not " + s["const"].dump());
     if (s.contains("enum") && std::find(s["enum"].begin(), s["enum"].end(), v) == s["enum"].end())
       out.push_back(path + ": " + v.dump() + " not in the enum");
@@ -224,8 +242,8 @@ TEST_CASE("ranks text: a row per rank with PyTorch's peaks, a failed rank's erro
   // One row per rank, its file shortened to its last two components, the
   // peaks PyTorch recorded.
   for (size_t i = 0; i < runs().size(); ++i) {
-    const std::regex row("\\n[* ] +" + std::to_string(i) + "  iteration_3/rank" + std::to_string(i) +
-                         "_memory_snapshot\\.pickle +([^\\n]*)\\n");
+    const std::regex row("\\n[* ] +" + std::to_string(i) + "  fsdp_gpt2_uneven/snapshot_" + std::to_string(i) +
+                         "\\.pickle\\.gz +([^\\n]*)\\n");
     std::smatch m;
     REQUIRE(std::regex_search(text, m, row));
     const std::string cells = m[1];
@@ -235,17 +253,17 @@ TEST_CASE("ranks text: a row per rank with PyTorch's peaks, a failed rank's erro
     CHECK(has(cells, "iteration " + std::to_string(d.peak_iteration) + ", " + phase_name(d.peak_phase)));
     CHECK(!has(cells, "error"));
   }
-  // The worst rank is marked; late_gpt2's history started late.
-  CHECK(std::regex_search(text, std::regex("\\n\\*    1  iteration_3/rank1_")));
-  CHECK(std::regex_search(text, std::regex("\\n     2  iteration_3/rank2_[^\\n]* late start ")));
-  CHECK(std::regex_search(text, std::regex("\\n     0  iteration_3/rank0_[^\\n]* complete ")));
+  // The worst rank is marked; each history is complete (recorded from the start).
+  CHECK(std::regex_search(text, std::regex("\\n\\*    1  fsdp_gpt2_uneven/snapshot_1")));
+  for (int i = 0; i < 3; ++i)
+    CHECK(std::regex_search(text, std::regex("\\n[* ]    " + std::to_string(i) + "  fsdp_gpt2_uneven/snapshot_[^\\n]* complete ")));
   // The failed rank: its one-line error instead of numbers.
-  CHECK(has(text, "     3  iteration_3/rank3_memory_snapshot.pickle  error: " + v.ranks[3].error + "\n"));
+  CHECK(has(text, "     3  " + detail_pad("fsdp_gpt2_uneven/snapshot_3.pickle.gz", 40) + "  error: " + v.ranks[3].error + "\n"));
 
   // The imbalance: the metrics that vary, with where their max and min are.
   const RankMetric& peak = v.metrics[0];
   char ratio[32];
-  std::snprintf(ratio, sizeof ratio, "%.2fx", double(truth_peak("ddp_gpt2")) / double(truth_peak("late_gpt2")));
+  std::snprintf(ratio, sizeof ratio, "%.2fx", double(truth_peak("ranks/fsdp_gpt2_uneven/snapshot_1")) / double(truth_peak("ranks/fsdp_gpt2_uneven/snapshot_2")));
   CHECK(std::regex_search(text, std::regex("\\n  peak requested +max +" + std::regex_replace(human_bytes(peak.max), std::regex("\\."), "\\.") +
                                            " on rank 1 +min +[^\\n]* on rank 0 +median +[^\\n]*max/median " + ratio + "\\n")));
   CHECK(has(text, "\n  peak reserved "));
@@ -253,6 +271,7 @@ TEST_CASE("ranks text: a row per rank with PyTorch's peaks, a failed rank's erro
 
   // The worst rank against the median one: the diff's own findings.
   CHECK(has(text, "\nWORST RANK 1 AGAINST THE MEDIAN RANK 2\n"));
+  CHECK(has(text, "\n  A is the median rank 2 (" + runs()[2].name + "), B the worst rank 1 (" + runs()[1].name + ")\n"));
   REQUIRE(!v.worst_vs_median->findings.empty());
   CHECK(has(text, "  * " + finding_text(v.worst_vs_median->findings.front()).substr(0, 40)));
   CHECK(has(text, "\nCATEGORIES AT EACH PEAK"));
@@ -298,18 +317,18 @@ TEST_CASE("ranks JSON: valid against ranks.schema.json, embedding the shown repo
     for (const auto& [k, b] : r["summary"]["categories_at_peak"].items()) sum += b.get<int64_t>();
     CHECK(sum == truth_peak(runs()[i].stem));  // every byte at the peak in a category
   }
-  CHECK(j["ranks"][2]["summary"]["truncation"] == "late_start");
+  CHECK(j["ranks"][2]["summary"]["truncation"] == "none");
   CHECK(j["ranks"][3]["error"] == v.ranks[3].error);
   CHECK(j["ranks"][3]["exit_code"] == 3);
   CHECK(j["ranks"][3]["summary"].is_null());
   CHECK(j["worst"] == json{{"entry", 1}, {"rank", 1}});
   CHECK(j["median"] == json{{"entry", 2}, {"rank", 2}});
-  CHECK(j["metrics"][0]["max"] == truth_peak("ddp_gpt2"));
+  CHECK(j["metrics"][0]["max"] == truth_peak("ranks/fsdp_gpt2_uneven/snapshot_1"));
   CHECK(j["metrics"][0]["varies"] == true);
   CHECK(j["metrics"][2]["varies"] == false);
   CHECK(j["shown_report"] == json::parse(render_json(runs()[1].report)));
   CHECK(j["worst_vs_median"] == json::parse(render_diff_json(*v.worst_vs_median)));
-  CHECK(j["worst_vs_median"]["delta"]["peak"]["requested_bytes"] == truth_peak("ddp_gpt2") - truth_peak("late_gpt2"));
+  CHECK(j["worst_vs_median"]["delta"]["peak"]["requested_bytes"] == truth_peak("ranks/fsdp_gpt2_uneven/snapshot_1") - truth_peak("ranks/fsdp_gpt2_uneven/snapshot_2"));
 
   // The check itself catches a document that is not one.
   json broken = j;
@@ -325,14 +344,14 @@ TEST_CASE("ranks markdown: a table row per rank, the failed one with its error, 
   CHECK(has(md, "### snapdiff: 3 ranks read, 1 failed"));
   CHECK(has(md, "| rank | file | requested | allocated | reserved |"));
   for (size_t i = 0; i < runs().size(); ++i) {
-    const std::string lead = "| " + std::string(i == 1 ? "**1**" : std::to_string(i)) + " | `iteration_3/rank" + std::to_string(i) +
-                             "_memory_snapshot.pickle` | " + human_bytes(truth_peak(runs()[i].stem)) + " | " +
+    const std::string lead = "| " + std::string(i == 1 ? "**1**" : std::to_string(i)) + " | `fsdp_gpt2_uneven/snapshot_" + std::to_string(i) +
+                             ".pickle.gz` | " + human_bytes(truth_peak(runs()[i].stem)) + " | " +
                              human_bytes(truth_peak(runs()[i].stem, "allocated_bytes.all.peak")) + " | ";
     CHECK(has(md, "\n" + lead));
   }
-  CHECK(has(md, "\n| 3 | `iteration_3/rank3_memory_snapshot.pickle` | error: "));
-  CHECK(has(md, "\n- peak requested: the most " + human_bytes(truth_peak("ddp_gpt2")) + " on rank 1, the least " +
-                    human_bytes(truth_peak("fsdp2_gpt2")) + " on rank 0, the median " + human_bytes(truth_peak("late_gpt2"))));
+  CHECK(has(md, "\n| 3 | `fsdp_gpt2_uneven/snapshot_3.pickle.gz` | error: "));
+  CHECK(has(md, "\n- peak requested: the most " + human_bytes(truth_peak("ranks/fsdp_gpt2_uneven/snapshot_1")) + " on rank 1, the least " +
+                    human_bytes(truth_peak("ranks/fsdp_gpt2_uneven/snapshot_0")) + " on rank 0, the median " + human_bytes(truth_peak("ranks/fsdp_gpt2_uneven/snapshot_2"))));
   CHECK(!has(md, "- OOMs"));
   CHECK(has(md, "**Worst rank 1 against the median rank 2**"));
 }
@@ -396,13 +415,18 @@ TEST_CASE("ranks HTML: one SVG per rank on one axis, the worst highlighted, name
 namespace {
 RanksDiff ranks_diff() {
   RanksDiff d;
-  // Rank 0: fsdp2 -> ddp; rank 1: ddp -> ddp (no change); rank 2: B failed.
+  // Rank 0: A read snapshot_0, B snapshot_1 (as if rank 0 got longer
+  // sequences); rank 1: snapshot_1 on both sides (no change); rank 2: B failed.
   DiffOptions o;
+  o.a_name = "a/rank0.pickle";
+  o.b_name = "b/rank0.pickle";
   RankPair p0;
   p0.rank = 0;
   p0.a_name = "a/rank0.pickle";
   p0.b_name = "b/rank0.pickle";
   p0.diff = diff_reports(runs()[0].analysis, runs()[1].analysis, o);
+  o.a_name = "a/rank1.pickle";
+  o.b_name = "b/rank1.pickle";
   RankPair p1;
   p1.rank = 1;
   p1.a_name = "a/rank1.pickle";
@@ -430,11 +454,11 @@ RanksDiff ranks_diff() {
 
 TEST_CASE("ranks diff: rank r against rank r, the ranks on one side, the outlier, the shown pair's diff", "[report]") {
   const RanksDiff d = ranks_diff();
-  const int64_t change = truth_peak("ddp_gpt2") - truth_peak("fsdp2_gpt2");
+  const int64_t change = truth_peak("ranks/fsdp_gpt2_uneven/snapshot_1") - truth_peak("ranks/fsdp_gpt2_uneven/snapshot_0");
   const std::string text = render_ranks_diff_text(d);
   INFO(text.substr(0, 4000));
   CHECK(has(text, "snapdiff diff: 3 ranks side by side"));
-  CHECK(std::regex_search(text, std::regex("\\n     0 +" + std::regex_replace(human_bytes(truth_peak("fsdp2_gpt2")), std::regex("\\."), "\\.") +
+  CHECK(std::regex_search(text, std::regex("\\n     0 +" + std::regex_replace(human_bytes(truth_peak("ranks/fsdp_gpt2_uneven/snapshot_0")), std::regex("\\."), "\\.") +
                                            " +[^ ]+ GiB +\\+[^ ]+ [MG]iB  a/rank0\\.pickle -> b/rank0\\.pickle\\n")));
   CHECK(has(text, "\n     1 "));
   CHECK(has(text, "\n     2  error in B: b/rank2.pickle: byte 0: not a snapshot\n"));
@@ -458,8 +482,45 @@ TEST_CASE("ranks diff: rank r against rank r, the ranks on one side, the outlier
   CHECK(j["shown_diff"] == json::parse(render_diff_json(*d.pairs[0].diff)));
 
   const std::string md = render_ranks_diff_markdown(d);
-  CHECK(has(md, "\n| 0 | " + human_bytes(truth_peak("fsdp2_gpt2")) + " | " + human_bytes(truth_peak("ddp_gpt2")) + " | " +
+  CHECK(has(md, "\n| 0 | " + human_bytes(truth_peak("ranks/fsdp_gpt2_uneven/snapshot_0")) + " | " + human_bytes(truth_peak("ranks/fsdp_gpt2_uneven/snapshot_1")) + " | " +
                     human_delta(change) + " |\n"));
   CHECK(has(md, "\n| 2 | error in B: b/rank2.pickle: byte 0: not a snapshot | | |\n"));
   CHECK(has(md, "Rank 5 is only in A."));
+}
+
+TEST_CASE("ranks text and JSON: the rank that ran out of memory shows its OOMs", "[report]") {
+  // Megatron-Bridge's layout: rank 1's dump is its OOM dump.
+  const std::pair<int, const char*> files[] = {
+      {0, "memsnap_0"}, {1, "memsnap_oom_rank-1"}, {2, "memsnap_2"}};
+  std::vector<Trace> traces;
+  RanksView v;
+  for (const auto& [rank, stem] : files) {
+    const std::string path = "ranks/oom_rank_gpt2/" + std::string(stem);
+    traces.push_back(load_trace(test::real_data(path + ".pickle.gz")));
+    RankEntry e;
+    e.name = path + ".pickle.gz";
+    e.rank = rank;
+    e.oom_file = rank == 1;
+    ReportOptions o;
+    o.input_name = e.name;
+    e.report = analyze_report(traces.back(), o);
+    v.ranks.push_back(e);
+  }
+  v.read = 3;
+  v.worst = v.median = v.shown = 1;
+  const std::string text = render_ranks_text(v);
+  const json j = json::parse(render_ranks_json(v));
+  for (size_t i = 0; i < 3; ++i) {
+    const std::string stem = "ranks/oom_rank_gpt2/" + std::string(files[i].second);
+    const json t = test::truth(stem)["memory_stats"];
+    const int64_t ooms = t.value("num_ooms", int64_t(0));
+    INFO(stem);
+    std::smatch m;
+    REQUIRE(std::regex_search(text, m, std::regex("\\n[* ]    " + std::to_string(i) + "  oom_rank_gpt2/" + files[i].second +
+                                                  "\\.pickle\\.gz +[^\\n]*[0-9] ([KMG]iB|B) +([0-9]+)  complete ")));
+    CHECK(m[2] == std::to_string(ooms));
+    CHECK(j["ranks"][i]["summary"]["ooms"] == ooms);
+    CHECK(j["ranks"][i]["oom_file"] == (i == 1));
+  }
+  CHECK(has(text, "\nRANK 1 (ranks/oom_rank_gpt2/memsnap_oom_rank-1.pickle.gz)\n"));
 }

@@ -123,9 +123,9 @@ std::string small_multiples(const RanksView& v) {
     if (i > 0 && order[i - 1].iteration == order[i].iteration) continue;
     const double x = x_at(i, 0);
     axis += "<line class=\"axis\" x1=\"" + num(x) + "\" y1=\"" + num(kTop) + "\" x2=\"" + num(x) + "\" y2=\"" + num(kBottom + 3) + "\"/>";
-    if (x - last_label >= 40) {
+    if (x - last_label >= 60) {
       axis += "<text x=\"" + num(x + 2) + "\" y=\"" + num(kH - 6) + "\">" +
-              esc(order[i].iteration > 0 ? "iteration " + std::to_string(order[i].iteration) : "before iteration 1") + "</text>";
+              esc(order[i].iteration > 0 ? "iteration " + std::to_string(order[i].iteration) : "before") + "</text>";
       last_label = x;
     }
   }

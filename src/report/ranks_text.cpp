@@ -80,7 +80,9 @@ std::string render_ranks_text(const RanksView& v) {
       const Diff& d = *v.worst_vs_median;
       o << "  requested peak " << human_bytes(detail::rank_device(d.b) ? detail::rank_device(d.b)->peak_requested.bytes : 0)
         << " against " << human_bytes(detail::rank_device(d.a) ? detail::rank_device(d.a)->peak_requested.bytes : 0) << " ("
-        << human_delta(d.peak_delta[0]) << ")\n\n";
+        << human_delta(d.peak_delta[0]) << ")\n";
+      o << "  A is the median rank " << rank_label(m) << " (" << dn(v.ranks[v.median].name) << "), B the worst rank "
+        << rank_label(w) << " (" << dn(v.ranks[v.worst].name) << ")\n\n";
       o << detail::diff_findings_text(d) << "\n"
         << detail::diff_categories_text(d, kDiffRows) << "\n"
         << detail::diff_sites_text(d, kDiffRows);
