@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <unordered_map>
 
@@ -11,12 +12,6 @@
 namespace snapdiff {
 
 namespace {
-
-int64_t cat_of(const DeviceAnalysis& d, const std::vector<int64_t>& v, const std::string& name) {
-  for (size_t i = 0; i < d.attr.categories.size() && i < v.size(); ++i)
-    if (d.attr.categories[i] == name) return v[i];
-  return 0;
-}
 
 // Symbolic key of a stack: function and file of each frame, innermost first;
 // no addresses, no line numbers (they shift between code versions).
@@ -135,6 +130,7 @@ struct SiteAcc {
   uint64_t count = 0;
   uint32_t loose = 0;  // the stack's id without line numbers (the fallback match)
   StackId stack = 0;   // its (first) stack: the text without lines is written only for a moved row
+  const SiteRow* row = nullptr;  // diff_views(): its (largest) view row, for the same
   std::map<std::string, int64_t> by_cat;
 };
 
@@ -194,20 +190,13 @@ std::string top_cat(const std::map<std::string, int64_t>& m) {
   return best;
 }
 
-struct ParamStats {
-  int64_t bytes = 0;
-  uint64_t count = 0;
-};
-ParamStats params_at_peak(const DeviceAnalysis& d) {
-  ParamStats p;
-  for (uint32_t id : d.attr.live_at(d.peak_index)) {
-    const Allocation& al = d.attr.allocations[id];
-    if (d.attr.categories[al.category] == "parameter") {
-      p.bytes += int64_t(al.requested);
-      ++p.count;
-    }
-  }
-  return p;
+// ---- Shared by diff_reports() and diff_views(): everything but reading
+// the sites comes from the two report views' devices at their peaks.
+
+int64_t cat_of(const DeviceView& d, const std::vector<int64_t>& v, const std::string& name) {
+  for (size_t i = 0; i < d.category_names.size() && i < v.size(); ++i)
+    if (d.category_names[i] == name) return v[i];
+  return 0;
 }
 
 // The optimizer step whose temporaries are largest at its peak.
@@ -216,9 +205,9 @@ struct StepStats {
   int iteration = 0;
   int64_t temp = 0, grads = 0, rise = 0;
 };
-StepStats largest_step(const DeviceAnalysis& d) {
+StepStats largest_step(const DeviceView& d) {
   StepStats s;
-  for (const PhaseSpan& sp : d.attr.spans) {
+  for (const PhaseSpan& sp : d.phases) {
     if (sp.phase != Phase::Optimizer) continue;
     int64_t temp = cat_of(d, sp.categories, "optimizer_temporary");
     if (!s.any || temp > s.temp) {
@@ -232,197 +221,223 @@ StepStats largest_step(const DeviceAnalysis& d) {
   return s;
 }
 
+// One run's numbers the findings read (its device at the peak).
+struct DiffSide {
+  int64_t peak_requested = 0, peak_allocated = 0, peak_reserved = 0;
+  int peak_iteration = 0;
+  Phase peak_phase = Phase::PreTrace;
+  int64_t parameter_bytes = 0;     // parameters live at the peak
+  uint64_t parameter_tensors = 0;
+  StepStats step;                  // the largest optimizer step's temporaries
+  int64_t free_cached = 0;         // fragmentation at the peak
+  uint64_t largest_free = 0;
+};
+DiffSide side_of(const DeviceView& v) {
+  DiffSide s;
+  s.peak_requested = v.peak_requested.bytes;
+  s.peak_allocated = v.peak_allocated.bytes;
+  s.peak_reserved = v.peak_reserved.bytes;
+  s.peak_iteration = v.peak_iteration;
+  s.peak_phase = v.peak_phase;
+  for (size_t i = 0; i < v.category_names.size(); ++i)
+    if (v.category_names[i] == "parameter") {
+      if (i < v.categories.size()) s.parameter_bytes = v.categories[i];
+      if (i < v.category_allocations.size()) s.parameter_tensors = v.category_allocations[i];
+    }
+  s.step = largest_step(v);
+  s.free_cached = v.frag.free_cached;
+  s.largest_free = v.frag.largest_free_block;
+  return s;
+}
 
-}  // namespace
-
-Diff diff_reports(const Analysis& a, const Analysis& b, const DiffOptions& opts) {
-  Diff d;
-  d.a_name = opts.a_name;
-  d.b_name = opts.b_name;
-  d.a = report_view(a);
-  d.b = report_view(b);
-  if (a.devices.empty() || b.devices.empty()) return d;
-  const DeviceAnalysis& da = a.devices[a.peak_device];
-  const DeviceAnalysis& db = b.devices[b.peak_device];
-  d.peak_delta[0] = db.replay.peak_requested.bytes - da.replay.peak_requested.bytes;
-  d.peak_delta[1] = db.replay.peak_allocated.bytes - da.replay.peak_allocated.bytes;
-  d.peak_delta[2] = db.replay.peak_reserved.bytes - da.replay.peak_reserved.bytes;
-  d.peak_delta[3] = db.replay.peak_active.bytes - da.replay.peak_active.bytes;
+// Peaks, categories at each peak and phases aligned by (iteration, phase,
+// n-th occurrence).
+void compare_devices(Diff& d, const DeviceView& da, const DeviceView& db) {
+  d.peak_delta[0] = db.peak_requested.bytes - da.peak_requested.bytes;
+  d.peak_delta[1] = db.peak_allocated.bytes - da.peak_allocated.bytes;
+  d.peak_delta[2] = db.peak_reserved.bytes - da.peak_reserved.bytes;
+  d.peak_delta[3] = db.peak_active.bytes - da.peak_active.bytes;
 
   // Categories at each run's peak: union of names, A's order first.
-  std::vector<std::string> names = da.attr.categories;
-  for (const std::string& n : db.attr.categories)
+  std::vector<std::string> names = da.category_names;
+  for (const std::string& n : db.category_names)
     if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
   for (const std::string& n : names) d.categories.push_back({n, cat_of(da, da.categories, n), cat_of(db, db.categories, n)});
   std::stable_sort(d.categories.begin(), d.categories.end(), [](const CategoryDelta& x, const CategoryDelta& y) {
     return std::llabs(x.delta()) > std::llabs(y.delta());
   });
 
-  // Phases aligned by (iteration, phase, n-th occurrence).
-  {
-    std::map<std::tuple<int, int, int>, size_t> index;
-    auto add = [&](const DeviceAnalysis& dr, bool is_a) {
-      std::map<std::pair<int, int>, int> seen;
-      for (const PhaseSpan& s : dr.attr.spans) {
-        int occ = seen[{s.iteration, int(s.phase)}]++;
-        auto key = std::make_tuple(s.iteration, int(s.phase), occ);
-        auto it = index.find(key);
-        if (it == index.end()) {
-          PhaseDelta p;
-          p.iteration = s.iteration;
-          p.phase = s.phase;
-          p.occurrence = occ;
-          index[key] = d.phases.size();
-          d.phases.push_back(p);
-          it = index.find(key);
-        }
-        PhaseDelta& p = d.phases[it->second];
-        (is_a ? p.in_a : p.in_b) = true;
-        (is_a ? p.a_peak : p.b_peak) = s.peak_requested;
-        (is_a ? p.a_start : p.b_start) = s.start_requested;
-        (is_a ? p.a_opt_temp : p.b_opt_temp) = cat_of(dr, s.categories, "optimizer_temporary");
+  std::map<std::tuple<int, int, int>, size_t> index;
+  auto add = [&](const DeviceView& dr, bool is_a) {
+    std::map<std::pair<int, int>, int> seen;
+    for (const PhaseSpan& s : dr.phases) {
+      int occ = seen[{s.iteration, int(s.phase)}]++;
+      auto key = std::make_tuple(s.iteration, int(s.phase), occ);
+      auto it = index.find(key);
+      if (it == index.end()) {
+        PhaseDelta p;
+        p.iteration = s.iteration;
+        p.phase = s.phase;
+        p.occurrence = occ;
+        index[key] = d.phases.size();
+        d.phases.push_back(p);
+        it = index.find(key);
       }
-    };
-    add(da, true);
-    add(db, false);
-  }
-
-  // Sites grouped by their innermost frame within a category (all sites,
-  // before the table is cut): a change spread over many call paths, e.g. the
-  // same operation in every layer, is named once with its total.
-  struct SiteGroup {
-    std::string name;
-    int64_t delta = 0;
-    size_t sites = 0;
-    bool all_new = true, all_gone = true;
+      PhaseDelta& p = d.phases[it->second];
+      (is_a ? p.in_a : p.in_b) = true;
+      (is_a ? p.a_peak : p.b_peak) = s.peak_requested;
+      (is_a ? p.a_start : p.b_start) = s.start_requested;
+      (is_a ? p.a_opt_temp : p.b_opt_temp) = cat_of(dr, s.categories, "optimizer_temporary");
+    }
   };
-  std::map<std::string, std::map<std::string, SiteGroup>> groups;  // category -> name -> group
-  // Sites at each peak, matched by symbolic stack.
-  {
-    // Keys leave native frames out when either run has none: the same code
-    // recorded with stacks="python" and with stacks="all" is one set of sites.
-    const bool python_only = !native_frames(a.frames->trace(), *a.frames) || !native_frames(b.frames->trace(), *b.frames);
-    SymbolicStacks sym(true, python_only), loose(false, python_only);
-    auto sa = sites_at_peak(*a.frames, da, sym, loose, opts.depth);
-    auto sb = sites_at_peak(*b.frames, db, sym, loose, opts.depth);
-    std::vector<SiteDelta> all;
-    std::vector<SiteKey> all_keys;  // parallel to `all`: ties of a cut key text keep one order
-    auto row = [&](const SiteKey& k, SiteAcc* x, SiteAcc* y) {
+  add(da, true);
+  add(db, false);
+}
+
+// Rows of both runs, one per (site, category), matched: the same stack,
+// lines included, in both; else, on one side alone, the same stack without
+// lines (code moved between the versions: one row, marked); else new or
+// gone. Sorted by |delta|, largest first. moved_key writes a moved row's key
+// (without lines) from B's largest row.
+std::vector<SiteDelta> match_sites(std::map<SiteKey, SiteAcc>& sa, std::map<SiteKey, SiteAcc>& sb,
+                                   const std::function<std::string(const SiteAcc&)>& moved_key) {
+  std::vector<SiteDelta> all;
+  std::vector<SiteKey> all_keys;  // parallel to `all`: ties of a cut key text keep one order
+  auto row = [&](const SiteKey& k, SiteAcc* x, SiteAcc* y) {
+    SiteDelta s;
+    s.key = (x ? x : y)->key;
+    s.display = (x ? x : y)->display;
+    s.tensor_bytes = k.tensor_bytes;
+    if (x) s.a = x->bytes, s.a_count = x->count;
+    if (y) s.b = y->bytes, s.b_count = y->count;
+    s.category = top_cat((y ? y : x)->by_cat);
+    all_keys.push_back(k);
+    all.push_back(std::move(s));
+  };
+  // 1. Sites with the same stack, lines included, in both runs.
+  std::map<std::pair<uint32_t, std::string>, std::pair<std::vector<SiteAcc*>, std::vector<SiteAcc*>>> alone;
+  for (auto& kv : sa) {
+    auto it = sb.find(kv.first);
+    if (it != sb.end()) row(kv.first, &kv.second, &it->second);
+    else alone[{kv.second.loose, kv.first.category}].first.push_back(&kv.second);
+  }
+  for (auto& kv : sb)
+    if (!sa.count(kv.first)) alone[{kv.second.loose, kv.first.category}].second.push_back(&kv.second);
+  // 2. Sites on one side alone: matched by function and file (code moved
+  // between the versions), marked; else new or gone.
+  for (auto& kv : alone) {
+    auto& [xs, ys] = kv.second;
+    if (!xs.empty() && !ys.empty() && kv.first.first != 0) {
       SiteDelta s;
-      s.key = (x ? x : y)->key;
-      s.display = (x ? x : y)->display;
-      s.tensor_bytes = k.tensor_bytes;
-      if (x) s.a = x->bytes, s.a_count = x->count;
-      if (y) s.b = y->bytes, s.b_count = y->count;
-      s.category = top_cat((y ? y : x)->by_cat);
-      all_keys.push_back(k);
+      s.moved = true;
+      const SiteAcc* bx = xs[0];
+      const SiteAcc* by = ys[0];
+      std::map<std::string, int64_t> cats;
+      for (const SiteAcc* x : xs) {
+        s.a += x->bytes, s.a_count += x->count;
+        if (x->bytes > bx->bytes) bx = x;
+      }
+      for (const SiteAcc* y : ys) {
+        s.b += y->bytes, s.b_count += y->count;
+        if (y->bytes > by->bytes) by = y;
+        for (auto& c : y->by_cat) cats[c.first] += c.second;
+      }
+      s.key = moved_key(*by) + "|" + kv.first.second;
+      s.display = by->display;
+      s.a_display = bx->display;
+      s.category = top_cat(cats);
+      all_keys.push_back({0, kv.first.second, 0});
       all.push_back(std::move(s));
-    };
-    // 1. Sites with the same stack, lines included, in both runs.
-    std::map<std::pair<uint32_t, std::string>, std::pair<std::vector<SiteAcc*>, std::vector<SiteAcc*>>> alone;
-    for (auto& kv : sa) {
-      auto it = sb.find(kv.first);
-      if (it != sb.end()) row(kv.first, &kv.second, &it->second);
-      else alone[{kv.second.loose, kv.first.category}].first.push_back(&kv.second);
+      continue;
     }
-    for (auto& kv : sb)
-      if (!sa.count(kv.first)) alone[{kv.second.loose, kv.first.category}].second.push_back(&kv.second);
-    // 2. Sites on one side alone: matched by function and file (code moved
-    // between the versions), marked; else new or gone.
-    for (auto& kv : alone) {
-      auto& [xs, ys] = kv.second;
-      if (!xs.empty() && !ys.empty() && kv.first.first != 0) {
-        SiteDelta s;
-        s.moved = true;
-        const SiteAcc* bx = xs[0];
-        const SiteAcc* by = ys[0];
-        std::map<std::string, int64_t> cats;
-        for (const SiteAcc* x : xs) {
-          s.a += x->bytes, s.a_count += x->count;
-          if (x->bytes > bx->bytes) bx = x;
-        }
-        for (const SiteAcc* y : ys) {
-          s.b += y->bytes, s.b_count += y->count;
-          if (y->bytes > by->bytes) by = y;
-          for (auto& c : y->by_cat) cats[c.first] += c.second;
-        }
-        s.key = loose.text(*b.frames, by->stack) + "|" + kv.first.second;
-        s.display = by->display;
-        s.a_display = bx->display;
-        s.category = top_cat(cats);
-        all_keys.push_back({0, kv.first.second, 0});
-        all.push_back(std::move(s));
-        continue;
-      }
-      for (SiteAcc* x : xs) {
-        SiteDelta s;
-        s.key = x->key;
-        s.display = x->display;
-        s.a = x->bytes, s.a_count = x->count;
-        s.category = top_cat(x->by_cat);
-        all_keys.push_back({0, kv.first.second, uint64_t(all.size())});
-        all.push_back(std::move(s));
-      }
-      for (SiteAcc* y : ys) {
-        SiteDelta s;
-        s.key = y->key;
-        s.display = y->display;
-        s.b = y->bytes, s.b_count = y->count;
-        s.category = top_cat(y->by_cat);
-        all_keys.push_back({0, kv.first.second, uint64_t(all.size())});
-        all.push_back(std::move(s));
-      }
+    for (SiteAcc* x : xs) {
+      SiteDelta s;
+      s.key = x->key;
+      s.display = x->display;
+      s.a = x->bytes, s.a_count = x->count;
+      s.category = top_cat(x->by_cat);
+      all_keys.push_back({0, kv.first.second, uint64_t(all.size())});
+      all.push_back(std::move(s));
     }
-    {
-      std::vector<size_t> order(all.size());
-      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-      std::sort(order.begin(), order.end(), [&](size_t i, size_t j) {
-        const SiteDelta& x = all[i];
-        const SiteDelta& y = all[j];
-        if (std::llabs(x.delta()) != std::llabs(y.delta())) return std::llabs(x.delta()) > std::llabs(y.delta());
-        if (x.key != y.key) return x.key < y.key;
-        return all_keys[i] < all_keys[j];
-      });
-      std::vector<SiteDelta> sorted;
-      sorted.reserve(all.size());
-      for (size_t i : order) sorted.push_back(std::move(all[i]));
-      all = std::move(sorted);
-    }
-    for (const SiteDelta& sd : all) {
-      if (sd.delta() == 0) continue;
-      size_t cut = sd.display.find(" <- ");
-      std::string name = sd.tensor_bytes ? std::string("gradients (matched by tensor size)")
-                         : cut == std::string::npos ? sd.display
-                                                    : sd.display.substr(0, cut);
-      SiteGroup& g = groups[sd.category][name];
-      g.name = name;
-      g.delta += sd.delta();
-      ++g.sites;
-      g.all_new = g.all_new && sd.a_count == 0;
-      g.all_gone = g.all_gone && sd.b_count == 0;
-    }
-    d.other_sites.display = "[other sites]";
-    for (size_t i = 0; i < all.size(); ++i) {
-      if (all[i].delta() == 0) continue;  // unchanged sites say nothing
-      if (d.sites.size() < opts.top_sites) {
-        d.sites.push_back(std::move(all[i]));
-      } else {
-        d.other_sites.a += all[i].a;
-        d.other_sites.b += all[i].b;
-        d.other_sites.a_count += all[i].a_count;
-        d.other_sites.b_count += all[i].b_count;
-      }
+    for (SiteAcc* y : ys) {
+      SiteDelta s;
+      s.key = y->key;
+      s.display = y->display;
+      s.b = y->bytes, s.b_count = y->count;
+      s.category = top_cat(y->by_cat);
+      all_keys.push_back({0, kv.first.second, uint64_t(all.size())});
+      all.push_back(std::move(s));
     }
   }
+  std::vector<size_t> order(all.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t i, size_t j) {
+    const SiteDelta& x = all[i];
+    const SiteDelta& y = all[j];
+    if (std::llabs(x.delta()) != std::llabs(y.delta())) return std::llabs(x.delta()) > std::llabs(y.delta());
+    if (x.key != y.key) return x.key < y.key;
+    return all_keys[i] < all_keys[j];
+  });
+  std::vector<SiteDelta> sorted;
+  sorted.reserve(all.size());
+  for (size_t i : order) sorted.push_back(std::move(all[i]));
+  return sorted;
+}
 
-  // Findings: only what is material (>= 1% of the larger peak and >= 1 MiB).
-  const int64_t scale = std::max(da.replay.peak_requested.bytes, db.replay.peak_requested.bytes);
+// Sites grouped by their innermost frame within a category (all sites,
+// before the table is cut): a change spread over many call paths, e.g. the
+// same operation in every layer, is named once with its total.
+struct SiteGroup {
+  std::string name;
+  int64_t delta = 0;
+  size_t sites = 0;
+  bool all_new = true, all_gone = true;
+};
+using SiteGroups = std::map<std::string, std::map<std::string, SiteGroup>>;  // category -> name -> group
+
+// The sorted rows grouped, then cut: the top N changed rows kept, the rest
+// summed into other_sites (with what each view summed beyond its own rows).
+SiteGroups keep_sites(Diff& d, std::vector<SiteDelta>& all, size_t top_sites) {
+  SiteGroups groups;
+  for (const SiteDelta& sd : all) {
+    if (sd.delta() == 0) continue;
+    size_t cut = sd.display.find(" <- ");
+    std::string name = sd.tensor_bytes ? std::string("gradients (matched by tensor size)")
+                       : cut == std::string::npos ? sd.display
+                                                  : sd.display.substr(0, cut);
+    SiteGroup& g = groups[sd.category][name];
+    g.name = name;
+    g.delta += sd.delta();
+    ++g.sites;
+    g.all_new = g.all_new && sd.a_count == 0;
+    g.all_gone = g.all_gone && sd.b_count == 0;
+  }
+  d.other_sites.display = "[other sites]";
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i].delta() == 0) continue;  // unchanged sites say nothing
+    if (d.sites.size() < top_sites) {
+      d.sites.push_back(std::move(all[i]));
+    } else {
+      d.other_sites.a += all[i].a;
+      d.other_sites.b += all[i].b;
+      d.other_sites.a_count += all[i].a_count;
+      d.other_sites.b_count += all[i].b_count;
+    }
+  }
+  return groups;
+}
+
+// The findings, from the numbers of each side, the diff's categories and
+// kept sites, and the site groups: one code path for both diffs.
+void add_findings(Diff& d, const DiffSide& da, const DiffSide& db, SiteGroups& groups) {
+  // Only what is material (>= 1% of the larger peak and >= 1 MiB).
+  const int64_t scale = std::max(da.peak_requested, db.peak_requested);
   const int64_t material = std::max<int64_t>(scale / 100, int64_t(1) << 20);
   auto is_material = [&](int64_t x) { return std::llabs(x) >= material; };
   if (is_material(d.peak_delta[0]))
     d.findings.push_back({Code::DiffPeak, d.peak_delta[0],
-                          DiffPeakFacts{da.replay.peak_requested.bytes, db.replay.peak_requested.bytes,
-                                        da.peak_iteration, db.peak_iteration, da.peak_phase, db.peak_phase}});
+                          DiffPeakFacts{da.peak_requested, db.peak_requested, da.peak_iteration, db.peak_iteration,
+                                        da.peak_phase, db.peak_phase}});
   // The site with the largest change in the direction of the category's change.
   auto top_site = [&](const std::string& cat, int64_t dir) -> const SiteDelta* {
     const SiteDelta* best = nullptr;
@@ -439,12 +454,11 @@ Diff diff_reports(const Analysis& a, const Analysis& b, const DiffOptions& opts)
     f.a = c.a;
     f.b = c.b;
     if (c.name == "parameter") {
-      ParamStats pa = params_at_peak(da), pb = params_at_peak(db);
-      if (pa.bytes > 0) {
+      if (da.parameter_bytes > 0) {
         f.parameters = true;
-        f.parameter_ratio = double(pb.bytes) / double(pa.bytes);
-        f.a_tensors = pa.count;
-        f.b_tensors = pb.count;
+        f.parameter_ratio = double(db.parameter_bytes) / double(da.parameter_bytes);
+        f.a_tensors = da.parameter_tensors;
+        f.b_tensors = db.parameter_tensors;
       }
     } else if (groups.count(c.name)) {
       // The largest groups of sites in the category's direction, and what
@@ -476,26 +490,215 @@ Diff diff_reports(const Analysis& a, const Analysis& b, const DiffOptions& opts)
     d.findings.push_back({Code::DiffCategory, c.delta(), std::move(f)});
   }
   // The optimizer step's transient.
-  StepStats oa = largest_step(da), ob = largest_step(db);
+  const StepStats& oa = da.step;
+  const StepStats& ob = db.step;
   if ((oa.any || ob.any) && is_material(ob.temp - oa.temp))
     d.findings.push_back(
         {Code::DiffOptimizerTransient, ob.temp - oa.temp, DiffStepFacts{oa.temp, ob.temp, oa.grads, ob.grads}});
   // Reserved memory: the cache, not the tensors, can move while requested
   // bytes barely do (a different allocator setting, fragmentation).
   {
-    const int64_t rscale = std::max(da.replay.peak_reserved.bytes, db.replay.peak_reserved.bytes);
+    const int64_t rscale = std::max(da.peak_reserved, db.peak_reserved);
     const int64_t rmaterial = std::max<int64_t>(rscale / 100, int64_t(1) << 20);
     if (std::llabs(d.peak_delta[2]) >= rmaterial)
       d.findings.push_back({Code::DiffReserved, d.peak_delta[2],
-                            DiffReservedFacts{da.replay.peak_reserved.bytes, db.replay.peak_reserved.bytes,
-                                              da.replay.peak_allocated.bytes, db.replay.peak_allocated.bytes,
-                                              da.frag.free_cached, db.frag.free_cached, da.frag.largest_free_block,
-                                              db.frag.largest_free_block}});
+                            DiffReservedFacts{da.peak_reserved, db.peak_reserved, da.peak_allocated, db.peak_allocated,
+                                              da.free_cached, db.free_cached, da.largest_free, db.largest_free}});
   }
   std::stable_sort(d.findings.begin(), d.findings.end(), [](const Finding& x, const Finding& y) {
     if ((x.code == Code::DiffPeak) != (y.code == Code::DiffPeak)) return x.code == Code::DiffPeak;
     return std::llabs(x.bytes) > std::llabs(y.bytes);
   });
+}
+
+
+// ---- diff_views(): the same keys from the frames a view wrote out --------
+
+bool python_file(std::string_view f) { return f.size() > 3 && f.substr(f.size() - 3) == ".py"; }
+bool scope_ref(const FrameRef& f) { return f.file == "snapcapture"; }
+// The one frame a view writes for the frames of a deep stack left out
+// (FrameTable::shown(): between the kShownInner innermost and the kShownOuter
+// outermost, no file, no line).
+bool elided_ref(const std::vector<FrameRef>& st, size_t i) {
+  const FrameRef& f = st[i];
+  return st.size() == kShownFrames + 1 && i == kShownInner && f.file.empty() && f.line == kNoLine &&
+         f.name.size() > 16 && f.name.front() == '<' && f.name.ends_with(" frames elided>");
+}
+bool native_ref(const std::vector<FrameRef>& st, size_t i) {
+  return !python_file(st[i].file) && !scope_ref(st[i]) && !elided_ref(st, i);
+}
+
+// Whether a view wrote out any native frame (of any row it kept).
+bool native_frames(const Report& r) {
+  auto any = [](const std::vector<FrameRef>& st) {
+    for (size_t i = 0; i < st.size(); ++i)
+      if (native_ref(st, i)) return true;
+    return false;
+  };
+  for (const DeviceView& d : r.devices) {
+    for (const std::vector<SiteRow>* rows : {&d.sites, &d.unknown_sites})
+      for (const SiteRow& s : *rows)
+        if (any(s.site.stack)) return true;
+    for (const std::vector<OpRow>* rows : {&d.by_op, &d.by_kernel})
+      for (const OpRow& o : *rows)
+        if (any(o.stack_frames)) return true;
+    for (const std::optional<KernelRef>* k : {&d.kernel_before, &d.kernel_after})
+      if (*k && any((*k)->stack)) return true;
+  }
+  for (const OomView& o : r.ooms)
+    for (const SiteRow& s : o.sites)
+      if (any(s.site.stack)) return true;
+  return false;
+}
+
+// A written-out stack's key, as SymbolicStacks::text() writes it from the
+// trace's frames: "name@file:line;" innermost first (scope labels' numbers
+// as stars, no line), native frames left out when python_only.
+std::string view_stack_text(const std::vector<FrameRef>& st, bool with_lines, bool python_only) {
+  std::string k;
+  for (size_t i = 0; i < st.size(); ++i) {
+    const FrameRef& f = st[i];
+    if (elided_ref(st, i)) {
+      k += f.name;
+      k += ';';
+      continue;
+    }
+    const bool scope = scope_ref(f);
+    if (python_only && !python_file(f.file) && !scope) continue;
+    std::string_view file = f.file;
+    size_t cut = file.rfind('/');
+    if (cut != std::string_view::npos) file = file.substr(cut + 1);
+    if (scope) k += detail::numbers_as_stars(f.name);
+    else k += f.name;
+    k += '@';
+    k += file;
+    if (with_lines && f.line != kNoLine && !scope) {
+      k += ':';
+      k += std::to_string(f.line);
+    }
+    k += ';';
+  }
+  return k;
+}
+
+// A row's display, as site_display() writes it from the trace: from the
+// frames the view wrote out (its path holds at most its --depth's labels,
+// four at least).
+std::string view_site_display(const SiteFrames& s, size_t depth) {
+  if (s.stack.empty()) return "<no stack recorded>";
+  if (scope_ref(s.stack[0])) {
+    std::string out;
+    const size_t most = depth == 0 ? kShownFrames : depth == 1 ? 3 : depth;
+    for (size_t n = 0; n < s.stack.size() && n < most; ++n)
+      out += (n ? " <- " : "") + detail::numbers_as_stars(s.stack[n].name);
+    return out + "  (snapcapture)";
+  }
+  if (depth != 1) {
+    std::string out;
+    const size_t most = depth == 0 ? kShownFrames : depth;
+    for (size_t i = 0; i < s.path.size() && i < most; ++i) {
+      if (i) out += " <- ";
+      out += s.path[i];
+    }
+    if (!s.callee.empty()) out += "  [in " + s.callee + "]";
+    return out;
+  }
+  std::string out = s.user ? s.user->label : s.path.empty() ? std::string("<no stack recorded>") : s.path[0];
+  // The callee named only when it is a Python frame (python_callee(); the
+  // view's callee may be an op inside a Python user frame).
+  if (!s.callee.empty())
+    for (const FrameRef& f : s.stack)
+      if (python_file(f.file) && f.label == s.callee) {
+        out += "  [in " + s.callee + "]";
+        break;
+      }
+  return out;
+}
+
+// Texts of stacks interned to ids, 0 for the empty one (what SymbolicStacks
+// ids are for the trace's stacks).
+struct TextIds {
+  std::unordered_map<std::string, uint32_t> ids;
+  uint32_t id(const std::string& text) {
+    if (text.empty()) return 0;
+    return ids.emplace(text, uint32_t(ids.size() + 1)).first->second;
+  }
+};
+
+// One row per (stack, category), like sites_at_peak(), from the view's rows.
+std::map<SiteKey, SiteAcc> view_sites(const DeviceView& v, bool python_only, TextIds& sym, TextIds& loose, size_t depth) {
+  std::map<SiteKey, SiteAcc> m;
+  for (const SiteRow& r : v.sites) {
+    const std::string& cat = r.category_name;
+    const std::string text = view_stack_text(r.site.stack, true, python_only);
+    SiteKey key{sym.id(text), cat, 0};
+    SiteAcc& acc = m[key];
+    if (acc.count == 0 && !acc.row) {
+      acc.key = (text.empty() ? std::string("<no stack>") : text) + "|" + cat;
+      acc.display = view_site_display(r.site, depth);
+      acc.loose = loose.id(view_stack_text(r.site.stack, false, python_only));
+      acc.row = &r;
+    }
+    acc.bytes += r.requested_bytes;
+    acc.count += r.count;
+    acc.by_cat[cat] += r.requested_bytes;
+  }
+  return m;
+}
+
+}  // namespace
+
+Diff diff_reports(const Analysis& a, const Analysis& b, const DiffOptions& opts) {
+  Diff d;
+  d.a_name = opts.a_name;
+  d.b_name = opts.b_name;
+  d.a = report_view(a);
+  d.b = report_view(b);
+  if (a.devices.empty() || b.devices.empty()) return d;
+  const DeviceAnalysis& da = a.devices[a.peak_device];
+  const DeviceAnalysis& db = b.devices[b.peak_device];
+  const DeviceView& va = d.a.devices[d.a.peak_device];
+  const DeviceView& vb = d.b.devices[d.b.peak_device];
+  compare_devices(d, va, vb);
+
+  // Sites at each peak, matched by symbolic stack. Keys leave native frames
+  // out when either run has none: the same code recorded with
+  // stacks="python" and with stacks="all" is one set of sites.
+  const bool python_only = !native_frames(a.frames->trace(), *a.frames) || !native_frames(b.frames->trace(), *b.frames);
+  SymbolicStacks sym(true, python_only), loose(false, python_only);
+  auto sa = sites_at_peak(*a.frames, da, sym, loose, opts.depth);
+  auto sb = sites_at_peak(*b.frames, db, sym, loose, opts.depth);
+  std::vector<SiteDelta> all =
+      match_sites(sa, sb, [&](const SiteAcc& by) { return loose.text(*b.frames, by.stack); });
+  SiteGroups groups = keep_sites(d, all, opts.top_sites);
+  add_findings(d, side_of(va), side_of(vb), groups);
+  return d;
+}
+
+Diff diff_views(const Report& a, const Report& b, const DiffOptions& opts) {
+  Diff d;
+  d.a_name = opts.a_name;
+  d.b_name = opts.b_name;
+  d.a = a;
+  d.b = b;
+  if (a.peak_device >= a.devices.size() || b.peak_device >= b.devices.size()) return d;
+  const DeviceView& va = a.devices[a.peak_device];
+  const DeviceView& vb = b.devices[b.peak_device];
+  compare_devices(d, va, vb);
+
+  const bool python_only = !native_frames(a) || !native_frames(b);
+  TextIds sym, loose;
+  auto sa = view_sites(va, python_only, sym, loose, opts.depth);
+  auto sb = view_sites(vb, python_only, sym, loose, opts.depth);
+  std::vector<SiteDelta> all = match_sites(
+      sa, sb, [&](const SiteAcc& by) { return view_stack_text(by.row->site.stack, false, python_only); });
+  SiteGroups groups = keep_sites(d, all, opts.top_sites);
+  // What each view summed beyond the rows it kept.
+  d.other_sites.a += va.other_sites.requested_bytes;
+  d.other_sites.b += vb.other_sites.requested_bytes;
+  d.other_sites.a_count += va.other_sites.count;
+  d.other_sites.b_count += vb.other_sites.count;
+  add_findings(d, side_of(va), side_of(vb), groups);
   return d;
 }
 

@@ -5,6 +5,7 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 #include <optional>
 #include <string>
@@ -13,6 +14,10 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
+#include "cli/rank_map.hpp"
+#include "cli/ranks_cmd.hpp"
+#include "snapdiff/analysis/ranks_check.hpp"
+#include "snapdiff/input/ranks.hpp"
 #include "snapdiff/analysis/attribution.hpp"
 #include "snapdiff/input/budget_io.hpp"
 #include "snapdiff/analysis/check.hpp"
@@ -118,6 +123,132 @@ const char* kCheckHelpTail =
     "::error:: annotations. JSON: snapdiff/check/1; budget files:\n"
     "schemas/budget.schema.json; a CI walkthrough: docs/ci.md.\n";
 
+// The GitHub annotations beside a verdict: on stdout, unless a JSON verdict
+// is there (then stderr, so it stays parseable).
+void annotate(const std::string& ann, const std::string& fmt, const std::string& out) {
+  const char* gha = std::getenv("GITHUB_ACTIONS");
+  if (!gha || std::string(gha) != "true") return;
+  const bool json_on_stdout = fmt == "json" && (out.empty() || out == "-");
+  if (json_on_stdout) {
+    std::fwrite(ann.data(), 1, ann.size(), stderr);
+    std::fflush(stderr);
+  } else {
+    write_stdout(ann);
+  }
+}
+
+// `snapdiff check [BASELINE] DIR`: every rank of DIR against the same rank
+// of BASELINE (a folder), one baseline run or budget for all, or the
+// absolute thresholds alone.
+int check_ranks(const po::variables_map& vm, const std::vector<std::string>& inputs, const CheckRequest& req,
+                const RuleSet& rules, const std::string& fmt) {
+  const unsigned jobs = jobs_arg(vm);
+  const LoadOptions lo = load_options(vm);
+  const bool skip_bad = vm.count("skip-bad-ranks") > 0;
+  const int only = vm.count("rank") ? int(count_arg(vm, "rank", "--rank", 1u << 30)) : -1;
+  auto figures_of = [&](const RankFileSet& set, std::vector<std::optional<PeakFigures>>& out,
+                        std::vector<std::string>& errors) {
+    std::vector<std::string> paths;
+    for (const RankFile& f : set.files) paths.push_back(f.path);
+    out.assign(paths.size(), std::nullopt);
+    errors.assign(paths.size(), "");
+    map_ranks(
+        paths, jobs, lo,
+        [&](size_t i, Trace& t) {
+          ReportOptions ro;
+          ro.top_sites = 1;
+          ro.input_name = paths[i];
+          ro.rules = &rules;
+          out[i] = peak_figures(analyze(t, ro));
+        },
+        [&](size_t i, const InputError& e) { errors[i] = e.describe(); });
+  };
+
+  std::optional<PeakFigures> one_baseline;
+  std::string baseline_kind;
+  CheckOptions opts = check_options(req);
+  if (vm.count("budget")) {
+    const std::string file = vm["budget"].as<std::string>();
+    Budget b = read_budget_file(file);
+    opts = check_options(req, b, file, rules.categories);
+    one_baseline = b.peak;
+    baseline_kind = "budget";
+  }
+  // Baseline ranks, by rank.
+  std::map<int, std::pair<std::string, std::optional<PeakFigures>>> base_ranks;
+  std::map<int, std::string> base_errors;
+  if (inputs.size() == 2) {
+    baseline_kind = "snapshot";
+    if (is_ranks_input({inputs[0]})) {
+      RankFileSet bs = find_rank_files({inputs[0]}, RankInputs::Snapshots);
+      std::vector<std::optional<PeakFigures>> figs;
+      std::vector<std::string> errs;
+      figures_of(bs, figs, errs);
+      for (size_t i = 0; i < bs.files.size(); ++i) {
+        if (bs.files[i].name.rank < 0) continue;  // an untold baseline file cannot be paired
+        base_ranks[bs.files[i].name.rank] = {bs.files[i].path, figs[i]};
+        if (!errs[i].empty()) base_errors[bs.files[i].name.rank] = errs[i];
+      }
+    } else {
+      one_baseline = analyze(inputs[0], lo, rules);
+    }
+  }
+  RankFileSet cs = find_rank_files({inputs.back()}, RankInputs::Snapshots);
+  if (only >= 0) {
+    std::vector<RankFile> kept;
+    for (RankFile& f : cs.files)
+      if (f.name.rank == only) kept.push_back(std::move(f));
+    if (kept.empty()) throw UsageError("--rank " + std::to_string(only) + ": no file of that rank in " + inputs.back());
+    cs.files = std::move(kept);
+  }
+  std::vector<std::optional<PeakFigures>> figs;
+  std::vector<std::string> errs;
+  figures_of(cs, figs, errs);
+  std::vector<RankCheck> rows(cs.files.size());
+  bool unreadable = false;
+  for (size_t i = 0; i < cs.files.size(); ++i) {
+    RankCheck& r = rows[i];
+    r.rank = cs.files[i].name.rank;
+    r.name = cs.files[i].path;
+    if (!errs[i].empty()) {
+      r.error = errs[i];
+      r.input_error = true;
+      unreadable = true;
+      continue;
+    }
+    std::optional<PeakFigures> base = one_baseline;
+    if (inputs.size() == 2 && !one_baseline) {
+      auto it = base_ranks.find(r.rank);
+      if (it == base_ranks.end()) {
+        r.error = "the baseline " + inputs[0] + " has no file of " + (r.rank >= 0 ? "rank " + std::to_string(r.rank) : "this rank");
+        continue;
+      }
+      r.baseline_name = it->second.first;
+      if (!it->second.second) {
+        r.error = base_errors[r.rank];
+        r.input_error = true;
+        unreadable = true;
+        continue;
+      }
+      base = it->second.second;
+    } else if (one_baseline && baseline_kind == "snapshot") {
+      r.baseline_name = inputs[0];
+    }
+    r.result = evaluate_check(*figs[i], base, baseline_kind, opts);
+  }
+  RanksCheck c = combine_rank_checks(std::move(rows), skip_bad);
+  const std::string out = vm.count("output") ? vm["output"].as<std::string>() : "";
+  if (vm.count("junit")) write_output(render_ranks_check_junit(c), vm["junit"].as<std::string>());
+  write_output(fmt == "json" ? render_ranks_check_json(c) : render_ranks_check_text(c), out);
+  annotate(render_ranks_check_github(c), fmt, out);
+  if (unreadable) {
+    for (const RankCheck& r : c.ranks)
+      if (r.input_error) print_error(r.error);
+    if (!skip_bad) return kExitInput;
+  }
+  return c.status == CheckStatus::Fail ? kExitCheckFailed : kExitOk;
+}
+
 }  // namespace
 
 int cmd_check(const std::vector<std::string>& args) {
@@ -136,6 +267,9 @@ int cmd_check(const std::vector<std::string>& args) {
       "output,o", po::value<std::string>(), "write the verdict to this file instead of stdout")(
       "junit", po::value<std::string>(), "also write JUnit XML (one testcase per threshold) to this file")(
       "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable; tried before the built-in rules)");
+  po::options_description ranks("Many ranks (CANDIDATE, and BASELINE, a folder or pattern: every threshold on every rank)");
+  add_rank_options(ranks);
+  d.add(ranks);
   add_input_options(d);
   po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
@@ -185,6 +319,14 @@ int cmd_check(const std::vector<std::string>& args) {
   // Rules first: they define the category names --limit may use.
   RuleSet rules = load_rules(rules_files(vm));
   check_limit_categories(req.limits, rules.categories);
+  const bool many = is_ranks_input({inputs.back()});
+  if (many && budget_out) throw UsageError("--write-budget writes one run's budget: give one rank's snapshot");
+  if (!many && inputs.size() == 2 && is_ranks_input({inputs[0]}))
+    throw UsageError("BASELINE is a folder of ranks but CANDIDATE is one file: give a folder for both");
+  if (!many)
+    for (const char* o : {"jobs", "rank", "skip-bad-ranks"})
+      if (vm.count(o)) throw UsageError(std::string("--") + o + " applies to many ranks: give a folder as CANDIDATE");
+  if (many) return check_ranks(vm, inputs, req, rules, fmt);
   const LoadOptions lo = load_options(vm);
 
   if (budget_out) {
@@ -231,18 +373,7 @@ int cmd_check(const std::vector<std::string>& args) {
   std::string out = vm.count("output") ? vm["output"].as<std::string>() : "";
   if (vm.count("junit")) write_output(render_check_junit(r), vm["junit"].as<std::string>());
   write_output(fmt == "json" ? render_check_json(r) : render_check_text(r), out);
-  const char* gha = std::getenv("GITHUB_ACTIONS");
-  if (gha && std::string(gha) == "true") {
-    // Workflow commands are read from stdout; keep a JSON verdict on stdout parseable.
-    std::string ann = render_check_github(r);
-    bool json_on_stdout = fmt == "json" && (out.empty() || out == "-");
-    if (json_on_stdout) {
-      std::fwrite(ann.data(), 1, ann.size(), stderr);
-      std::fflush(stderr);
-    } else {
-      write_stdout(ann);
-    }
-  }
+  annotate(render_check_github(r), fmt, out);
   return r.status == CheckStatus::Fail ? kExitCheckFailed : kExitOk;
 }
 

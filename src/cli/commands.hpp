@@ -24,6 +24,8 @@ int cmd_report(const std::vector<std::string>& args);
 int cmd_check(const std::vector<std::string>& args);
 // `snapdiff diff A B` / `snapdiff A B` (src/cli/diff_cmd.cpp).
 int cmd_diff(const std::vector<std::string>& args);
+// `snapdiff ranks SUMMARY...`: the reduce step (src/cli/ranks_cmd.cpp).
+int cmd_ranks(const std::vector<std::string>& args);
 // `snapdiff convert IN -o OUT` (src/cli/convert_cmd.cpp).
 int cmd_convert(const std::vector<std::string>& args);
 // `snapdiff chart FILE [B] --kind KIND -o OUT` (src/cli/chart_cmd.cpp).

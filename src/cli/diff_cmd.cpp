@@ -4,6 +4,7 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
+#include "cli/ranks_cmd.hpp"
 #include "snapdiff/report/chart.hpp"
 #include "snapdiff/analysis/diff.hpp"
 #include "snapdiff/error.hpp"
@@ -21,6 +22,9 @@ int cmd_diff(const std::vector<std::string>& args) {
       "top,n", po::value<std::string>()->default_value("20"), "number of sites to list, 0 to 10000000 (the rest are summed)")(
       "depth", po::value<std::string>(), "frames per site row: the user frame and N-1 callers (default 1; 0: the whole stack)")(
       "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable)");
+  po::options_description ranks("Two runs' ranks (A and B folders or patterns: rank r against rank r)");
+  add_rank_options(ranks);
+  d.add(ranks);
   add_input_options(d);
   po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
@@ -31,13 +35,21 @@ int cmd_diff(const std::vector<std::string>& args) {
   }
   if (!vm.count("input") || vm["input"].as<std::vector<std::string>>().size() != 2)
     throw UsageError("diff needs exactly two inputs: A B");
+  const auto& in = vm["input"].as<std::vector<std::string>>();
+  const bool many_a = is_ranks_input({in[0]}), many_b = is_ranks_input({in[1]});
+  if (many_a != many_b)
+    throw UsageError(std::string("diff compares like with like: ") + (many_a ? "A" : "B") +
+                     " is a folder (or pattern) of ranks and " + (many_a ? "B" : "A") + " is one file");
+  if (!many_a)
+    for (const char* o : {"jobs", "rank", "skip-bad-ranks"})
+      if (vm.count(o)) throw UsageError(std::string("--") + o + " applies to two runs' ranks: give two folders");
   std::string fmt = vm["format"].as<std::string>();
   if (fmt != "text" && fmt != "json" && fmt != "markdown" && fmt != "html")
     throw UsageError("unknown --format '" + fmt + "' (text, json, markdown, html)");
   const size_t top = size_t(count_arg(vm, "top", "-n/--top", kMaxTopSites));
   const size_t depth = depth_arg(vm, 1);
-  const auto& in = vm["input"].as<std::vector<std::string>>();
   RuleSet rules = load_rules(rules_files(vm));
+  if (many_a) return diff_ranks(vm, {in[0]}, {in[1]}, rules, top, depth);
   // Both inputs are held at once: each gets half of the memory bound.
   const LoadOptions lo = load_options(vm, 2);
   Trace ta = load_input(in[0], lo);

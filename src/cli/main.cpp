@@ -27,6 +27,12 @@ const char* kTopHelp =
     "                                     fragmentation (--format html: one page with the charts)\n"
     "  snapdiff A B                       same as `snapdiff diff A B`\n"
     "  snapdiff diff A B [options]        why B peaks where it does compared with A\n"
+    "  snapdiff DIR                       many ranks: a folder of per-rank snapshots (also\n"
+    "                                     several files or a pattern): a row per rank, the\n"
+    "                                     imbalance, the worst rank against the median one\n"
+    "  snapdiff DIR_A DIR_B               rank r of A against rank r of B\n"
+    "  snapdiff ranks SUMMARY...          the same report from each rank's\n"
+    "                                     `report --format json` (the reduce step)\n"
     "  snapdiff check [BASELINE] CANDIDATE [thresholds]\n"
     "                                     CI gate on peak memory (exit 1 when a threshold fails)\n"
     "  snapdiff convert IN -o OUT         write any input as OUT.snap, OUT.pickle (the pickle\n"
@@ -73,10 +79,12 @@ int run(int argc, char** argv) {
   if (a0 == "chart") return cmd_chart(rest);
   if (a0 == "check") return cmd_check(rest);
   if (a0 == "diff") return cmd_diff(rest);
+  if (a0 == "ranks") return cmd_ranks(rest);
   // `snapdiff A B` is a diff, `snapdiff FILE` a report (options may come first).
   static const char* with_value[] = {"-n", "--top", "-f", "--format", "-o", "--output", "--rules", "--explain",
                                      "--max-input-bytes", "--max-memory", "--top-sites", "--trace",
-                                     "--memory-timeline"};
+                                     "--memory-timeline", "-j", "--jobs", "--rank", "--depth", "--at",
+                                     "--window"};
   size_t positional = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];

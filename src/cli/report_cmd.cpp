@@ -7,6 +7,7 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
+#include "cli/ranks_cmd.hpp"
 #include "snapdiff/analysis/attribution.hpp"
 #include "snapdiff/analysis/analysis.hpp"
 #include "snapdiff/analysis/moment.hpp"
@@ -22,9 +23,11 @@ namespace po = boost::program_options;
 namespace snapdiff::cli {
 
 int cmd_report(const std::vector<std::string>& args) {
-  po::options_description d("snapdiff report FILE [options]\n\nOptions");
+  po::options_description d(
+      "snapdiff report FILE [options]\n"
+      "snapdiff report DIR | FILE... | 'PATTERN' [options]   many ranks (docs/ranks.md)\n\nOptions");
   d.add_options()("help,h", "show this help")(
-      "format,f", po::value<std::string>()->default_value("text"), "output format: text | json | html (one self-contained page with the charts)")(
+      "format,f", po::value<std::string>()->default_value("text"), "output format: text | json | html (one self-contained page with the charts); many ranks: also markdown")(
       "output,o", po::value<std::string>(), "write the report to this file instead of stdout")(
       "top,n", po::value<std::string>()->default_value("10"), "number of allocation sites to list (0 to 10000000)")(
       "depth", po::value<std::string>(), "frames per site row: the user frame and N-1 callers (default 3; 0: the whole stack)")(
@@ -40,6 +43,9 @@ int cmd_report(const std::vector<std::string>& args) {
                                       "'iteration 2 optimizer' (its peak; add start or end for its boundaries)")(
       "window", po::value<std::string>(), "A..B: the peaks and phases within these two moments only (either may be "
                                           "left out: ..'iteration 3'); a phase as A means its start, as B its end");
+  po::options_description ranks("Many ranks (a folder, several files or a pattern)");
+  add_rank_options(ranks);
+  d.add(ranks);
   po::options_description input("Input options");
   add_input_options(input);
   d.add(input);
@@ -50,13 +56,19 @@ int cmd_report(const std::vector<std::string>& args) {
     write_stdout(help.str());
     return kExitOk;
   }
-  if (!vm.count("input") || vm["input"].as<std::vector<std::string>>().size() != 1)
-    throw UsageError("report needs exactly one input file");
+  if (!vm.count("input")) throw UsageError("report needs an input file (or a folder of ranks)");
+  const std::vector<std::string> in = vm["input"].as<std::vector<std::string>>();
+  const bool many = is_ranks_input(in);
   std::string fmt = vm["format"].as<std::string>();
-  if (fmt != "text" && fmt != "json" && fmt != "html") throw UsageError("unknown --format '" + fmt + "' (text, json, html)");
+  if (!many && fmt != "text" && fmt != "json" && fmt != "html")
+    throw UsageError("unknown --format '" + fmt + "' (text, json, html)");
+  if (!many)
+    for (const char* o : {"jobs", "rank", "skip-bad-ranks"})
+      if (vm.count(o))
+        throw UsageError(std::string("--") + o + " applies to many ranks: give a folder, several files or a pattern");
   const size_t top = size_t(count_arg(vm, "top", "-n/--top", kMaxTopSites));
   const size_t depth = depth_arg(vm, 3);
-  std::string path = vm["input"].as<std::vector<std::string>>()[0];
+  std::string path = in[0];
   // Moments are parsed before the load: a bad one fails at once.
   MomentSpec at;
   WindowSpec window;
@@ -64,13 +76,20 @@ int cmd_report(const std::vector<std::string>& args) {
   if (vm.count("window")) window = parse_window(vm["window"].as<std::string>(), "--window");
   // Rules are read first: a bad rules file fails before a long load.
   RuleSet rules = load_rules(rules_files(vm));
-  const LoadOptions lo = load_options(vm);
-  Trace t = load_input(path, lo);
   ReportOptions ro;
   ro.top_sites = top;
   ro.site_depth = depth;
   ro.input_name = path;
   ro.rules = &rules;
+  if (many) {
+    for (const char* o : {"explain", "trace", "memory-timeline"})
+      if (vm.count(o)) throw UsageError(std::string("--") + o + " reads one run: give one snapshot, not many ranks");
+    ro.at = at;
+    ro.window = window;
+    return report_ranks(vm, in, ro, top, depth_arg(vm, 1));
+  }
+  const LoadOptions lo = load_options(vm);
+  Trace t = load_input(path, lo);
   if (vm.count("explain")) ro.explain = vm["explain"].as<std::string>();
   ro.at = at;
   ro.window = window;

@@ -384,4 +384,159 @@ std::string render_check_github(const CheckResult& r) {
   return o;
 }
 
+
+// ---- Many ranks ------------------------------------------------------------
+
+namespace {
+
+std::string rank_label(const RankCheck& r) { return r.rank >= 0 ? "rank " + std::to_string(r.rank) : "rank ?"; }
+
+// "rank 1, rank 3" for the verdict line.
+std::string rank_list(const RanksCheck& c, const std::vector<size_t>& idx) {
+  std::string s;
+  for (size_t k = 0; k < idx.size(); ++k) {
+    if (k == 5) return s + " and " + std::to_string(idx.size() - 5) + " more";
+    s += (k ? ", " : "") + rank_label(c.ranks[idx[k]]);
+  }
+  return s;
+}
+
+// The first failed (else warned) threshold of a rank, in a few words.
+std::string rank_summary(const RankCheck& r) {
+  if (!r.result) return dn(r.error);
+  for (CheckStatus want : {CheckStatus::Fail, CheckStatus::Warn})
+    for (const CheckItem& it : r.result->items)
+      if (it.status == want) return dn(it.name) + ": " + dn(describe(it, *r.result));
+  return peak_line(r.result->candidate, r.result->metric);
+}
+
+const char* rank_status(const RankCheck& r) {
+  if (!r.result) return r.input_error ? "ERROR" : "FAIL";
+  return status_cell(r.result->status);
+}
+
+}  // namespace
+
+std::string render_ranks_check_text(const RanksCheck& c) {
+  std::string o = "snapdiff check: ";
+  o += verdict(c.status);
+  o += "  (" + std::to_string(c.ranks.size()) + (c.ranks.size() == 1 ? " rank" : " ranks");
+  if (!c.failing.empty()) o += ", " + std::to_string(c.failing.size()) + " failed: " + rank_list(c, c.failing);
+  if (!c.unchecked.empty())
+    o += ", " + std::to_string(c.unchecked.size()) + " not checked: " + rank_list(c, c.unchecked);
+  if (!c.warning.empty()) o += ", " + std::to_string(c.warning.size()) + " warned: " + rank_list(c, c.warning);
+  o += ")\n\n";
+  std::vector<std::array<std::string, 4>> rows;
+  rows.push_back({"RANK", "STATUS", "FILE", "WHY"});
+  for (const RankCheck& r : c.ranks)
+    rows.push_back({r.rank >= 0 ? std::to_string(r.rank) : "?", rank_status(r), dn(r.name), rank_summary(r)});
+  size_t w[3] = {0, 0, 0};
+  for (const auto& row : rows)
+    for (size_t k = 0; k < 3; ++k) w[k] = std::max(w[k], row[k].size());
+  for (const auto& row : rows)
+    o += "  " + lpad(row[0], w[0]) + "  " + pad(row[1], w[1]) + "  " + pad(row[2], w[2]) + "  " + row[3] + "\n";
+  // Each rank that failed or warned, in full.
+  for (const RankCheck& r : c.ranks) {
+    if (!r.result || r.result->status == CheckStatus::Pass) continue;
+    o += "\n" + rank_label(r) + ":\n" + render_check_text(*r.result);
+  }
+  return o;
+}
+
+std::string render_ranks_check_json(const RanksCheck& c) {
+  using nlohmann::ordered_json;
+  ordered_json j;
+  j["schema"] = kRanksCheckSchema;
+  j["status"] = status_name(c.status);
+  auto ranks_of = [&](const std::vector<size_t>& idx) {
+    ordered_json a = ordered_json::array();
+    for (size_t i : idx) a.push_back(c.ranks[i].rank >= 0 ? ordered_json(c.ranks[i].rank) : ordered_json(nullptr));
+    return a;
+  };
+  j["failing_ranks"] = ranks_of(c.failing);
+  j["unchecked_ranks"] = ranks_of(c.unchecked);
+  j["warning_ranks"] = ranks_of(c.warning);
+  ordered_json rows = ordered_json::array();
+  for (const RankCheck& r : c.ranks) {
+    ordered_json x;
+    x["rank"] = r.rank >= 0 ? ordered_json(r.rank) : ordered_json(nullptr);
+    x["name"] = r.name;
+    x["baseline_name"] = r.baseline_name.empty() ? ordered_json(nullptr) : ordered_json(r.baseline_name);
+    x["status"] = r.result ? status_name(r.result->status) : "fail";
+    x["error"] = r.error.empty() ? ordered_json(nullptr) : ordered_json(r.error);
+    x["input_error"] = r.input_error;
+    x["check"] = r.result ? ordered_json::parse(render_check_json(*r.result)) : ordered_json(nullptr);
+    rows.push_back(std::move(x));
+  }
+  j["ranks"] = std::move(rows);
+  return j.dump(2) + "\n";
+}
+
+std::string render_ranks_check_junit(const RanksCheck& c) {
+  size_t tests = 0, failures = 0;
+  for (const RankCheck& r : c.ranks) {
+    if (!r.result) {
+      ++tests, ++failures;
+      continue;
+    }
+    tests += r.result->items.size();
+    failures += r.result->count(CheckStatus::Fail);
+  }
+  const std::string n = std::to_string(tests), f = std::to_string(failures);
+  std::string o = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  o += "<testsuites name=\"snapdiff check\" tests=\"" + n + "\" failures=\"" + f + "\" errors=\"0\" skipped=\"0\" time=\"0\">\n";
+  // One testsuite per rank, one testcase per rank and threshold.
+  for (const RankCheck& r : c.ranks) {
+    const std::string rn = rank_label(r);
+    const size_t rt = r.result ? r.result->items.size() : 1;
+    const size_t rf = r.result ? r.result->count(CheckStatus::Fail) : 1;
+    o += "  <testsuite name=\"" + xml_escape("snapdiff check: " + rn + ": " + dn(r.name)) + "\" tests=\"" +
+         std::to_string(rt) + "\" failures=\"" + std::to_string(rf) + "\" errors=\"0\" skipped=\"0\" time=\"0\">\n";
+    if (!r.result) {
+      o += "    <testcase classname=\"snapdiff.check\" name=\"" + xml_escape(rn + ": read") + "\" time=\"0\">\n";
+      o += "      <failure type=\"" + std::string(r.input_error ? "input" : "baseline") + "\" message=\"" +
+           xml_escape(dn(r.error)) + "\"/>\n    </testcase>\n  </testsuite>\n";
+      continue;
+    }
+    for (const CheckItem& it : r.result->items) {
+      o += "    <testcase classname=\"snapdiff.check\" name=\"" + xml_escape(rn + ": " + dn(it.name)) + "\" time=\"0\"";
+      if (it.status == CheckStatus::Pass) {
+        o += "/>\n";
+        continue;
+      }
+      const std::string text = dn(describe(it, *r.result));
+      const std::string detail = "limit: " + dn(limit_cell(it)) + "\nmeasured: " + dn(measured_cell(it, *r.result)) +
+                                 "\nmargin: " + margin_cell(it) + "\n";
+      o += ">\n";
+      if (it.status == CheckStatus::Fail)
+        o += "      <failure type=\"" + xml_escape(it.kind) + "\" message=\"" + xml_escape(text) + "\">" +
+             xml_escape(detail) + "</failure>\n";
+      else
+        o += "      <system-out>" + xml_escape("warning: " + text + "\n" + detail) + "</system-out>\n";
+      o += "    </testcase>\n";
+    }
+    o += "  </testsuite>\n";
+  }
+  o += "</testsuites>\n";
+  return o;
+}
+
+std::string render_ranks_check_github(const RanksCheck& c) {
+  std::string o;
+  for (const RankCheck& r : c.ranks) {
+    if (!r.result) {
+      o += "::error title=" + detail::github_property("snapdiff check " + rank_label(r)) +
+           "::" + detail::github_message(r.error) + "\n";
+      continue;
+    }
+    for (const CheckItem& it : r.result->items) {
+      if (it.status == CheckStatus::Pass) continue;
+      o += it.status == CheckStatus::Fail ? "::error" : "::warning";
+      o += " title=" + detail::github_property("snapdiff check " + rank_label(r) + " " + it.name) +
+           "::" + detail::github_message(r.name + ": " + describe(it, *r.result)) + "\n";
+    }
+  }
+  return o;
+}
+
 }  // namespace snapdiff

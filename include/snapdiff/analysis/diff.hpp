@@ -75,10 +75,22 @@ struct Diff {
 Diff diff_reports(const Analysis& a, const Analysis& b, const DiffOptions& opts);
 
 // The same diff from two report views alone (no traces; the views of
-// snapshots read elsewhere, read back from their JSON): peaks, categories,
-// phases and findings as diff_reports() gives them; sites from the rows each
-// view kept (its -n), keyed as diff_reports() keys them from their frames;
-// what lies beyond those rows is each view's other_sites.
+// snapshots read elsewhere, read back from their JSON), each taken at its
+// peak (no --at): peaks, categories and phases from each view's peak device;
+// sites from the rows each view kept (its -n), keyed from their written-out
+// frames (SiteRow::site.stack: name, file, line) as diff_reports() keys them
+// from the trace's — function@file-basename:line, innermost first; native
+// frames left out when either view shows none; a row on one side alone
+// matched without lines, marked moved; a stack the view cut
+// (FrameTable::shown()) matched on what it kept. Unlike diff_reports(),
+// gradients are matched by stack like every other row (the view's rows are
+// per stack and category; tensor sizes are not in it). What lies beyond each
+// view's rows is its other_sites, summed into the diff's: a site kept by
+// one view and summed by the other shows as new or gone. The findings are
+// computed by the code diff_reports() uses, from the same numbers (with
+// every site kept, they are diff_reports()' findings, gradients' site groups
+// aside); the site rows' displays are written from the views' paths (a
+// --depth deeper than the views' shows what they kept).
 Diff diff_views(const Report& a, const Report& b, const DiffOptions& opts);
 
 std::string render_diff_text(const Diff& d);

@@ -46,7 +46,10 @@ struct RankOutlier {
   size_t entry = 0;
   int64_t delta = 0;          // its requested-peak change (B - A)
   int64_t others_median = 0;  // the other ranks' median change
-  std::string because;        // its largest category change, in words from its diff ("" = none)
+  // Its category at the peak that changed most in the direction it departs
+  // from the others ("" = none material), and by how much (B - A).
+  std::string category;
+  int64_t category_delta = 0;
 };
 
 struct RanksOptions {
@@ -56,7 +59,6 @@ struct RanksOptions {
 
 struct RanksView {
   std::vector<RankEntry> ranks;         // by rank; ranks not told last, by name
-  std::vector<std::string> skipped;     // files in the folders not read (not snapshots by their name)
   std::vector<std::string> superseded;  // earlier steps (and regular dumps beside an OOM dump) of a rank
   size_t read = 0, failed = 0;          // entries read, entries with an error
   std::vector<RankMetric> metrics;      // peaks, free cached, growth, then the largest categories
@@ -71,8 +73,11 @@ struct RanksView {
 // none (every such entry with one device, all devices distinct), metrics and
 // the worst-against-median diff computed. Throws UsageError-free: a --rank
 // that is not among the entries leaves `shown` at SIZE_MAX (the CLI refuses it).
-RanksView build_ranks_view(std::vector<RankEntry> entries, std::vector<std::string> skipped,
-                           std::vector<std::string> superseded, const RanksOptions& opts);
+// Files the folders held that are not inputs (logs, truth files) are the
+// front end's to mention: the map step's summaries cannot know them, and
+// both paths must give the same view.
+RanksView build_ranks_view(std::vector<RankEntry> entries, std::vector<std::string> superseded,
+                           const RanksOptions& opts);
 
 // ---- Two runs' ranks: rank r of A against rank r of B ---------------------
 struct RankPair {

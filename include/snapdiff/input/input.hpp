@@ -44,6 +44,12 @@ Trace load_trace(const std::string& path, const LoadOptions& opts = {});
 Trace load_trace_from_memory(std::string_view bytes, const std::string& name,
                              const LoadOptions& opts = {});
 
+// A small document read whole — a map step's summary (JSON), at most
+// `max_bytes` once gzip is unwrapped (detected from the bytes): its text.
+// InputError naming the file (`what` says what it was meant to be).
+std::string read_small_document(const std::string& path, const std::string& what,
+                                uint64_t max_bytes = uint64_t(64) << 20);
+
 // The restricted unpickler: reads a PyTorch memory snapshot pickle straight
 // into `out`. Builds only dict/list/tuple/str/bytes/int/float/bool/None and
 // refuses every opcode that imports or calls.

@@ -12,6 +12,28 @@
 // The rank is told from the file's name (and the step or iteration from its
 // folders); a file whose name tells none is listed by name (the analysis
 // may still tell it from the device the snapshot records).
+//
+// The rules, case-insensitive, the first that applies wins:
+//   1. {R}_step_{N}...              torchtitan (current): rank R, step N
+//   2. rank{R}_memory_snapshot...   torchtitan (older)
+//   3. oom_rank-{R}_..., ..._oom_rank_{R}.ext, ..._oom_rank-{R}.ext
+//                                   Megatron-LM / Megatron-Bridge OOM dumps
+//   4. "rank" then R, after a non-letter or at the start, with an optional
+//      - or _ between ("rank3", "rank-0_x", "x_rank_3", "oom_rank4"); in
+//      Composer's rank{R}.{batch}.... the batch is the step
+//   5. a token "r{R}" between - _ . or the ends ("x_r3", "r3.pickle")
+//   6. a folder named rank{R} / rank_{R} / rank-{R} (the innermost), or
+//      oom_rank-{R}_... (Megatron's OOM dump of a snapshot path with folders)
+//   7. (find_rank_files only) Megatron's {base}_{R}{ext}: at least two files
+//      of one folder, none told by 1-6, all "B_{R}" for one B and distinct R,
+//      B not ending in another number (dates: "mem_2024_01_05") nor in a word
+//      that counts something ("bs", "step", "v", "tp", "seed", ...)
+// R has 1 to 6 digits (a longer number is a date, a time or a size). gpu{N},
+// device{N} and cuda{N} are not ranks: they name a device of a node, the
+// same on every node. The step: from the name ("step_20", "iter-20",
+// "iteration20") or else the innermost folder step_{N} / iteration_{N} /
+// iter_{N} (also with _exit). The OOM mark: an "oom" in the name between
+// non-letters, an *_exit folder, or an oom_rank-{R}_... folder.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +49,8 @@ struct RankName {
   int rank = -1;          // -1: the name tells none
   int64_t step = -1;      // the step or iteration its folder or name gives (-1: none)
   bool oom = false;       // an out-of-memory dump (oom in the name, or an *_exit folder)
-  std::string layout;     // the convention that told the rank: "torchtitan", "megatron", "rank" ("" = none)
+  std::string layout;     // the convention that told the rank: "torchtitan" (1-2), "megatron" (3, 6, 7),
+                          // "rank" (4-6); "" = none
 };
 // Reads the rank, step and OOM mark from a path (the folders and the file
 // name). Pure: no file is opened.
@@ -41,7 +64,7 @@ struct RankFile {
 // What to look for in a folder.
 enum class RankInputs : uint8_t {
   Snapshots,  // inputs of `snapdiff report`: *.pickle, *.pkl, *.snap, *.trace.json (each also .gz)
-  Summaries,  // the map step's outputs: *.json (and .json.gz), *.truth.json left out
+  Summaries,  // the map step's outputs: *.json (and .json.gz), *.truth.json and *.trace.json left out
 };
 
 struct RankFileSet {
@@ -56,12 +79,19 @@ struct RankFileSet {
   std::vector<RankFile> superseded;
 };
 
+// The files to read of those found: one per rank (the latest step, an OOM
+// dump before a regular one of the same step; files whose rank is not told
+// all kept), the rest superseded. find_rank_files() ends with it; the reduce
+// step applies it to the snapshot names its summaries carry.
+RankFileSet select_rank_files(std::vector<RankFile> found);
+
 // Expands the arguments: a folder is walked (sub-folders too, in name order,
 // at most 16 levels; symbolic links to files followed, to folders not); a
 // file is taken whatever its name; a pattern with * ? or [...] in its last
 // component is matched in its folder. Throws InputError for a path that does
 // not exist, a pattern that matches nothing, or a folder with no file of
-// the kind asked for.
+// the kind asked for (UsageError for no argument). A file reached twice
+// (named, and in a folder named) is taken once.
 RankFileSet find_rank_files(const std::vector<std::string>& args, RankInputs kind);
 
 }  // namespace snapdiff

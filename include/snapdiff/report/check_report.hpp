@@ -5,6 +5,7 @@
 #include <string>
 
 #include "snapdiff/analysis/check.hpp"
+#include "snapdiff/analysis/ranks_check.hpp"
 
 namespace snapdiff {
 
@@ -16,5 +17,15 @@ std::string render_check_junit(const CheckResult& r);
 // failed / warned threshold.
 std::string render_check_github(const CheckResult& r);
 std::string xml_escape(const std::string& s);
+
+// Many ranks: the verdict naming the ranks that fail, then each failing
+// rank's verdict; JSON ("snapdiff/check_ranks/1", each rank's snapdiff/check/1
+// object inside); JUnit with a testsuite per rank and a testcase per rank and
+// threshold (an unreadable rank is one failing testcase); GitHub annotations.
+constexpr const char* kRanksCheckSchema = "snapdiff/check_ranks/1";
+std::string render_ranks_check_text(const RanksCheck& c);
+std::string render_ranks_check_json(const RanksCheck& c);
+std::string render_ranks_check_junit(const RanksCheck& c);
+std::string render_ranks_check_github(const RanksCheck& c);
 
 }  // namespace snapdiff

@@ -1,0 +1,333 @@
+// Many ranks: `snapdiff report DIR` (and several files or a pattern), the
+// reduce step `snapdiff ranks SUMMARY...`, and `snapdiff DIR_A DIR_B`
+// (docs/ranks.md). The ranks are read by map_ranks(); each becomes its view
+// and its trace is released before that thread reads the next.
+#include <sys/stat.h>
+
+#include <boost/program_options.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/cli_util.hpp"
+#include "cli/commands.hpp"
+#include "cli/rank_map.hpp"
+#include "cli/ranks_cmd.hpp"
+#include "snapdiff/analysis/analysis.hpp"
+#include "snapdiff/analysis/diff.hpp"
+#include "snapdiff/analysis/ranks.hpp"
+#include "snapdiff/error.hpp"
+#include "snapdiff/input/input.hpp"
+#include "snapdiff/input/ranks.hpp"
+#include "snapdiff/report/ranks_report.hpp"
+#include "snapdiff/report/report_read.hpp"
+
+namespace po = boost::program_options;
+
+namespace snapdiff::cli {
+
+namespace {
+
+bool is_directory(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+bool exists(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0;
+}
+bool has_pattern(const std::string& p) {
+  const size_t slash = p.rfind('/');
+  return p.find_first_of("*?[", slash == std::string::npos ? 0 : slash + 1) != std::string::npos;
+}
+
+RankEntry entry_of(const RankFile& f) {
+  RankEntry e;
+  e.name = f.path;
+  e.rank = f.name.rank;
+  if (f.name.rank >= 0) e.rank_from = f.name.layout.empty() ? "name" : "name (" + f.name.layout + ")";
+  e.step = f.name.step;
+  e.oom_file = f.name.oom;
+  return e;
+}
+
+// Files in the folders that are not inputs: one line on stderr, so the
+// report itself is the same whichever path (direct or reduce) made it.
+void note_skipped(const std::vector<std::string>& skipped, const char* what) {
+  if (skipped.empty()) return;
+  std::string line = "snapdiff: note: " + std::to_string(skipped.size()) + (skipped.size() == 1 ? " file" : " files") +
+                     " in the folders " + (skipped.size() == 1 ? "is" : "are") + " not " + what + " by " +
+                     (skipped.size() == 1 ? "its" : "their") + " name and " + (skipped.size() == 1 ? "was" : "were") +
+                     " not read (" + escape_for_terminal(skipped[0]) + (skipped.size() > 1 ? ", ..." : "") + ")\n";
+  std::fputs(line.c_str(), stderr);
+}
+
+// The ranks that could not be read: one error line each on stderr; exit 3
+// unless --skip-bad-ranks.
+int failed_ranks_code(const std::vector<std::string>& errors, bool skip_bad) {
+  for (const std::string& e : errors) print_error(e);
+  return errors.empty() || skip_bad ? kExitOk : kExitInput;
+}
+
+void check_format(const std::string& fmt) {
+  if (fmt != "text" && fmt != "json" && fmt != "markdown" && fmt != "html")
+    throw UsageError("unknown --format '" + fmt + "' for many ranks (text, json, markdown, html)");
+}
+
+std::string known_ranks(const std::vector<RankEntry>& rs) {
+  std::string s;
+  size_t n = 0;
+  for (const RankEntry& e : rs)
+    if (e.rank >= 0 && e.report) s += (n++ ? ", " : "") + std::to_string(e.rank);
+  return n ? s : "none told";
+}
+
+// Renders the view, writes it, reports the ranks that failed.
+int finish_ranks(const po::variables_map& vm, std::vector<RankEntry> entries, std::vector<std::string> superseded,
+                 const RanksOptions& ro) {
+  const std::string fmt = vm["format"].as<std::string>();
+  RanksView v = build_ranks_view(std::move(entries), std::move(superseded), ro);
+  if (ro.shown_rank >= 0 && v.shown == SIZE_MAX)
+    throw UsageError("--rank " + std::to_string(ro.shown_rank) + ": no rank of that number was read (ranks read: " +
+                     known_ranks(v.ranks) + ")");
+  const std::string text = fmt == "json"       ? render_ranks_json(v)
+                           : fmt == "markdown" ? render_ranks_markdown(v)
+                           : fmt == "html"     ? render_ranks_html(v)
+                                               : render_ranks_text(v);
+  write_output(text, vm.count("output") ? vm["output"].as<std::string>() : "");
+  std::vector<std::string> errors;
+  for (const RankEntry& e : v.ranks)
+    if (!e.error.empty()) errors.push_back(e.error);
+  return failed_ranks_code(errors, vm.count("skip-bad-ranks") > 0);
+}
+
+RanksOptions ranks_options(const po::variables_map& vm, size_t top, size_t depth) {
+  RanksOptions ro;
+  if (vm.count("rank")) ro.shown_rank = int(count_arg(vm, "rank", "--rank", 1u << 30));
+  ro.diff.top_sites = top;
+  ro.diff.depth = depth;
+  return ro;
+}
+
+}  // namespace
+
+void add_rank_options(po::options_description& d) {
+  d.add_options()("jobs,j", po::value<std::string>(), "ranks read at once (default: the machine's cores)")(
+      "rank", po::value<std::string>(), "show this rank's full report (default: the worst rank)")(
+      "skip-bad-ranks", "exit 0 when some ranks cannot be read (they are listed with their errors either way)");
+}
+
+bool is_ranks_input(const std::vector<std::string>& inputs) {
+  if (inputs.size() != 1) return inputs.size() > 1;
+  const std::string& p = inputs[0];
+  return is_directory(p) || (!exists(p) && has_pattern(p));
+}
+
+int report_ranks(const po::variables_map& vm, const std::vector<std::string>& inputs, const ReportOptions& base,
+                 size_t top, size_t depth) {
+  check_format(vm["format"].as<std::string>());
+  const RanksOptions ro = ranks_options(vm, top, depth);
+  const unsigned jobs = jobs_arg(vm);
+  const LoadOptions lo = load_options(vm);
+  RankFileSet set = find_rank_files(inputs, RankInputs::Snapshots);
+  note_skipped(set.skipped, "snapshots");
+  std::vector<RankEntry> entries;
+  std::vector<std::string> paths;
+  for (const RankFile& f : set.files) {
+    entries.push_back(entry_of(f));
+    paths.push_back(f.path);
+  }
+  map_ranks(
+      paths, jobs, lo,
+      [&](size_t i, Trace& t) {
+        ReportOptions o = base;
+        o.input_name = paths[i];
+        entries[i].report = report_view(analyze(t, o));
+      },
+      [&](size_t i, const InputError& e) {
+        entries[i].error = e.describe();
+        entries[i].exit_code = kExitInput;
+      });
+  std::vector<std::string> superseded;
+  for (const RankFile& f : set.superseded) superseded.push_back(f.path);
+  return finish_ranks(vm, std::move(entries), std::move(superseded), ro);
+}
+
+int cmd_ranks(const std::vector<std::string>& args) {
+  po::options_description d(
+      "snapdiff ranks SUMMARY... [options]\n\n"
+      "The reduce step: the report of many ranks from the JSON each rank's\n"
+      "`snapdiff report FILE --format json` wrote (files, folders or patterns),\n"
+      "the same report `snapdiff report DIR` gives from the snapshots.\n\nOptions");
+  d.add_options()("help,h", "show this help")(
+      "format,f", po::value<std::string>()->default_value("text"), "output format: text | json | markdown | html")(
+      "output,o", po::value<std::string>(), "write the report to this file instead of stdout")(
+      "top,n", po::value<std::string>()->default_value("20"), "sites in the worst-against-median diff (0 to 10000000)")(
+      "depth", po::value<std::string>(), "frames per site row of that diff (default 1; 0: the whole stack)");
+  add_rank_options(d);
+  po::variables_map vm = parse_command(args, d);
+  if (vm.count("help")) {
+    std::ostringstream help;
+    help << d << "\nThe JSON output is described by schemas/ranks.schema.json; docs/ranks.md has worked examples\n"
+                 "for Slurm job arrays, Kubernetes Indexed Jobs and GNU parallel.\n";
+    write_stdout(help.str());
+    return kExitOk;
+  }
+  const std::vector<std::string> in = inputs(vm);
+  if (in.empty()) throw UsageError("ranks needs the summaries: SUMMARY.json files, or folders of them");
+  check_format(vm["format"].as<std::string>());
+  const size_t top = size_t(count_arg(vm, "top", "-n/--top", kMaxTopSites));
+  const RanksOptions ro = ranks_options(vm, top, depth_arg(vm, 1));
+  const unsigned jobs = jobs_arg(vm);
+  RankFileSet set = find_rank_files(in, RankInputs::Summaries);
+  note_skipped(set.skipped, "summaries");
+  // Each summary names the snapshot it summarizes: the rank, step and OOM
+  // mark come from that name, as in the direct read.
+  const size_t n = set.files.size();
+  std::vector<RankEntry> read(n);
+  std::vector<char> ok(n, 0);
+  map_indices(
+      n, jobs,
+      [&](size_t i) {
+        const std::string& path = set.files[i].path;
+        Report r = read_report_json(read_small_document(path, "summary"), path);
+        RankFile named{r.input_name, rank_from_name(r.input_name)};
+        read[i] = entry_of(named);
+        read[i].report = std::move(r);
+        ok[i] = 1;
+      },
+      [&](size_t i, const InputError& e) {
+        read[i] = entry_of(set.files[i]);
+        InputError copy = e;
+        if (copy.file().empty()) copy.set_file(set.files[i].path);
+        read[i].error = copy.describe();
+        read[i].exit_code = kExitInput;
+      });
+  // The same choice of one file per rank as the direct read, on the
+  // snapshots' names.
+  std::vector<RankFile> named;
+  std::vector<size_t> index_of;
+  std::vector<RankEntry> entries;
+  for (size_t i = 0; i < n; ++i) {
+    if (!ok[i]) {
+      entries.push_back(std::move(read[i]));
+      continue;
+    }
+    named.push_back({read[i].name, rank_from_name(read[i].name)});
+    index_of.push_back(i);
+  }
+  RankFileSet chosen = select_rank_files(named);
+  std::vector<char> keep(n, 0);
+  for (const RankFile& f : chosen.files)
+    for (size_t k = 0; k < named.size(); ++k) {
+      const size_t i = index_of[k];
+      if (named[k].path != f.path || keep[i]) continue;
+      keep[i] = 1;
+      RankEntry e = entry_of(f);  // the rank as the selection told it (a shared base names it too)
+      e.report = std::move(read[i].report);
+      entries.push_back(std::move(e));
+      break;
+    }
+  std::vector<std::string> superseded;
+  for (const RankFile& f : chosen.superseded) superseded.push_back(f.path);
+  return finish_ranks(vm, std::move(entries), std::move(superseded), ro);
+}
+
+int diff_ranks(const po::variables_map& vm, const std::vector<std::string>& a_in, const std::vector<std::string>& b_in,
+               const RuleSet& rules, size_t top, size_t depth) {
+  const std::string fmt = vm["format"].as<std::string>();
+  if (fmt != "text" && fmt != "json" && fmt != "markdown")
+    throw UsageError("unknown --format '" + fmt + "' for two runs' ranks (text, json, markdown)");
+  const RanksOptions ro = ranks_options(vm, top, depth);
+  const unsigned jobs = jobs_arg(vm);
+  RankFileSet sa = find_rank_files(a_in, RankInputs::Snapshots);
+  RankFileSet sb = find_rank_files(b_in, RankInputs::Snapshots);
+  note_skipped(sa.skipped, "snapshots");
+  note_skipped(sb.skipped, "snapshots");
+  // Rank r against rank r; files whose rank is not told, by position.
+  std::vector<RankPair> pairs;
+  std::vector<std::pair<const RankFile*, const RankFile*>> files;
+  std::vector<int> only_a, only_b;
+  std::vector<const RankFile*> ua, ub;
+  for (const RankFile& f : sb.files)
+    if (f.name.rank < 0) ub.push_back(&f);
+  for (const RankFile& f : sa.files) {
+    if (f.name.rank < 0) {
+      ua.push_back(&f);
+      continue;
+    }
+    const RankFile* match = nullptr;
+    for (const RankFile& g : sb.files)
+      if (g.name.rank == f.name.rank) match = &g;
+    if (!match) {
+      only_a.push_back(f.name.rank);
+      continue;
+    }
+    files.push_back({&f, match});
+  }
+  for (const RankFile& g : sb.files) {
+    if (g.name.rank < 0) continue;
+    bool found = false;
+    for (const RankFile& f : sa.files) found = found || f.name.rank == g.name.rank;
+    if (!found) only_b.push_back(g.name.rank);
+  }
+  for (size_t k = 0; k < std::min(ua.size(), ub.size()); ++k) files.push_back({ua[k], ub[k]});
+  if (files.empty())
+    throw InputError("no rank is present in both runs (" + std::to_string(sa.files.size()) + " and " +
+                     std::to_string(sb.files.size()) + " files found)");
+  pairs.resize(files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    pairs[i].rank = files[i].first->name.rank;
+    pairs[i].a_name = files[i].first->path;
+    pairs[i].b_name = files[i].second->path;
+  }
+  // Both runs of a pair are held at once: each read gets half a thread's share.
+  LoadOptions lo = load_options(vm);
+  const unsigned threads = std::max(1u, std::min<unsigned>(jobs, unsigned(files.size())));
+  lo.progress = nullptr;
+  if (threads > 1) lo.trace_reader_workers = 0;
+  lo.max_memory_bytes = lo.max_memory_bytes / (2 * threads);
+  map_indices(
+      files.size(), threads,
+      [&](size_t i) {
+        RankPair& p = pairs[i];
+        auto load = [&](const std::string& path, std::string& err) -> std::optional<Trace> {
+          try {
+            return load_trace(path, lo);
+          } catch (InputError& e) {
+            if (e.file().empty()) e.set_file(path);
+            err = e.describe();
+            return std::nullopt;
+          }
+        };
+        std::optional<Trace> ta = load(p.a_name, p.a_error);
+        std::optional<Trace> tb = load(p.b_name, p.b_error);
+        if (!ta || !tb) return;
+        ReportOptions o;
+        o.rules = &rules;
+        o.input_name = p.a_name;
+        const Analysis aa = analyze(*ta, o);
+        o.input_name = p.b_name;
+        const Analysis ab = analyze(*tb, o);
+        DiffOptions dopt = ro.diff;
+        dopt.a_name = p.a_name;
+        dopt.b_name = p.b_name;
+        p.diff = diff_reports(aa, ab, dopt);
+      },
+      [&](size_t i, const InputError& e) { pairs[i].b_error = e.describe(); });
+  RanksDiff d = build_ranks_diff(std::move(pairs), std::move(only_a), std::move(only_b), ro);
+  if (ro.shown_rank >= 0 && d.shown == SIZE_MAX)
+    throw UsageError("--rank " + std::to_string(ro.shown_rank) + ": no rank of that number was read in both runs");
+  const std::string text = fmt == "json"       ? render_ranks_diff_json(d)
+                           : fmt == "markdown" ? render_ranks_diff_markdown(d)
+                                               : render_ranks_diff_text(d);
+  write_output(text, vm.count("output") ? vm["output"].as<std::string>() : "");
+  std::vector<std::string> errors;
+  for (const RankPair& p : d.pairs) {
+    if (!p.a_error.empty()) errors.push_back(p.a_error);
+    if (!p.b_error.empty()) errors.push_back(p.b_error);
+  }
+  return failed_ranks_code(errors, vm.count("skip-bad-ranks") > 0);
+}
+
+}  // namespace snapdiff::cli

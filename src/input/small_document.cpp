@@ -1,0 +1,22 @@
+// read_small_document (include/snapdiff/input/input.hpp).
+#include "input/file_source.hpp"
+#include "snapdiff/error.hpp"
+#include "snapdiff/input/input.hpp"
+#include "util/read_file.hpp"
+
+namespace snapdiff {
+
+std::string read_small_document(const std::string& path, const std::string& what, uint64_t max_bytes) {
+  std::string text = detail::read_small_file(path, what, max_bytes);
+  const auto* p = reinterpret_cast<const uint8_t*>(text.data());
+  if (!detail::is_gzip(p, text.size())) return text;
+  try {
+    std::vector<uint8_t> out = detail::gunzip(p, text.size(), max_bytes);
+    return std::string(out.begin(), out.end());
+  } catch (InputError& e) {
+    if (e.file().empty()) e.set_file(path);
+    throw;
+  }
+}
+
+}  // namespace snapdiff
