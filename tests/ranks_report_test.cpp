@@ -124,7 +124,6 @@ RanksView view() {
     bad.error = bad.name + ": byte 12: unexpected pickle opcode 0xff";
   bad.exit_code = 3;
   v.ranks.push_back(bad);
-  v.skipped = {"run/train.log"};
   v.superseded = {"run/old/snapshot_0.pickle.gz"};
   v.read = 3;
   v.failed = 1;
@@ -238,7 +237,7 @@ TEST_CASE("ranks text: a row per rank with PyTorch's peaks, a failed rank's erro
   const RanksView v = view();
   const std::string text = render_ranks_text(v);
   INFO(text.substr(0, 6000));
-  CHECK(has(text, "snapdiff report: 3 ranks read, 1 failed; 1 file skipped (not snapshots by their name), 1 file superseded"));
+  CHECK(has(text, "snapdiff report: 3 ranks read, 1 failed; 1 file superseded (earlier steps of a rank, or its regular dump beside an OOM dump)\n"));
   // One row per rank, its file shortened to its last two components, the
   // peaks PyTorch recorded.
   for (size_t i = 0; i < runs().size(); ++i) {
@@ -321,8 +320,12 @@ TEST_CASE("ranks JSON: valid against ranks.schema.json, embedding the shown repo
   CHECK(j["ranks"][3]["error"] == v.ranks[3].error);
   CHECK(j["ranks"][3]["exit_code"] == 3);
   CHECK(j["ranks"][3]["summary"].is_null());
-  CHECK(j["worst"] == json{{"entry", 1}, {"rank", 1}});
-  CHECK(j["median"] == json{{"entry", 2}, {"rank", 2}});
+  CHECK(j["worst"] == 1);
+  CHECK(j["worst_rank"] == 1);
+  CHECK(j["median"] == 2);
+  CHECK(j["shown"] == 1);
+  CHECK(j["metrics"][0]["max_entry"] == 1);
+  CHECK(j["metrics"][0]["min_rank"] == 0);
   CHECK(j["metrics"][0]["max"] == truth_peak("ranks/fsdp_gpt2_uneven/snapshot_1"));
   CHECK(j["metrics"][0]["varies"] == true);
   CHECK(j["metrics"][2]["varies"] == false);
@@ -344,7 +347,7 @@ TEST_CASE("ranks markdown: a table row per rank, the failed one with its error, 
   CHECK(has(md, "### snapdiff: 3 ranks read, 1 failed"));
   CHECK(has(md, "| rank | file | requested | allocated | reserved |"));
   for (size_t i = 0; i < runs().size(); ++i) {
-    const std::string lead = "| " + std::string(i == 1 ? "**1**" : std::to_string(i)) + " | `fsdp_gpt2_uneven/snapshot_" + std::to_string(i) +
+    const std::string lead = "| " + std::to_string(i) + " | `fsdp_gpt2_uneven/snapshot_" + std::to_string(i) +
                              ".pickle.gz` | " + human_bytes(truth_peak(runs()[i].stem)) + " | " +
                              human_bytes(truth_peak(runs()[i].stem, "allocated_bytes.all.peak")) + " | ";
     CHECK(has(md, "\n" + lead));
@@ -353,6 +356,7 @@ TEST_CASE("ranks markdown: a table row per rank, the failed one with its error, 
   CHECK(has(md, "\n- peak requested: the most " + human_bytes(truth_peak("ranks/fsdp_gpt2_uneven/snapshot_1")) + " on rank 1, the least " +
                     human_bytes(truth_peak("ranks/fsdp_gpt2_uneven/snapshot_0")) + " on rank 0, the median " + human_bytes(truth_peak("ranks/fsdp_gpt2_uneven/snapshot_2"))));
   CHECK(!has(md, "- OOMs"));
+  CHECK(has(md, "\nThe worst rank (the highest requested peak): rank 1.\n"));
   CHECK(has(md, "**Worst rank 1 against the median rank 2**"));
 }
 
@@ -445,7 +449,8 @@ RanksDiff ranks_diff() {
   x.entry = 0;
   x.delta = p0.diff->peak_delta[0];
   x.others_median = 0;
-  x.because = "activation " + human_delta(p0.diff->categories.front().delta());
+  x.category = p0.diff->categories.front().name;
+  x.category_delta = p0.diff->categories.front().delta();
   d.outliers = {x};
   d.shown = 0;
   return d;

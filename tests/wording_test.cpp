@@ -337,7 +337,8 @@ TEST_CASE("wording: every line of the reports of many ranks", "[report][wording]
     o.rank = 0;
     o.delta = delta;
     o.others_median = delta ? 0 : 1 << 20;
-    o.because = delta ? "activation +1.0 GiB" : "";
+    o.category = delta ? "activation" : "";
+    o.category_delta = delta;
     d.outliers.push_back(o);
   }
   d.shown = 0;

@@ -101,9 +101,8 @@ std::string metric_sentence(const RanksView& v, const RankMetric& m) {
 std::string ranks_counts(const RanksView& v) {
   std::string s = count_of(v.read, "rank") + " read";
   if (v.failed) s += ", " + std::to_string(v.failed) + " failed";
-  if (!v.skipped.empty()) s += "; " + count_of(v.skipped.size(), "file") + " skipped (not snapshots by their name)";
   if (!v.superseded.empty())
-    s += std::string(v.skipped.empty() ? "; " : ", ") + count_of(v.superseded.size(), "file") +
+    s += "; " + count_of(v.superseded.size(), "file") +
          " superseded (earlier steps of a rank, or its regular dump beside an OOM dump)";
   return s;
 }
@@ -112,7 +111,7 @@ std::string outlier_sentence(const RankOutlier& o) {
   std::string s = "rank " + rank_label(o.rank) + " ";
   s += o.delta > 0 ? "grows " + human_delta(o.delta) : o.delta < 0 ? "shrinks " + human_delta(o.delta) : "does not change";
   s += ", the other ranks " + (o.others_median == 0 ? std::string("do not change (median)") : human_delta(o.others_median) + " (median)");
-  if (!o.because.empty()) s += ": its " + o.because;
+  if (!o.category.empty()) s += ": its " + o.category + " " + human_delta(o.category_delta);
   return s;
 }
 

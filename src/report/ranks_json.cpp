@@ -43,10 +43,9 @@ J summary(const Report& r) {
   return s;
 }
 
-J entry_ref(const RanksView& v, size_t i) {
-  if (i >= v.ranks.size()) return nullptr;
-  return J{{"entry", i}, {"rank", opt_int(v.ranks[i].rank)}};
-}
+// An entry: its index into "ranks" (null: none).
+J entry_ref(const RanksView& v, size_t i) { return i < v.ranks.size() ? J(i) : J(nullptr); }
+J rank_of(const RanksView& v, size_t i) { return i < v.ranks.size() ? opt_int(v.ranks[i].rank) : J(nullptr); }
 
 std::string dump(const J& j) {
   // Invalid UTF-8 in a name becomes U+FFFD (docs/reliability.md).
@@ -60,7 +59,6 @@ std::string render_ranks_json(const RanksView& v) {
   j["schema"] = "snapdiff/ranks/1";
   j["read"] = v.read;
   j["failed"] = v.failed;
-  j["skipped"] = v.skipped;
   j["superseded"] = v.superseded;
   j["ranks"] = J::array();
   for (const RankEntry& e : v.ranks) {
@@ -84,16 +82,21 @@ std::string render_ranks_json(const RanksView& v) {
     x["max"] = m.max;
     x["min"] = m.min;
     x["median"] = m.median;
-    x["max_at"] = entry_ref(v, m.max_entry);
-    x["min_at"] = entry_ref(v, m.min_entry);
+    x["max_entry"] = entry_ref(v, m.max_entry);
+    x["max_rank"] = rank_of(v, m.max_entry);
+    x["min_entry"] = entry_ref(v, m.min_entry);
+    x["min_rank"] = rank_of(v, m.min_entry);
     x["max_over_median"] = m.median > 0 && m.max_over_median > 0 ? J(m.max_over_median) : J(nullptr);
     x["varies"] = detail::metric_varies(m);
     j["metrics"].push_back(x);
   }
   j["worst"] = entry_ref(v, v.worst);
+  j["worst_rank"] = rank_of(v, v.worst);
   j["median"] = entry_ref(v, v.median);
+  j["median_rank"] = rank_of(v, v.median);
   j["worst_vs_median"] = v.worst_vs_median ? detail::diff_json(*v.worst_vs_median) : J(nullptr);
   j["shown"] = entry_ref(v, v.shown);
+  j["shown_rank"] = rank_of(v, v.shown);
   j["shown_report"] = v.shown < v.ranks.size() && v.ranks[v.shown].report ? J::parse(render_json(*v.ranks[v.shown].report))
                                                                          : J(nullptr);
   return dump(j);
@@ -133,10 +136,12 @@ std::string render_ranks_diff_json(const RanksDiff& d) {
                              {"entry", o.entry},
                              {"delta_bytes", o.delta},
                              {"others_median_delta_bytes", o.others_median},
-                             {"because", opt_str(o.because)},
+                             {"category", opt_str(o.category)},
+                             {"category_delta_bytes", o.category.empty() ? J(nullptr) : J(o.category_delta)},
                              {"message", detail::outlier_sentence(o)}});
   const bool shown = d.shown < d.pairs.size() && d.pairs[d.shown].diff;
-  j["shown"] = shown ? J{{"entry", d.shown}, {"rank", opt_int(d.pairs[d.shown].rank)}} : J(nullptr);
+  j["shown"] = shown ? J(d.shown) : J(nullptr);
+  j["shown_rank"] = shown ? opt_int(d.pairs[d.shown].rank) : J(nullptr);
   j["shown_diff"] = shown ? detail::diff_json(*d.pairs[d.shown].diff) : J(nullptr);
   return dump(j);
 }

@@ -24,7 +24,7 @@ std::string render_ranks_markdown(const RanksView& v) {
        "|---:|---|---:|---:|---:|---|---|---:|---:|---|\n";
   for (size_t i = 0; i < v.ranks.size(); ++i) {
     const RankEntry& e = v.ranks[i];
-    o << "| " << (i == v.worst ? "**" + rank_label(e.rank) + "**" : rank_label(e.rank)) << " | "
+    o << "| " << rank_label(e.rank) << " | "
       << markdown_code(detail::short_name(e.name)) << " | ";
     const DeviceView* d = e.report ? detail::rank_device(*e.report) : nullptr;
     if (!e.error.empty() || !d) {
@@ -36,7 +36,8 @@ std::string render_ranks_markdown(const RanksView& v) {
       << markdown_text(detail::top_categories_text(*d, 2)) << " | " << human_bytes(d->frag.free_cached) << " | "
       << detail::rank_ooms(*e.report) << " | " << markdown_text(detail::history_cell(*e.report)) << " |\n";
   }
-  if (v.worst < v.ranks.size()) o << "\nThe worst rank (the highest requested peak) is in bold.\n";
+  if (v.worst < v.ranks.size())
+    o << "\nThe worst rank (the highest requested peak): rank " << rank_label(v.ranks[v.worst].rank) << ".\n";
   bool header = false;
   for (const RankMetric& m : v.metrics) {
     if (!detail::metric_varies(m)) continue;

@@ -45,8 +45,9 @@ std::string ratio_text(double r);
 // A metric as a sentence: "peak requested: the most 1.3 GiB on rank 3, the
 // least 1.0 GiB on rank 0, the median 1.1 GiB; the most is 1.31x the median".
 std::string metric_sentence(const RanksView& v, const RankMetric& m);
-// "4 ranks read, 1 failed; 2 files skipped (not snapshots by their name),
-// 1 superseded (earlier steps of a rank)".
+// "4 ranks read, 1 failed; 1 file superseded (earlier steps of a rank, or
+// its regular dump beside an OOM dump)". Files of other kinds in the folders
+// are the front end's to mention (ranks.hpp).
 std::string ranks_counts(const RanksView& v);
 // "rank 3 grows +2.1 GiB, the other ranks +412.0 MiB (median): its activation +1.7 GiB".
 std::string outlier_sentence(const RankOutlier& o);
