@@ -17,19 +17,8 @@ using namespace snapdiff;
 
 namespace {
 
-struct Run {
-  Trace t;
-  Analysis r;
-};
-
-std::unique_ptr<Run> run_of(const std::string& path) {
-  auto p = std::make_unique<Run>();
-  p->t = load_trace(path);
-  ReportOptions o;
-  o.input_name = path;
-  p->r = analyze(p->t, o);
-  return p;
-}
+using test::Run;
+using test::run_of;
 
 // The HTML report of a run, its charts drawn from the run's analysis.
 std::string html_of(const Run& run) {

@@ -23,7 +23,7 @@ std::string ranks_dir(const std::string& name) {
 
 nlohmann::json truth_of(const std::string& snapshot) {
   const std::string base = snapshot.substr(0, snapshot.size() - std::string(".pickle.gz").size());
-  return nlohmann::json::parse(testutil::read_file(base + ".truth.json"));
+  return nlohmann::json::parse(test::read_file(base + ".truth.json"));
 }
 
 int64_t stat_of(const nlohmann::json& t, const std::string& key) { return t["memory_stats"][key].get<int64_t>(); }

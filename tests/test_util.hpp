@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
@@ -46,6 +47,21 @@ inline std::string read_file(const std::string& path) {
   s << f.rdbuf();
   return s.str();
 }
+// A run read and analyzed with the default options, kept together (the
+// analysis points into the trace's frames).
+struct Run {
+  Trace t;
+  Analysis r;
+};
+inline std::unique_ptr<Run> run_of(const std::string& path) {
+  auto p = std::make_unique<Run>();
+  p->t = load_trace(path);
+  ReportOptions o;
+  o.input_name = path;
+  p->r = analyze(p->t, o);
+  return p;
+}
+
 inline nlohmann::json truth(const std::string& stem) {
   return nlohmann::json::parse(read_file(real_data(stem + ".truth.json")));
 }

@@ -37,21 +37,12 @@ import subprocess
 import sys
 import time
 
+import record_answers as ra
 import record_categories as rc
 
 SCENARIOS = {"pp_resnet50": 4, "fsdp_gpt2_uneven": 3, "oom_rank_gpt2": 3}
-ITERS = []
-
-
-def mark(i, where):
-    import torch
-    torch.cuda.synchronize()
-    row = {"memory_allocated": torch.cuda.memory_allocated(), "memory_reserved": torch.cuda.memory_reserved(),
-           "time_us": rc.now_us()}
-    if where == "start":
-        ITERS.append({"iteration": i, "start": row})
-    else:
-        ITERS[-1]["end"] = row
+ITERS = ra.ITERS  # memory_allocated/reserved and time_us at each iteration's start and end
+mark = ra.mark
 
 
 def finish(path, name, rank, world, cfg, extra=None):

@@ -350,24 +350,19 @@ std::vector<SiteDelta> match_sites(std::map<SiteKey, SiteAcc>& sa, std::map<Site
       all.push_back(std::move(s));
       continue;
     }
-    for (SiteAcc* x : xs) {
+    // New or gone: a row with one side only.
+    auto alone_row = [&](const SiteAcc* x, bool in_a) {
       SiteDelta s;
       s.key = x->key;
       s.display = x->display;
-      s.a = x->bytes, s.a_count = x->count;
+      (in_a ? s.a : s.b) = x->bytes;
+      (in_a ? s.a_count : s.b_count) = x->count;
       s.category = top_cat(x->by_cat);
       all_keys.push_back({0, kv.first.second, uint64_t(all.size())});
       all.push_back(std::move(s));
-    }
-    for (SiteAcc* y : ys) {
-      SiteDelta s;
-      s.key = y->key;
-      s.display = y->display;
-      s.b = y->bytes, s.b_count = y->count;
-      s.category = top_cat(y->by_cat);
-      all_keys.push_back({0, kv.first.second, uint64_t(all.size())});
-      all.push_back(std::move(s));
-    }
+    };
+    for (const SiteAcc* x : xs) alone_row(x, true);
+    for (const SiteAcc* y : ys) alone_row(y, false);
   }
   std::vector<size_t> order(all.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;

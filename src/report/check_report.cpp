@@ -333,6 +333,30 @@ std::string render_check_json(const CheckResult& r) {
   return detail::json_safe(j.dump(2, ' ', false, ordered_json::error_handler_t::replace)) + "\n";
 }
 
+namespace {
+
+// One threshold as a JUnit testcase named `name`: empty when it passed, a
+// failure or a warning (as system-out) otherwise.
+void junit_testcase(std::string& o, const std::string& name, const CheckItem& it, const CheckResult& r) {
+  o += "    <testcase classname=\"snapdiff.check\" name=\"" + xml_escape(name) + "\" time=\"0\"";
+  if (it.status == CheckStatus::Pass) {
+    o += "/>\n";
+    return;
+  }
+  const std::string text = dn(describe(it, r));
+  const std::string detail = "limit: " + dn(limit_cell(it)) + "\nmeasured: " + dn(measured_cell(it, r)) + "\nmargin: " +
+                             margin_cell(it) + "\n";
+  o += ">\n";
+  if (it.status == CheckStatus::Fail)
+    o += "      <failure type=\"" + xml_escape(it.kind) + "\" message=\"" + xml_escape(text) + "\">" +
+         xml_escape(detail) + "</failure>\n";
+  else
+    o += "      <system-out>" + xml_escape("warning: " + text + "\n" + detail) + "</system-out>\n";
+  o += "    </testcase>\n";
+}
+
+}  // namespace
+
 std::string render_check_junit(const CheckResult& r) {
   std::string n = std::to_string(r.items.size()), f = std::to_string(r.count(CheckStatus::Fail));
   std::string o = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
@@ -349,23 +373,7 @@ std::string render_check_junit(const CheckResult& r) {
   prop("candidate", dn(r.candidate.name));
   if (r.baseline) prop("baseline", dn(r.baseline->name));
   o += "    </properties>\n";
-  for (const CheckItem& it : r.items) {
-    o += "    <testcase classname=\"snapdiff.check\" name=\"" + xml_escape(dn(it.name)) + "\" time=\"0\"";
-    std::string text = dn(describe(it, r));
-    std::string detail = "limit: " + dn(limit_cell(it)) + "\nmeasured: " + dn(measured_cell(it, r)) + "\nmargin: " +
-                         margin_cell(it) + "\n";
-    if (it.status == CheckStatus::Pass) {
-      o += "/>\n";
-      continue;
-    }
-    o += ">\n";
-    if (it.status == CheckStatus::Fail)
-      o += "      <failure type=\"" + xml_escape(it.kind) + "\" message=\"" + xml_escape(text) + "\">" +
-           xml_escape(detail) + "</failure>\n";
-    else
-      o += "      <system-out>" + xml_escape("warning: " + text + "\n" + detail) + "</system-out>\n";
-    o += "    </testcase>\n";
-  }
+  for (const CheckItem& it : r.items) junit_testcase(o, dn(it.name), it, r);
   o += "  </testsuite>\n</testsuites>\n";
   return o;
 }
@@ -498,23 +506,7 @@ std::string render_ranks_check_junit(const RanksCheck& c) {
            xml_escape(dn(r.error)) + "\"/>\n    </testcase>\n  </testsuite>\n";
       continue;
     }
-    for (const CheckItem& it : r.result->items) {
-      o += "    <testcase classname=\"snapdiff.check\" name=\"" + xml_escape(rn + ": " + dn(it.name)) + "\" time=\"0\"";
-      if (it.status == CheckStatus::Pass) {
-        o += "/>\n";
-        continue;
-      }
-      const std::string text = dn(describe(it, *r.result));
-      const std::string detail = "limit: " + dn(limit_cell(it)) + "\nmeasured: " + dn(measured_cell(it, *r.result)) +
-                                 "\nmargin: " + margin_cell(it) + "\n";
-      o += ">\n";
-      if (it.status == CheckStatus::Fail)
-        o += "      <failure type=\"" + xml_escape(it.kind) + "\" message=\"" + xml_escape(text) + "\">" +
-             xml_escape(detail) + "</failure>\n";
-      else
-        o += "      <system-out>" + xml_escape("warning: " + text + "\n" + detail) + "</system-out>\n";
-      o += "    </testcase>\n";
-    }
+    for (const CheckItem& it : r.result->items) junit_testcase(o, rn + ": " + dn(it.name), it, *r.result);
     o += "  </testsuite>\n";
   }
   o += "</testsuites>\n";
