@@ -529,3 +529,30 @@ TEST_CASE("ranks text and JSON: the rank that ran out of memory shows its OOMs",
   }
   CHECK(has(text, "\nRANK 1 (ranks/oom_rank_gpt2/memsnap_oom_rank-1.pickle.gz)\n"));
 }
+
+TEST_CASE("ranks renderers on build_ranks_view's view of a real run: the schema, one SVG per rank, the worst rank's report", "[report]") {
+  std::vector<RankEntry> entries;
+  for (size_t i = 0; i < runs().size(); ++i) {
+    RankEntry e;
+    e.name = runs()[i].name;
+    e.rank = int(i);
+    e.rank_from = "name (megatron)";
+    e.report = runs()[i].report;
+    entries.push_back(std::move(e));
+  }
+  const RanksView v = build_ranks_view(entries, {}, {});
+  REQUIRE(v.worst < v.ranks.size());
+  CHECK(v.ranks[v.worst].rank == 1);  // the longest sequences: PyTorch's highest peak (truth)
+  const std::string text = render_ranks_text(v);
+  CHECK(has(text, "snapdiff report: 3 ranks read\n"));
+  CHECK(has(text, "\nWORST RANK 1 AGAINST THE MEDIAN RANK 2\n"));
+  CHECK(has(text, "\nRANK 1 (" + runs()[1].name + ")\n\n" + render_text(runs()[1].report)));
+  Validator val;
+  const json j = json::parse(render_ranks_json(v));
+  const auto errors = val.validate(j, "ranks.schema.json");
+  INFO((errors.empty() ? std::string() : errors.front()));
+  CHECK(errors.empty());
+  CHECK(j["worst_rank"] == 1);
+  const std::string html = render_ranks_html(v);
+  CHECK(count(html, "<svg class=\"rank") == 3);
+}
