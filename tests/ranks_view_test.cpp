@@ -3,7 +3,7 @@
 // rank, and the imbalance figures against PyTorch's own numbers from each
 // rank's process (.truth.json).
 #include <algorithm>
-#include <catch2/catch_test_macros.hpp>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 

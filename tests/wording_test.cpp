@@ -13,6 +13,9 @@
 #include "snapdiff/analysis/analysis.hpp"
 #include "snapdiff/analysis/catalogue.hpp"
 #include "snapdiff/input/input.hpp"
+#include "snapdiff/analysis/diff.hpp"
+#include "snapdiff/analysis/ranks.hpp"
+#include "snapdiff/report/ranks_report.hpp"
 #include "snapdiff/report/report.hpp"
 #include "test_util.hpp"
 
@@ -273,6 +276,79 @@ TEST_CASE("wording: every line of the text report of every real recording", "[re
       if (end == std::string::npos) end = text.size();
       const std::string line = text.substr(start, end - start);
       INFO(path << ": " << line);
+      CHECK(slips_in(line).empty());
+      start = end + 1;
+    }
+  }
+}
+
+TEST_CASE("wording: every line of the reports of many ranks", "[report][wording]") {
+  // Two real recordings standing for two ranks, a third that failed, a
+  // rank not told; a metric that varies and one that does not.
+  std::vector<Trace> traces;
+  for (const char* f : {"fsdp2_gpt2.pickle.gz", "ddp_gpt2.pickle.gz"}) traces.push_back(load_trace(test::real_data(f)));
+  std::vector<Analysis> runs;
+  for (const Trace& t : traces) runs.push_back(analyze(t, {}));
+  RanksView v;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    RankEntry e;
+    e.name = "rank" + std::to_string(i) + ".pickle";
+    e.rank = i == 0 ? 0 : -1;
+    e.report = report_view(runs[i]);
+    v.ranks.push_back(e);
+  }
+  RankEntry bad;
+  bad.name = "rank7.pickle";
+  bad.rank = 7;
+  bad.error = "rank7.pickle: byte 0: not a snapshot";
+  v.ranks.push_back(bad);
+  v.read = 2;
+  v.failed = 1;
+  v.superseded = {"old/rank0.pickle"};
+  for (int varies = 0; varies < 2; ++varies) {
+    RankMetric m;
+    m.name = varies ? "peak requested" : "peak reserved";
+    m.key = varies ? "peak_requested_bytes" : "peak_reserved_bytes";
+    m.values = {1 << 30, varies ? 3 << 29 : 1 << 30, 0};
+    m.max = m.values[1];
+    m.min = m.median = 1 << 30;
+    m.max_entry = varies ? 1 : 0;
+    m.max_over_median = double(m.max) / double(m.median);
+    v.metrics.push_back(m);
+  }
+  v.worst = 1;
+  v.median = 0;
+  v.worst_vs_median = diff_reports(runs[0], runs[1], {});
+  v.shown = 1;
+  RanksDiff d;
+  RankPair p;
+  p.rank = 0;
+  p.a_name = "a/rank0.pickle";
+  p.b_name = "b/rank0.pickle";
+  p.diff = diff_reports(runs[0], runs[1], {});
+  RankPair q = p;
+  q.rank = 1;
+  q.a_error = "a/rank1.pickle: byte 0: not a snapshot";
+  q.diff.reset();
+  d.pairs = {p, q};
+  d.only_b = {2};
+  for (int64_t delta : {int64_t(1) << 30, int64_t(0), -(int64_t(1) << 20)}) {
+    RankOutlier o;
+    o.rank = 0;
+    o.delta = delta;
+    o.others_median = delta ? 0 : 1 << 20;
+    o.category = delta ? "activation" : "";
+    o.category_delta = delta;
+    d.outliers.push_back(o);
+  }
+  d.shown = 0;
+  for (const std::string& text : {render_ranks_text(v), render_ranks_markdown(v), render_ranks_diff_text(d), render_ranks_diff_markdown(d)}) {
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      const std::string line = text.substr(start, end - start);
+      INFO(line);
       CHECK(slips_in(line).empty());
       start = end + 1;
     }

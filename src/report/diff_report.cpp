@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "report/diff_parts.hpp"
 #include "report/format.hpp"
 #include "report/text_util.hpp"
 #include "snapdiff/analysis/diff.hpp"
@@ -83,6 +84,55 @@ std::vector<detail::DiffPeakRow> detail::diff_peak_rows(const Diff& d) {
   return rows;
 }
 
+std::string detail::diff_findings_text(const Diff& d) {
+  std::ostringstream o;
+  o << "FINDINGS\n";
+  if (d.findings.empty()) o << "  none: no difference reaches 1% of the peak\n";
+  for (const Finding& f : d.findings) o << wrap("  * ", dn(finding_text(f)), 100);
+  return o.str();
+}
+
+std::string detail::diff_categories_text(const Diff& d, size_t max_rows) {
+  std::ostringstream o;
+  o << "CATEGORIES AT EACH PEAK          A            B        DELTA\n";
+  int64_t ta = 0, tb = 0;
+  size_t rows = 0;
+  for (const CategoryDelta& c : d.categories) {
+    ta += c.a;
+    tb += c.b;
+    if (c.a == 0 && c.b == 0) continue;
+    if (max_rows && (rows >= max_rows || c.delta() == 0)) continue;
+    ++rows;
+    o << "  " << pad_right(dn(c.name), 22) << pad_left(human_bytes(c.a), 12) << " " << pad_left(human_bytes(c.b), 12) << " "
+      << pad_left(human_delta(c.delta()), 12) << "\n";
+  }
+  o << "  " << pad_right("TOTAL", 22) << pad_left(human_bytes(ta), 12) << " " << pad_left(human_bytes(tb), 12) << " "
+    << pad_left(human_delta(tb - ta), 12) << "\n";
+  return o.str();
+}
+
+std::string detail::diff_sites_text(const Diff& d, size_t max_rows) {
+  std::ostringstream o;
+  o << "SITES AT EACH PEAK (by |delta|, matched by function, file and line; [MOVED]: by function and file)\n";
+  o << "         DELTA            A            B  CATEGORY             SITE\n";
+  SiteDelta rest = d.other_sites;
+  for (size_t i = 0; i < d.sites.size(); ++i) {
+    const SiteDelta& s = d.sites[i];
+    if (max_rows && i >= max_rows) {
+      rest.a += s.a;
+      rest.b += s.b;
+      continue;
+    }
+    o << "  " << pad_left(human_delta(s.delta()), 12) << " " << pad_left(human_bytes(s.a), 12) << " "
+      << pad_left(human_bytes(s.b), 12) << "  " << pad_right(dn(s.category), 19) << "  " << marker(s) << dn(site_words(s))
+      << "\n";
+  }
+  if (rest.a || rest.b)
+    o << "  " << pad_left(human_delta(rest.delta()), 12) << " " << pad_left(human_bytes(rest.a), 12) << " "
+      << pad_left(human_bytes(rest.b), 12) << "  " << pad_right("", 19) << "  [other sites]\n";
+  return o.str();
+}
+
 std::string render_diff_text(const Diff& d) {
   std::ostringstream o;
   const DeviceView* da = top(d.a);
@@ -112,21 +162,8 @@ std::string render_diff_text(const Diff& d) {
     }
   }
 
-  o << "\nFINDINGS\n";
-  if (d.findings.empty()) o << "  none: no difference reaches 1% of the peak\n";
-  for (const Finding& f : d.findings) o << wrap("  * ", dn(finding_text(f)), 100);
-
-  o << "\nCATEGORIES AT EACH PEAK          A            B        DELTA\n";
-  int64_t ta = 0, tb = 0;
-  for (const CategoryDelta& c : d.categories) {
-    ta += c.a;
-    tb += c.b;
-    if (c.a == 0 && c.b == 0) continue;
-    o << "  " << pad_right(dn(c.name), 22) << pad_left(human_bytes(c.a), 12) << " " << pad_left(human_bytes(c.b), 12) << " "
-      << pad_left(human_delta(c.delta()), 12) << "\n";
-  }
-  o << "  " << pad_right("TOTAL", 22) << pad_left(human_bytes(ta), 12) << " " << pad_left(human_bytes(tb), 12) << " "
-    << pad_left(human_delta(tb - ta), 12) << "\n";
+  o << "\n" << detail::diff_findings_text(d);
+  o << "\n" << detail::diff_categories_text(d, 0);
 
   o << "\nPHASES (requested bytes at each phase's peak)\n";
   o << "  ITER  PHASE                  A            B        DELTA   OPTIMIZER TEMPORARIES A -> B\n";
@@ -138,19 +175,11 @@ std::string render_diff_text(const Diff& d) {
     o << "\n";
   }
 
-  o << "\nSITES AT EACH PEAK (by |delta|, matched by function, file and line; [MOVED]: by function and file)\n";
-  o << "         DELTA            A            B  CATEGORY             SITE\n";
-  for (const SiteDelta& s : d.sites)
-    o << "  " << pad_left(human_delta(s.delta()), 12) << " " << pad_left(human_bytes(s.a), 12) << " "
-      << pad_left(human_bytes(s.b), 12) << "  " << pad_right(dn(s.category), 19) << "  " << marker(s) << dn(site_words(s))
-      << "\n";
-  if (d.other_sites.a || d.other_sites.b)
-    o << "  " << pad_left(human_delta(d.other_sites.delta()), 12) << " " << pad_left(human_bytes(d.other_sites.a), 12) << " "
-      << pad_left(human_bytes(d.other_sites.b), 12) << "  " << pad_right("", 19) << "  [other sites]\n";
+  o << "\n" << detail::diff_sites_text(d, 0);
   return detail::terminal_safe(o.str());
 }
 
-std::string render_diff_json(const Diff& d) {
+J detail::diff_json(const Diff& d) {
   J j;
   j["schema"] = "snapdiff/diff/1";
   j["a"] = J::parse(render_json(d.a));
@@ -197,6 +226,11 @@ std::string render_diff_json(const Diff& d) {
   j["other_sites"] = {{"a_bytes", d.other_sites.a}, {"b_bytes", d.other_sites.b}, {"delta_bytes", d.other_sites.delta()}};
   j["findings"] = J::array();
   for (const Finding& f : d.findings) j["findings"].push_back({{"kind", std::string(code_name(f.code))}, {"message", finding_text(f)}, {"bytes", f.bytes}});
+  return j;
+}
+
+std::string render_diff_json(const Diff& d) {
+  const J j = detail::diff_json(d);
   // Invalid UTF-8 in a name becomes U+FFFD (docs/reliability.md).
   return detail::json_safe(j.dump(2, ' ', false, J::error_handler_t::replace)) + "\n";
 }

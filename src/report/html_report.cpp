@@ -8,6 +8,7 @@
 
 #include "report/chart_canvas.hpp"
 #include "report/format.hpp"
+#include "report/html_page.hpp"
 #include "report/oom_report.hpp"
 #include "report/profiler_report.hpp"
 #include "report/text_util.hpp"
@@ -442,6 +443,9 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSo
 }
 
 }  // namespace
+
+std::string detail::html_page_start(const std::string& title) { return page_start(title); }
+std::string detail::html_page_end() { return page_end(); }
 
 std::string render_html(const Report& r, const ChartSeriesSource& charts) {
   std::ostringstream o;
