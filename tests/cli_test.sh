@@ -26,7 +26,9 @@ check "convert --help" 0 "$BIN" convert --help
 check "no arguments" 2 "$BIN"
 check "bad option" 2 "$BIN" report --no-such-option "$DATA/small_bf16.pickle"
 check "bad format" 2 "$BIN" report --format yaml "$DATA/small_bf16.pickle"
-check "two inputs to report" 2 "$BIN" report "$DATA/small_bf16.pickle" "$DATA/small_fp8.pickle"
+# Two or more files to report are ranks of one run (docs/ranks.md).
+check "two inputs to report: many ranks" 0 "$BIN" report "$DATA/small_bf16.pickle" "$DATA/small_fp8.pickle"
+expect "two inputs to report: many ranks" "$T/out" "2 ranks read"
 
 input_error "missing file" "$T/does-not-exist.pickle"
 input_error "directory" "$T"

@@ -65,7 +65,7 @@ const RankMetric& metric(const RanksView& v, const std::string& key) {
 
 }  // namespace
 
-TEST_CASE("ranks: every rank's peaks, the worst and median rank and the imbalance match PyTorch's figures",
+TEST_CASE("ranks: every rank's peaks and the worst and median rank and the imbalance match PyTorch's figures",
           "[analysis]") {
   for (const char* folder : {"pp_resnet50", "fsdp_gpt2_uneven", "oom_rank_gpt2"}) {
     INFO(folder);
@@ -96,7 +96,7 @@ TEST_CASE("ranks: every rank's peaks, the worst and median rank and the imbalanc
       res.push_back(stat_of(t, "reserved_bytes.all.peak"));
       if (req.back() > truth_worst_peak) truth_worst_peak = req.back(), truth_worst = e.rank;
       // The rank that ran out of memory is the one the truth says did.
-      CHECK(e.report->ooms.empty() == t["oom"].is_null());
+      CHECK(e.report->ooms.empty() == (!t.contains("oom") || t.at("oom").is_null()));
     }
     // Ranks are in order, and the table's figures are PyTorch's.
     for (size_t i = 1; i < v.ranks.size(); ++i) CHECK(v.ranks[i - 1].rank < v.ranks[i].rank);
@@ -126,14 +126,19 @@ TEST_CASE("ranks: every rank's peaks, the worst and median rank and the imbalanc
   }
 }
 
-TEST_CASE("ranks: the pipeline's first stage peaks on activations, its last on parameters and optimizer state",
-          "[analysis]") {
+TEST_CASE("ranks: the pipeline's last stage holds the most parameters and optimizer state", "[analysis]") {
+  // ResNet-50's layer4 and head hold 17.0 M of its 25.6 M parameters (the
+  // stages of record_ranks.py): rank 3's parameters are the largest, and
+  // Adam keeps two tensors of each.
   Read r = read_folder(ranks_dir("pp_resnet50"));
   RanksView v = build_ranks_view(std::move(r.entries), {}, RanksOptions{});
-  const RankMetric& act = metric(v, "category:activation");
-  CHECK(v.ranks[act.max_entry].rank == 0);  // rank 0 keeps the most micro-batches in flight
   const RankMetric& par = metric(v, "category:parameter");
-  CHECK(v.ranks[par.max_entry].rank == 3);  // layer4 and the head hold most of ResNet-50's weights
+  CHECK(v.ranks[par.max_entry].rank == 3);
+  CHECK(v.ranks[par.min_entry].rank == 0);
+  const RankMetric& st = metric(v, "category:optimizer_state");
+  CHECK(v.ranks[st.max_entry].rank == 3);
+  // The worst rank is the first stage, which keeps the most micro-batches in flight.
+  CHECK(v.ranks[v.worst].rank == 0);
 }
 
 TEST_CASE("ranks: an unreadable rank is listed with its error and the others are still summarized", "[analysis]") {
@@ -155,7 +160,7 @@ TEST_CASE("ranks: an unreadable rank is listed with its error and the others are
   CHECK(v.ranks[metric(v, "peak_requested_bytes").min_entry].rank != 7);
 }
 
-TEST_CASE("ranks: ranks the names do not tell come from the devices only when each file has one, all distinct",
+TEST_CASE("ranks: ranks the names do not tell come from the devices only when each file has one distinct device",
           "[analysis]") {
   Read r = read_folder(ranks_dir("fsdp_gpt2_uneven"));
   for (RankEntry& e : r.entries) e.rank = -1, e.rank_from.clear();

@@ -2,6 +2,7 @@
 // reduce step `snapdiff ranks SUMMARY...`, and `snapdiff DIR_A DIR_B`
 // (docs/ranks.md). The ranks are read by map_ranks(); each becomes its view
 // and its trace is released before that thread reads the next.
+#include <glob.h>
 #include <sys/stat.h>
 
 #include <boost/program_options.hpp>
@@ -36,9 +37,18 @@ bool exists(const std::string& p) {
   struct stat st {};
   return ::stat(p.c_str(), &st) == 0;
 }
-bool has_pattern(const std::string& p) {
+// A pattern for many ranks: its last component has * or ?, or a [...]
+// class that matches some file (a name with brackets that matches nothing
+// is one missing file, reported as such).
+bool is_pattern(const std::string& p) {
   const size_t slash = p.rfind('/');
-  return p.find_first_of("*?[", slash == std::string::npos ? 0 : slash + 1) != std::string::npos;
+  const size_t from = slash == std::string::npos ? 0 : slash + 1;
+  if (p.find_first_of("*?", from) != std::string::npos) return true;
+  if (p.find('[', from) == std::string::npos) return false;
+  glob_t g{};
+  const bool any = ::glob(p.c_str(), GLOB_NOSORT, nullptr, &g) == 0 && g.gl_pathc > 0;
+  ::globfree(&g);
+  return any;
 }
 
 RankEntry entry_of(const RankFile& f) {
@@ -120,7 +130,7 @@ void add_rank_options(po::options_description& d) {
 bool is_ranks_input(const std::vector<std::string>& inputs) {
   if (inputs.size() != 1) return inputs.size() > 1;
   const std::string& p = inputs[0];
-  return is_directory(p) || (!exists(p) && has_pattern(p));
+  return is_directory(p) || (!exists(p) && is_pattern(p));
 }
 
 int report_ranks(const po::variables_map& vm, const std::vector<std::string>& inputs, const ReportOptions& base,
@@ -162,7 +172,8 @@ int cmd_ranks(const std::vector<std::string>& args) {
   d.add_options()("help,h", "show this help")(
       "format,f", po::value<std::string>()->default_value("text"), "output format: text | json | markdown | html")(
       "output,o", po::value<std::string>(), "write the report to this file instead of stdout")(
-      "top,n", po::value<std::string>()->default_value("20"), "sites in the worst-against-median diff (0 to 10000000)")(
+      "top,n", po::value<std::string>()->default_value("10"), "sites in the worst-against-median diff, 0 to 10000000 (as "
+                                                                "`report DIR -n`; at most the rows each summary kept)")(
       "depth", po::value<std::string>(), "frames per site row of that diff (default 1; 0: the whole stack)");
   add_rank_options(d);
   po::variables_map vm = parse_command(args, d);

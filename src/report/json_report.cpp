@@ -172,9 +172,9 @@ J site_json(const SiteRow& s) {
   sj["alloc_iteration"] = s.alloc_iteration;
   sj["free_phase"] = s.freed ? J(phase_name(s.free_phase)) : J(nullptr);
   sj["free_iteration"] = s.freed ? J(s.free_iteration) : J(nullptr);
-  sj["user_frame"] = s.site.user ? frame_json(*s.site.user, false) : J(nullptr);
+  sj["user_frame"] = s.site.user ? frame_json(*s.site.user, true) : J(nullptr);
   sj["stack"] = J::array();
-  for (const FrameRef& f : s.site.stack) sj["stack"].push_back(frame_json(f, false));
+  for (const FrameRef& f : s.site.stack) sj["stack"].push_back(frame_json(f, true));
   detail::site_path_json(sj, s.site);
   return sj;
 }
