@@ -7,12 +7,12 @@
 #     map-step summaries, the size of one summary, and the cost at 10,000
 #     ranks extrapolated from the two (the reduce is linear in the ranks).
 # Usage: bench/bench_ranks.sh [SNAPDIFF] [SRC]   (defaults: build/snapdiff,
-# tests/data/real/med_bf16_cpp.pickle). RUNS=N timed runs each (default 3;
+# sample_snapshots/fp8_no_pw.snap, a 5.37 B-parameter FP8 run). RUNS=N timed runs each (default 3;
 # the median is reported).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SD=${1:-build/snapdiff}
-SRC=${2:-tests/data/real/med_bf16_cpp.pickle}
+SRC=${2:-sample_snapshots/fp8_no_pw.snap}
 RUNS=${RUNS:-3}
 OUT=bench/out/ranks
 rm -rf "$OUT"
