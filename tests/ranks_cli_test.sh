@@ -66,6 +66,14 @@ check "report --explain on many ranks" 2 "$BIN" report "$FS" --explain forward
 "$BIN" report "$PP" -j 4 --format json >"$T/j4.json" 2>/dev/null
 cmp -s "$T/j1.json" "$T/j4.json" || fail "-j 1 and -j 4 differ"
 check "-j 0" 2 "$BIN" report "$PP" -j 0
+# --max-memory bounds the whole command: each of these ranks needs about 64
+# MiB; under 100 MiB two threads get 50 MiB each, so every rank is read again
+# alone with the whole bound, and the report is the same as -j 1's.
+check "--max-memory shared by -j 2" 0 "$BIN" report "$FS" -j 2 --max-memory 100MiB --format json
+"$BIN" report "$FS" -j 1 --format json >"$T/fs_j1.json" 2>/dev/null
+cmp -s "$T/out" "$T/fs_j1.json" || fail "--max-memory 100MiB -j 2 differs from -j 1"
+check "--max-memory below one rank" 3 "$BIN" report "$FS" -j 2 --max-memory 60MiB
+expect "--max-memory below one rank: the whole bound named" "$T/err" "more than the limit of 60 MiB"
 
 # --- a corrupt rank -------------------------------------------------------------
 mkdir -p "$T/bad"
