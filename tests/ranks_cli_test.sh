@@ -150,4 +150,24 @@ check "check --rank 0" 0 "$BIN" check --metric requested --max-peak 1400000000 "
 check "check corrupt rank" 3 "$BIN" check --max-peak 2GiB "$T/bad"
 check "check corrupt rank --skip-bad-ranks" 0 "$BIN" check --max-peak 2GiB "$T/bad" --skip-bad-ranks
 
+# --- every JSON output against its schema (the schemas it refers to loaded beside it) --
+"$BIN" report "$FS" --format json >"$T/v_ranks.json" 2>/dev/null
+"$BIN" diff "$FS" "$OO" --format json >"$T/v_ranks_diff.json" 2>/dev/null
+"$BIN" check --metric requested --max-peak 1400000000 "$FS" --format json >"$T/v_check_ranks.json" 2>/dev/null
+python3 - "$SRC/schemas" "$T" <<'PY' || fail "ranks JSON against the schemas"
+import json, os, sys
+try:
+    import jsonschema
+    from referencing import Registry, Resource
+except ImportError:
+    print("skip schema validation (no jsonschema module)"); sys.exit(0)
+d, t = sys.argv[1], sys.argv[2]
+schemas = {f: json.load(open(os.path.join(d, f))) for f in os.listdir(d) if f.endswith(".schema.json")}
+reg = Registry().with_resources([(s["$id"], Resource.from_contents(s)) for s in schemas.values() if "$id" in s])
+for out, schema in [("v_ranks.json", "ranks.schema.json"), ("v_ranks_diff.json", "ranks_diff.schema.json"),
+                    ("v_check_ranks.json", "check_ranks.schema.json")]:
+    jsonschema.Draft202012Validator(schemas[schema], registry=reg).validate(json.load(open(os.path.join(t, out))))
+print("ok   ranks, ranks_diff and check_ranks JSON match their schemas")
+PY
+
 [[ $fails -eq 0 ]] && echo "all ranks CLI checks passed" || { echo "$fails failed"; exit 1; }
