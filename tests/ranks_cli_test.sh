@@ -110,6 +110,8 @@ for dir in "$PP" "$FS" "$OO"; do
   done
 done
 echo "ok   map and reduce give the direct read's report (3 runs, 4 formats)"
+check "report on a folder of summaries" 3 "$BIN" report "$T/map/fsdp_gpt2_uneven"
+expect "report on a folder of summaries: says what reads them" "$T/err" "snapdiff ranks"
 check "ranks: a summary that is not JSON" 3 "$BIN" ranks "$T/bad/snapshot_0.pickle.gz"
 echo '{"schema": "snapdiff/diff/1"}' >"$T/notreport.json"
 check "ranks: a JSON that is not a report" 3 "$BIN" ranks "$T/notreport.json"

@@ -139,7 +139,21 @@ int report_ranks(const po::variables_map& vm, const std::vector<std::string>& in
   const RanksOptions ro = ranks_options(vm, top, depth);
   const unsigned jobs = jobs_arg(vm);
   const LoadOptions lo = load_options(vm);
-  RankFileSet set = find_rank_files(inputs, RankInputs::Snapshots);
+  RankFileSet set;
+  try {
+    set = find_rank_files(inputs, RankInputs::Snapshots);
+  } catch (const InputError& e) {
+    // A folder of the map step's summaries, given to report: say what reads them.
+    bool summaries = false;
+    try {
+      summaries = !find_rank_files(inputs, RankInputs::Summaries).files.empty();
+    } catch (const InputError&) {
+    }
+    if (!summaries) throw;
+    InputError hinted(std::string(e.what()) + " (it holds summaries: `snapdiff ranks` reads them)");
+    hinted.set_file(e.file());
+    throw hinted;
+  }
   note_skipped(set.skipped, "snapshots");
   std::vector<RankEntry> entries;
   std::vector<std::string> paths;
