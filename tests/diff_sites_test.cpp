@@ -106,15 +106,7 @@ TEST_CASE("sites on one side alone fall back to function and file, marked", "[an
     m.file = t.strings.intern("/home/u/train.py");
     m.line = 5;
     const StackId s = t.stacks.child(t.stacks.child(0, t.intern_frame(m)), t.intern_frame(f));
-    Device& d = t.device(0);
-    d.has_trace = true;
-    Event e;
-    e.kind = EventKind::Alloc;
-    e.addr = 1 << 20;
-    e.size = size;
-    e.stack = s;
-    e.time_us = 1;
-    d.events.push_back(e);
+    test::push_alloc(t, 1 << 20, size, s, 1);
   };
   Trace sa, sb;
   make(sa, 10, 1 << 20);

@@ -314,15 +314,7 @@ TEST_CASE("diff_views keys a stack the view cut as diff_reports writes its key",
       f.line = int64_t(i);
       s = t.stacks.child(s, t.intern_frame(f));
     }
-    Device& d = t.device(0);
-    d.has_trace = true;
-    Event e;
-    e.kind = EventKind::Alloc;
-    e.addr = 1 << 20;
-    e.size = size;
-    e.stack = s;
-    e.time_us = 1;
-    d.events.push_back(e);
+    test::push_alloc(t, 1 << 20, size, s, 1);
   };
   Trace ta, tb, tc;
   make(ta, "mid", 1 << 20);

@@ -62,6 +62,20 @@ inline std::unique_ptr<Run> run_of(const std::string& path) {
   return p;
 }
 
+// Appends one alloc event to device 0 of a trace built by hand (its history
+// marked present).
+inline void push_alloc(Trace& t, uint64_t addr, uint64_t size, StackId stack, int64_t time_us) {
+  Device& d = t.device(0);
+  d.has_trace = true;
+  Event e;
+  e.kind = EventKind::Alloc;
+  e.addr = addr;
+  e.size = size;
+  e.stack = stack;
+  e.time_us = time_us;
+  d.events.push_back(e);
+}
+
 inline nlohmann::json truth(const std::string& stem) {
   return nlohmann::json::parse(read_file(real_data(stem + ".truth.json")));
 }

@@ -54,6 +54,13 @@ bool entry_before(const RankEntry& x, const RankEntry& y) {
   return x.name < y.name;
 }
 
+// The median of v (lower median; 0 when empty).
+int64_t median_of(std::vector<int64_t> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[(v.size() - 1) / 2];
+}
+
 // Max, min, lower median and where the extremes are, over the entries read.
 void summarize(RankMetric& m, const std::vector<RankEntry>& entries) {
   std::vector<int64_t> read;
@@ -67,8 +74,7 @@ void summarize(RankMetric& m, const std::vector<RankEntry>& entries) {
     first = false;
   }
   if (read.empty()) return;
-  std::sort(read.begin(), read.end());
-  m.median = read[(read.size() - 1) / 2];
+  m.median = median_of(std::move(read));
   m.max_over_median = m.median > 0 ? double(m.max) / double(m.median) : 0;
 }
 
@@ -88,13 +94,6 @@ int64_t category_at_peak(const DeviceView& d, const std::string& name) {
   for (size_t i = 0; i < d.category_names.size() && i < d.categories.size(); ++i)
     if (d.category_names[i] == name) return d.categories[i];
   return 0;
-}
-
-// The median of v (lower median; 0 when empty).
-int64_t median_of(std::vector<int64_t> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[(v.size() - 1) / 2];
 }
 
 }  // namespace

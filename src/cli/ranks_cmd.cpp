@@ -216,8 +216,7 @@ int cmd_ranks(const std::vector<std::string>& args) {
       [&](size_t i) {
         const std::string& path = set.files[i].path;
         Report r = read_report_json(read_small_document(path, "summary"), path);
-        RankFile named{r.input_name, rank_from_name(r.input_name)};
-        read[i] = entry_of(named);
+        read[i].name = r.input_name;  // its rank is told below, by the same selection as the direct read
         read[i].report = std::move(r);
         ok[i] = 1;
       },
