@@ -159,6 +159,59 @@ bool parse_event_kind(std::string_view s, EventKind* out) {
   return false;
 }
 
+namespace {
+constexpr struct {
+  DriverMemoryKind kind;
+  const char* name;
+} kDriverKinds[] = {
+    {DriverMemoryKind::Alloc, "alloc"},   {DriverMemoryKind::Free, "free"},
+    {DriverMemoryKind::AllocAsync, "alloc_async"}, {DriverMemoryKind::FreeAsync, "free_async"},
+    {DriverMemoryKind::Create, "create"}, {DriverMemoryKind::Release, "release"},
+    {DriverMemoryKind::Map, "map"},       {DriverMemoryKind::Unmap, "unmap"},
+};
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+}  // namespace
+
+const char* driver_memory_kind_name(DriverMemoryKind k) {
+  for (const auto& kn : kDriverKinds)
+    if (kn.kind == k) return kn.name;
+  return "alloc";
+}
+
+bool parse_driver_memory_kind(std::string_view s, DriverMemoryKind* out) {
+  for (const auto& kn : kDriverKinds)
+    if (s == kn.name) {
+      *out = kn.kind;
+      return true;
+    }
+  return false;
+}
+
+const char* memory_caller_name(MemoryCaller c) {
+  switch (c) {
+    case MemoryCaller::Unknown: return "unknown";
+    case MemoryCaller::PyTorch: return "pytorch";
+    case MemoryCaller::Nccl: return "nccl";
+    case MemoryCaller::Cublas: return "cublas";
+    case MemoryCaller::Cudnn: return "cudnn";
+    case MemoryCaller::Other: return "other";
+  }
+  return "unknown";
+}
+
+MemoryCaller caller_of_library(std::string_view lib) {
+  if (lib.empty()) return MemoryCaller::Unknown;
+  // PyTorch's CUDA allocator lives in libc10_cuda; libtorch_cuda and
+  // libtorch_python call cudaMalloc directly for a few buffers of their own.
+  if (starts_with(lib, "libc10_cuda") || starts_with(lib, "libc10.") || starts_with(lib, "libtorch"))
+    return MemoryCaller::PyTorch;
+  if (starts_with(lib, "libnccl")) return MemoryCaller::Nccl;
+  if (starts_with(lib, "libcublas")) return MemoryCaller::Cublas;
+  if (starts_with(lib, "libcudnn")) return MemoryCaller::Cudnn;
+  return MemoryCaller::Other;
+}
+
 const char* block_state_name(BlockState s) {
   switch (s) {
     case BlockState::ActiveAllocated: return "active_allocated";
@@ -184,7 +237,8 @@ uint64_t Trace::memory_bytes() const {
          d.blocks.size() * sizeof(Block) + (d.reported_allocated.size() + d.reported_reserved.size()) * sizeof(int64_t) +
          d.event_op.size() * sizeof(uint32_t);
   b += annotations.size() * sizeof(Annotation) + kernels.size() * sizeof(KernelLaunch) +
-       device_memory.size() * sizeof(DeviceMemorySample) + ops.size() * sizeof(TraceOp) +
+       device_memory.size() * sizeof(DeviceMemorySample) +
+       driver_memory.size() * sizeof(DriverMemoryEvent) + ops.size() * sizeof(TraceOp) +
        op_kernels.size() * sizeof(uint32_t) + host_memory.size() * sizeof(HostMemoryEvent);
   for (const auto& [k, v] : settings.raw) b += 64 + k.size() + v.size();
   for (const auto& [k, v] : metadata) b += 64 + k.size() + v.size();

@@ -208,6 +208,42 @@ struct KernelLaunch {
   StackId stack = 0;          // 0 when launched outside every scope
   uint64_t stream = 0;        // cudaStream_t value; 0 = the default stream
   uint32_t op = UINT32_MAX;   // profiler traces: the launching op (index into Trace::ops)
+  // Kernel recordings of the injection library (snapcapture run); 0 where
+  // the input does not say.
+  uint32_t pid = 0;           // the launching process
+  uint32_t thread = 0;        // the launching thread (OS thread id)
+  uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  bool graph = false;         // a CUDA graph launch (name: the API), not one kernel
+};
+
+// Who called the driver for device memory, from the shared object of the
+// return address (injection library); the rule is caller_of_library().
+enum class MemoryCaller : uint8_t { Unknown, PyTorch, Nccl, Cublas, Cudnn, Other };
+const char* memory_caller_name(MemoryCaller c);
+// "libc10_cuda.so" -> PyTorch, "libnccl.so.2" -> Nccl, "libcublasLt.so.13"
+// -> Cublas, "libcudnn_ops.so.9" -> Cudnn, "" -> Unknown, else Other.
+MemoryCaller caller_of_library(std::string_view library_basename);
+
+// Device memory taken from or given back to the driver outside what a
+// snapshot records (injection library): cuMemAlloc/cuMemFree (and the
+// runtime's cudaMalloc/cudaFree through them), stream-ordered pools,
+// and the virtual-memory calls (cuMemCreate makes physical memory,
+// cuMemMap maps it, cuMemUnmap/cuMemRelease give it back).
+enum class DriverMemoryKind : uint8_t { Alloc, Free, AllocAsync, FreeAsync, Create, Release, Map, Unmap };
+const char* driver_memory_kind_name(DriverMemoryKind k);
+bool parse_driver_memory_kind(std::string_view s, DriverMemoryKind* out);
+struct DriverMemoryEvent {
+  int device = 0;
+  int64_t time_us = kNoTime;    // Unix-epoch microseconds, when the call returned
+  uint32_t pid = 0, thread = 0;
+  DriverMemoryKind kind = DriverMemoryKind::Alloc;
+  MemoryCaller caller = MemoryCaller::Unknown;
+  uint64_t addr = 0;            // device pointer (Alloc/Free/*Async/Map/Unmap)
+  uint64_t size = 0;            // bytes (Free/Release: of what was allocated; 0 when unknown)
+  uint64_t handle = 0;          // CUmemGenericAllocationHandle (Create/Release/Map)
+  uint64_t stream = 0;          // *Async
+  StrId api = 0;                // "cuMemAlloc_v2", "cudaMalloc", ...
+  StrId library = 0;            // caller's shared object, basename ("libnccl.so.2")
 };
 
 // An operator a torch.profiler trace recorded (a `cpu_op` range: aten::addmm,
@@ -247,7 +283,8 @@ struct DeviceMemorySample {
   int64_t time_us = kNoTime;
   uint64_t free_bytes = 0, total_bytes = 0;
   uint64_t reserved_bytes = 0;  // the caching allocator's reserved bytes at that moment
-  StrId label = 0;              // where it was taken, e.g. "after init" (a phase boundary)
+  StrId label = 0;              // where it was taken, e.g. "after init" (a phase boundary), "interval", "exit"
+  uint32_t pid = 0;             // the sampling process (injection library; 0 otherwise)
 };
 
 struct SourceInfo {
@@ -270,6 +307,7 @@ struct Trace {
   std::vector<std::pair<std::string, std::string>> metadata;  // run metadata (.snap)
   std::vector<KernelLaunch> kernels;               // chronological, all devices
   std::vector<DeviceMemorySample> device_memory;   // chronological, all devices
+  std::vector<DriverMemoryEvent> driver_memory;    // chronological, all devices (injection library)
   // From a torch.profiler trace (read directly, or joined into a snapshot).
   std::vector<TraceOp> ops;
   std::vector<uint32_t> op_kernels;                // indices into kernels, grouped by op
