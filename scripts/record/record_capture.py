@@ -155,10 +155,11 @@ def record_one(name, out):
         "memory_stats": dict(ms),
         "memory_allocated_end": torch.cuda.memory_allocated(),
         "memory_reserved_end": torch.cuda.memory_reserved(),
-        "mem_get_info_end": {"free": free, "total": total, "time_us": now_us()},
-        "outside_allocator_end": (total - free) - torch.cuda.memory_reserved(),
-        "outside_method": "torch.cuda.mem_get_info() used bytes (total - free) minus memory_reserved(), "
-                          "right after the snapshot, in the recorded process",
+        "at_snapshot": {"free": free, "total": total, "reserved": torch.cuda.memory_reserved(), "time_us": now_us(),
+                        "outside_allocator": (total - free) - torch.cuda.memory_reserved()},
+        "outside_method": "torch.cuda.mem_get_info() used bytes (total - free) minus memory_reserved(), in the "
+                          "recorded process: at_snapshot right after the snapshot, at_exit as the process's last "
+                          "statement (after destroy_process_group, which gives NCCL's buffers back)",
     }
     try:
         import torch.distributed as dist
@@ -166,6 +167,10 @@ def record_one(name, out):
             dist.destroy_process_group()
     except Exception:
         pass
+    torch.cuda.synchronize()
+    free, total = torch.cuda.mem_get_info()
+    truth["at_exit"] = {"free": free, "total": total, "reserved": torch.cuda.memory_reserved(), "time_us": now_us(),
+                        "outside_allocator": (total - free) - torch.cuda.memory_reserved()}
     with open(os.path.join(out, name + ".truth.json"), "w") as f:
         json.dump(truth, f, indent=1, sort_keys=True)
 
@@ -301,6 +306,8 @@ def main():
         mode, out, name = sys.argv[1], sys.argv[2], sys.argv[3]
         if mode == "--record":
             record_one(name, out)
+            sys.stdout.flush()
+            os._exit(0)  # nothing more after the truth's at_exit (no interpreter teardown on the GPU)
         elif mode == "--profile":
             profile_one(name, out)
         elif mode == "--overhead":
