@@ -343,7 +343,7 @@ def main():
                     print(x[2], x[3], flush=True)
         elif name == "overhead":
             res = []
-            for rep in range(2):
+            for rep in range(3):
                 env, _ = injected("overhead")
                 a = run([sys.executable, me, "--overhead", out, f"with_{rep}"], env)
                 b = run([sys.executable, me, "--overhead", out, f"without_{rep}"], base)
