@@ -64,6 +64,18 @@ check "run env" 0 "$CAP" run --inject "$INJECT" --interval-ms 50 --keep-logs "$T
 expect "run env" "$T/out" "^$T/logs|50|/"
 [[ -d $T/logs ]] || fail "run --keep-logs: the folder is gone"
 
+# Without --inject: $SNAPCAPTURE_INJECT, else the library next to snapcapture.
+check "run SNAPCAPTURE_INJECT" 0 env SNAPCAPTURE_INJECT="$INJECT" "$CAP" run -o "$T/env2.snap" -- \
+  /bin/sh -c 'echo "$CUDA_INJECTION64_PATH"'
+expect "run SNAPCAPTURE_INJECT" "$T/out" "^$(realpath "$INJECT")\$"
+if [[ -f $(dirname "$CAP")/libsnapcapture_inject.so ]]; then
+  check "run default library" 0 env -u SNAPCAPTURE_INJECT "$CAP" run -o "$T/env3.snap" -- /bin/sh -c 'echo "$CUDA_INJECTION64_PATH"'
+  expect "run default library" "$T/out" "^$(realpath "$(dirname "$CAP")")/libsnapcapture_inject.so\$"
+else
+  check "run default library missing" 2 env -u SNAPCAPTURE_INJECT "$CAP" run -o "$T/env3.snap" -- true
+  one_line_error "run default library missing" "libsnapcapture_inject.so cannot be read"
+fi
+
 # Usage errors: exit 2, one line.
 check "run without a command" 2 "$CAP" run -o "$T/x.snap" --
 one_line_error "run without a command" "no command to run"
