@@ -288,6 +288,30 @@ TEST_CASE("log reader: a file that is not a log, or a record that lies, is refus
   refused(edit(memory_at + offsetof(MemoryRecord, op), &op9, 2), memory_at + offsetof(MemoryRecord, op),
           "unknown memory operation 9");
 
+  const int64_t negative = -5;
+  refused(edit(kernel_at + offsetof(KernelRecord, time_us), &negative, 8), kernel_at + offsetof(KernelRecord, time_us),
+          "time -5 us out of range");
+
+  // Any one byte changed: read, or refused with an InputError; never more.
+  const size_t used = memory_at + sizeof(MemoryRecord) + 16;
+  size_t read_back = 0, refused_n = 0;
+  for (size_t at = 0; at < used && at < good.size(); ++at) {
+    for (uint8_t v : {uint8_t(0x00), uint8_t(0xff), uint8_t(0x07)}) {
+      std::string b = good.substr(0, used);
+      b[at] = char(v);
+      Trace t;
+      try {
+        lg::read_log_bytes(b, "flip.sclog", t);
+        ++read_back;
+      } catch (const InputError& e) {
+        CHECK(e.describe().find("flip.sclog: offset ") == 0);
+        ++refused_n;
+      }
+    }
+  }
+  CHECK(read_back > 0);
+  CHECK(refused_n > 0);
+
   // A file on disk: the error names it.
   const std::string bad = dir.path + "/bad.log";
   { std::ofstream(bad, std::ios::binary) << edit(kernel_at, &type99, 2); }

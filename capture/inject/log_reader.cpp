@@ -139,6 +139,13 @@ class FileReader {
   }
   std::string_view str_view(uint32_t id, uint64_t at) const { return t_.strings.get(str(id, at)); }
 
+  // CLOCK_REALTIME microseconds: from 1970 to 2^53 (the year 2255), so that
+  // differences of any two never overflow.
+  int64_t time(int64_t t, uint64_t at) const {
+    if (t < 0 || t > (int64_t(1) << 53)) fail(at, "time " + std::to_string(t) + " us out of range");
+    return t;
+  }
+
   int device(int32_t d, uint64_t at) const {
     if (d < -1 || d > kMaxDevice) fail(at, "device " + std::to_string(d) + " out of range");
     return d;
@@ -178,7 +185,7 @@ class FileReader {
         if (!fixed(head, off, truncated, &r)) return false;
         snapdiff::KernelLaunch k;
         k.device = device(r.device, off + offsetof(KernelRecord, device));
-        k.time_us = r.time_us;
+        k.time_us = time(r.time_us, off + offsetof(KernelRecord, time_us));
         k.stream = r.stream;
         k.pid = pid_;
         k.thread = r.thread;
@@ -204,7 +211,7 @@ class FileReader {
         if (!fixed(head, off, truncated, &r)) return false;
         snapdiff::DeviceMemorySample s;
         s.device = device(r.device, off + offsetof(SampleRecord, device));
-        s.time_us = r.time_us;
+        s.time_us = time(r.time_us, off + offsetof(SampleRecord, time_us));
         if (r.total_bytes > snapdiff::kMaxDeviceBytes)
           fail(off + offsetof(SampleRecord, total_bytes), "implausibly large size: more than any device holds (2^50 bytes)");
         if (r.free_bytes > r.total_bytes) fail(off + offsetof(SampleRecord, free_bytes), "more free bytes than total bytes");
@@ -221,11 +228,13 @@ class FileReader {
         ContextRecord r;
         if (!fixed(head, off, truncated, &r)) return false;
         device(r.device, off + offsetof(ContextRecord, device));
+        time(r.time_us, off + offsetof(ContextRecord, time_us));
         return true;
       }
       case RecordType::Note: {
         NoteRecord r;
         if (!fixed(head, off, truncated, &r)) return false;
+        time(r.time_us, off + offsetof(NoteRecord, time_us));
         notes_.emplace_back(str_view(r.text, off + offsetof(NoteRecord, text)));
         return true;
       }
@@ -250,6 +259,14 @@ class FileReader {
     return d;
   }
 
+  // PyTorch's allocator takes `size` more bytes on `dev`: at most what a device holds.
+  void hold(int dev, uint64_t size, uint64_t off) {
+    uint64_t& r = reserved_[dev];
+    r += size;  // both at most 2^50: no wrap
+    if (r > snapdiff::kMaxDeviceBytes)
+      fail(off, "the process holds more device memory than any device has (2^50 bytes): the log is corrupt");
+  }
+
   void memory(const MemoryRecord& r, uint64_t off) {
     if (r.op < uint16_t(MemoryOp::Alloc) || r.op > uint16_t(MemoryOp::Unmap))
       fail(off + offsetof(MemoryRecord, op), "unknown memory operation " + std::to_string(r.op));
@@ -261,7 +278,7 @@ class FileReader {
     if (r.result != 0) return;  // a failed call took or gave back nothing
     snapdiff::DriverMemoryEvent e;
     e.device = dev;
-    e.time_us = r.time_us;
+    e.time_us = time(r.time_us, off + offsetof(MemoryRecord, time_us));
     e.pid = pid_;
     e.thread = r.thread;
     e.kind = snapdiff::DriverMemoryKind(r.op - 1);
@@ -277,7 +294,7 @@ class FileReader {
       case MemoryOp::Alloc:
       case MemoryOp::AllocAsync:
         allocs_[r.addr] = {r.size, dev, pytorch && MemoryOp(r.op) == MemoryOp::Alloc};
-        if (pytorch && MemoryOp(r.op) == MemoryOp::Alloc) reserved_[dev] += r.size;
+        if (pytorch && MemoryOp(r.op) == MemoryOp::Alloc) hold(dev, r.size, off);
         break;
       case MemoryOp::Free:
       case MemoryOp::FreeAsync: {
@@ -304,7 +321,7 @@ class FileReader {
       }
       case MemoryOp::Map:
         maps_[r.addr] = {r.size, dev, pytorch};
-        if (pytorch) reserved_[dev] += r.size;
+        if (pytorch) hold(dev, r.size, off);
         break;
       case MemoryOp::Unmap: {
         // cuMemUnmap(ptr, size) may unmap several mappings at once: every

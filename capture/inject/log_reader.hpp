@@ -24,7 +24,7 @@
 // to its last whole record (a process that ended without its exit
 // handlers). A file that is not a log, and a record that contradicts
 // itself (a size that does not fit its type, an unknown type, a string id
-// not defined before, a device out of range), is a snapdiff::InputError
+// not defined before, a device or a time out of range), is a snapdiff::InputError
 // naming the file and the byte offset.
 #pragma once
 
