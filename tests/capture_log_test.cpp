@@ -303,6 +303,10 @@ TEST_CASE("log reader: a file that is not a log, or a record that lies, is refus
       try {
         lg::read_log_bytes(b, "flip.sclog", t);
         ++read_back;
+        // What reads, writes as a .snap that reads back.
+        const Trace back = load_trace_from_memory(write_snap_json(t), "flip.snap");
+        CHECK(back.kernels.size() == t.kernels.size());
+        CHECK(back.driver_memory.size() == t.driver_memory.size());
       } catch (const InputError& e) {
         CHECK(e.describe().find("flip.sclog: offset ") == 0);
         ++refused_n;
