@@ -207,6 +207,25 @@ TEST_CASE("log writer: records past one 8 MiB chunk are all read back", "[input]
   CHECK(name_of(t, t.kernels[n - 1].name) == "odd");
   CHECK(name_of(t, t.kernels[n - 2].name) == "even");
   CHECK(t.kernels[n - 2].stream == (n - 2) % 5);
+  // A memory bound below what the model needs refuses the log, naming it.
+  lg::ReadOptions small;
+  small.max_memory_bytes = 4 << 20;  // the log alone is 19 MB
+  try {
+    lg::read_logs({dir.path}, small);
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    CHECK(e.describe().find(dir.log_of(::getpid()) + ": offset ") == 0);
+    CHECK(e.describe().find("needs more than the limit of 4 MiB of memory") != std::string::npos);
+  }
+  // 40 MiB holds the log (24 MiB on disk) but not the model besides (300,000 launches of 72 bytes, 21 MB).
+  small.max_memory_bytes = 40 << 20;
+  try {
+    lg::read_logs({dir.path}, small);
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    CHECK(e.describe().find(dir.log_of(::getpid()) + ": offset ") == 0);
+    CHECK(e.describe().find("needs more than the limit of 40 MiB of memory") != std::string::npos);
+  }
 }
 
 TEST_CASE("log reader: a log cut inside a record reads up to its last whole record", "[input]") {

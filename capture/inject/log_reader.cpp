@@ -115,9 +115,10 @@ class FileReader {
   }
 
   void check_memory(uint64_t off) const {
-    if (opts_.max_memory_bytes && t_.memory_bytes() > opts_.max_memory_bytes)
-      fail(off, "reading these logs needs more than the limit of " + std::to_string(opts_.max_memory_bytes >> 20) +
-                    " MiB of memory (raise it with --max-memory)");
+    // The model so far and the log's bytes, held while it is read.
+    if (opts_.max_memory_bytes && t_.memory_bytes() + b_.size() > opts_.max_memory_bytes)
+      fail(off, "reading the logs needs more than the limit of " + std::to_string(opts_.max_memory_bytes >> 20) +
+                    " MiB of memory");
   }
 
   template <class R>
@@ -425,8 +426,8 @@ void read_logs(const std::vector<std::string>& paths, Trace& out, const ReadOpti
     const std::string bytes = read_file(f);
     file_bytes += bytes.size();
     if (opts.max_memory_bytes && bytes.size() > opts.max_memory_bytes) {
-      InputError e(0, "the log is larger than the memory limit of " + std::to_string(opts.max_memory_bytes >> 20) +
-                          " MiB (raise it with --max-memory)");
+      InputError e(0, "reading the logs needs more than the limit of " + std::to_string(opts.max_memory_bytes >> 20) +
+                          " MiB of memory (the log alone is larger)");
       e.set_file(f);
       throw e;
     }

@@ -96,7 +96,11 @@ void remove_folder(const std::string& dir) {
 int convert_logs(const std::vector<std::string>& inputs, const std::string& out, const std::string& cmd,
                  const std::vector<std::pair<std::string, std::string>>& metadata, bool say_if_empty) {
   try {
-    snapdiff::Trace t = log::read_logs(inputs);
+    // Bounded like snapdiff's readers: 75% of physical memory.
+    log::ReadOptions opts;
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) opts.max_memory_bytes = uint64_t(pages) * uint64_t(page) / 4 * 3;
+    snapdiff::Trace t = log::read_logs(inputs, opts);
     for (const auto& kv : metadata) t.metadata.push_back(kv);
     const bool empty = t.kernels.empty() && t.driver_memory.empty() && t.device_memory.empty();
     snapdiff::write_snap_file(t, out, true);
