@@ -42,10 +42,10 @@ assert d["metadata"]["capture.exit_status"] == "7", d["metadata"]
 assert d["metadata"]["capture.command"] == "/bin/sh -c exit 7", d["metadata"]
 PY
 # The private log folder (under $TMPDIR) is gone afterwards.
-mkdir -p "$T/tmp"
-check "run in TMPDIR" 0 env TMPDIR="$T/tmp" "$CAP" run --inject "$INJECT" -o "$T/tmpdir.snap" -- /bin/sh -c 'echo "$SNAPCAPTURE_LOG_DIR"'
-expect "run in TMPDIR" "$T/out" "^$T/tmp/snapcapture-"
-[[ -z $(ls -A "$T/tmp") ]] || fail "run: left $(ls -A "$T/tmp") behind"
+mkdir -p "$T/scratch"
+check "run in TMPDIR" 0 env TMPDIR="$T/scratch" "$CAP" run --inject "$INJECT" -o "$T/scratch.snap" -- /bin/sh -c 'echo "$SNAPCAPTURE_LOG_DIR"'
+expect "run in TMPDIR" "$T/out" "^$T/scratch/snapcapture-"
+[[ -z $(ls -A "$T/scratch") ]] || fail "run: left $(ls -A "$T/scratch") behind"
 
 # Killed by a signal: 128 + the signal; SIGTERM to snapcapture reaches the command.
 check "run killed" 137 "$CAP" run --inject "$INJECT" -o "$T/killed.snap" -- /bin/sh -c 'kill -9 $$'

@@ -191,7 +191,7 @@ int run_main(int argc, char** argv) {
     dir = absolute(keep);
   } else {
     const char* tmp = std::getenv("TMPDIR");
-    std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/snapcapture-XXXXXX";
+    std::string tmpl = std::string(tmp && *tmp ? tmp : P_tmpdir) + "/snapcapture-XXXXXX";
     std::vector<char> buf(tmpl.begin(), tmpl.end());
     buf.push_back('\0');
     if (!::mkdtemp(buf.data())) usage_error("run", "cannot make a temporary folder " + tmpl + ": " + std::strerror(errno));
