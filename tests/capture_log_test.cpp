@@ -13,6 +13,8 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "log_reader.hpp"
 #include "log_test_util.hpp"
@@ -226,6 +228,38 @@ TEST_CASE("log writer: records past one 8 MiB chunk are all read back", "[input]
     CHECK(e.describe().find(dir.log_of(::getpid()) + ": offset ") == 0);
     CHECK(e.describe().find("needs more than the limit of 40 MiB of memory") != std::string::npos);
   }
+}
+
+TEST_CASE("log writer: threads appending at once lose no record and keep each thread's order", "[input]") {
+  TempDir dir;
+  LogWriter w;
+  w.set_dir(dir.path);
+  constexpr int kThreads = 4, kEach = 20000;
+  std::vector<std::thread> threads;
+  for (int th = 0; th < kThreads; ++th)
+    threads.emplace_back([&w, th] {
+      const std::string name = "thread_" + std::to_string(th);
+      for (int i = 0; i < kEach; ++i)
+        kernel(w, 1000 + i, name.c_str(), uint64_t(i), 0, LaunchApi::RuntimeLaunch, uint32_t(th + 1));
+    });
+  for (auto& t : threads) t.join();
+  REQUIRE_FALSE(w.failed());
+  // Read in file order (read_log_bytes does not sort).
+  Trace t;
+  lg::read_log_bytes(slurp(dir.log_of(::getpid())), "threads.sclog", t);
+  REQUIRE(t.kernels.size() == size_t(kThreads) * kEach);
+  std::vector<uint64_t> next(kThreads + 1, 0);
+  size_t in_order = 0, named = 0;
+  for (const KernelLaunch& k : t.kernels) {
+    REQUIRE(k.thread >= 1);
+    REQUIRE(k.thread <= uint32_t(kThreads));
+    if (name_of(t, k.name) == "thread_" + std::to_string(k.thread - 1)) ++named;
+    if (k.stream == next[k.thread]) ++in_order;
+    next[k.thread] = k.stream + 1;
+  }
+  CHECK(named == t.kernels.size());
+  CHECK(in_order == t.kernels.size());
+  for (int th = 1; th <= kThreads; ++th) CHECK(next[size_t(th)] == uint64_t(kEach));
 }
 
 TEST_CASE("log reader: a log cut inside a record reads up to its last whole record", "[input]") {
