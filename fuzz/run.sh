@@ -6,7 +6,7 @@
 # runs one for a while, seeded from real files. Findings land in
 # bench/out/fuzz/TARGET/findings; the growing corpus in bench/out/fuzz/TARGET/corpus.
 #   bash fuzz/run.sh TARGET SECONDS   (TARGET: fuzz_load fuzz_pickle fuzz_snap fuzz_rules fuzz_budget
-#                                       fuzz_chrome_trace fuzz_memtl)
+#                                       fuzz_chrome_trace fuzz_memtl fuzz_sclog)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=$1
@@ -39,6 +39,7 @@ case $target in
     seed tests/data/profile/*.json tests/data/fuzz_regressions/trace_* ;;
   fuzz_memtl)
     seed "$shared/small_profile.memtl.json" "$shared/small_profile.memtl.raw.json.gz" tests/data/fuzz_regressions/memtl_* ;;
+  fuzz_sclog) seed fuzz/seeds/sclog_*.sclog tests/data/fuzz_regressions/sclog_* ;;
   *) seed tests/data/fuzz_regressions/* ;;
 esac
 [ "$target" = fuzz_load ] && seed tests/data/capture/small_oom_fp8.snap

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -52,15 +53,33 @@ class LogWriter {
 
   // In a forked child: forget the parent's file (the child must not write
   // into it) and the interned strings; the next record opens `<pid>.sclog`.
+  // Takes no lock (the child has one thread; the atfork prepare handler may
+  // still hold it).
   void reset_after_fork();
   void lock() { mu_.lock(); }      // pthread_atfork's prepare ...
   void unlock() { mu_.unlock(); }  // ... parent and child
 
   static int64_t now_us();  // CLOCK_REALTIME microseconds
 
+  // True once a failure (no folder, a full disk, no memory) stopped
+  // recording; every later record is dropped.
+  bool failed() {
+    std::lock_guard<std::mutex> g(mu_);
+    return failed_;
+  }
+
  private:
+  // String keys looked up by string_view without a copy.
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
   bool open_locked();
   bool grow_locked(uint64_t need);
+  void fail_locked();
+  // Copies body (its head included) and `extra` bytes after it, the head's
+  // type stored last.
+  void write_locked(RecordType type, const void* body, uint32_t body_bytes, const void* extra, uint32_t extra_bytes);
   uint32_t intern_locked(std::string_view s);
   void append_locked(RecordType type, void* record, uint32_t bytes);
 
@@ -70,9 +89,10 @@ class LogWriter {
   bool failed_ = false;         // could not open: record nothing, say so once
   char* map_ = nullptr;         // the mapped window [map_off_, map_off_ + map_len_)
   uint64_t map_off_ = 0, map_len_ = 0;
+  uint64_t file_len_ = 0;       // bytes of the file reserved (zero-filled past used_)
   uint64_t used_ = 0;           // bytes of the file written
   uint32_t next_id_ = 1;
-  std::unordered_map<std::string, uint32_t> strings_;
+  std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> strings_;
   std::unordered_map<const char*, uint32_t> static_strings_;
 };
 

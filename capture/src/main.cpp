@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "model.hpp"
+#include "run.hpp"
 #include "selftest.hpp"
 #include "snapdiff/input/input.hpp"
 
@@ -39,6 +40,10 @@ std::string gib(int64_t b) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The injection library's launcher and converter (run.cpp), before the
+  // workload's options.
+  if (argc > 1 && std::string(argv[1]) == "run") return snapcapture::run_main(argc - 2, argv + 2);
+  if (argc > 1 && std::string(argv[1]) == "convert") return snapcapture::convert_main(argc - 2, argv + 2);
   Config cfg;
   std::string mode = "bf16", optimizer, output, pickle, memory_limit, summary;
   bool no_record = false, selftest = false;

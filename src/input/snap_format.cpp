@@ -1,6 +1,7 @@
 // The native .snap format: one JSON document (gzip-compressed by default)
 // with interned strings, frames and stacks, and column arrays per device.
 // schemas/snap.schema.json documents it; docs/formats.md explains it.
+#include <algorithm>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 
@@ -20,7 +21,14 @@ constexpr const char* kMagic = "snapdiff.snap";
 std::string write_snap_json(const Trace& t) {
   J j;
   j["format"] = kMagic;
-  j["version"] = kSnapVersion;
+  // Version 2 only when the document holds what version 2 added.
+  const bool kernel_v2 = std::any_of(t.kernels.begin(), t.kernels.end(), [](const KernelLaunch& k) {
+    return k.pid || k.thread || k.graph || k.grid[0] || k.grid[1] || k.grid[2] || k.block[0] || k.block[1] ||
+           k.block[2];
+  });
+  const bool sample_v2 = std::any_of(t.device_memory.begin(), t.device_memory.end(),
+                                     [](const DeviceMemorySample& m) { return m.pid != 0; });
+  j["version"] = kernel_v2 || sample_v2 || !t.driver_memory.empty() ? 2 : 1;
   j["producer"] = {{"name", "snapdiff"}, {"version", SNAPDIFF_VERSION}};
   j["source"] = {{"format", t.source.format},
                  {"format_detail", t.source.format_detail},
@@ -125,6 +133,51 @@ std::string write_snap_json(const Trace& t) {
     }
     j["kernels"] = {{"count", t.kernels.size()}, {"streams", streams}, {"device", device}, {"time_us_delta", time},
                     {"name", name},              {"stack", stack},     {"stream", stream}};
+    if (kernel_v2) {
+      J pid = J::array(), thread = J::array(), grid = J::array(), block = J::array(), graph = J::array();
+      for (const KernelLaunch& k : t.kernels) {
+        pid.push_back(k.pid);
+        thread.push_back(k.thread);
+        grid.push_back(J::array({k.grid[0], k.grid[1], k.grid[2]}));
+        block.push_back(J::array({k.block[0], k.block[1], k.block[2]}));
+        graph.push_back(k.graph ? 1 : 0);
+      }
+      J& kj = j["kernels"];
+      kj["pid"] = std::move(pid);
+      kj["thread"] = std::move(thread);
+      kj["grid"] = std::move(grid);
+      kj["block"] = std::move(block);
+      kj["graph"] = std::move(graph);
+    }
+  }
+  if (!t.driver_memory.empty()) {
+    J device = J::array(), time = J::array(), pid = J::array(), thread = J::array(), kind = J::array(),
+      caller = J::array(), addr = J::array(), size = J::array(), handle = J::array(), stream = J::array(),
+      api = J::array(), library = J::array();
+    int64_t last_t = 0;
+    for (const DriverMemoryEvent& e : t.driver_memory) {
+      device.push_back(e.device);
+      if (e.time_us == kNoTime) {
+        time.push_back(nullptr);
+      } else {
+        time.push_back(e.time_us - last_t);
+        last_t = e.time_us;
+      }
+      pid.push_back(e.pid);
+      thread.push_back(e.thread);
+      kind.push_back(driver_memory_kind_name(e.kind));
+      caller.push_back(memory_caller_name(e.caller));
+      addr.push_back(e.addr);
+      size.push_back(e.size);
+      handle.push_back(e.handle);
+      stream.push_back(e.stream);
+      api.push_back(e.api);
+      library.push_back(e.library);
+    }
+    j["driver_memory"] = {{"count", t.driver_memory.size()}, {"device", device}, {"time_us_delta", time},
+                          {"pid", pid},     {"thread", thread}, {"kind", kind},   {"caller", caller},
+                          {"addr", addr},   {"size", size},     {"handle", handle}, {"stream", stream},
+                          {"api", api},     {"library", library}};
   }
   if (!t.device_memory.empty()) {
     J device = J::array(), time = J::array(), free_b = J::array(), total_b = J::array(), reserved_b = J::array(),
@@ -146,6 +199,11 @@ std::string write_snap_json(const Trace& t) {
     j["device_memory"] = {{"count", t.device_memory.size()}, {"device", device},         {"time_us_delta", time},
                           {"free_bytes", free_b},             {"total_bytes", total_b},   {"reserved_bytes", reserved_b},
                           {"label", label}};
+    if (sample_v2) {
+      J pid = J::array();
+      for (const DeviceMemorySample& m : t.device_memory) pid.push_back(m.pid);
+      j["device_memory"]["pid"] = std::move(pid);
+    }
   }
   // JSON text is UTF-8: a name holding other bytes is written with U+FFFD in
   // their place (docs/formats.md), as every JSON output of snapdiff does.
@@ -179,7 +237,7 @@ class SnapReader {
     int64_t v = i64(j, "version", "$.version");
     if (v > kSnapVersion)
       fail("$.version", "written by a newer snapdiff (.snap format version " + std::to_string(v) +
-                            "; this build reads up to version " + std::to_string(kSnapVersion) + ")");
+                            "; this build reads versions 1 to " + std::to_string(kSnapVersion) + ")");
     if (v < 1) fail("$.version", "invalid .snap format version " + std::to_string(v));
     const J& strings = arr(j, "strings", "$.strings");
     if (strings.empty() || !strings[0].is_string() || !strings[0].get_ref<const std::string&>().empty())
@@ -256,6 +314,7 @@ class SnapReader {
     for (size_t i = 0; i < devs.size(); ++i) device(devs[i], "$.devices[" + std::to_string(i) + "]");
     if (j.contains("kernels")) kernels(j["kernels"], "$.kernels");
     if (j.contains("device_memory")) device_memory(j["device_memory"], "$.device_memory");
+    if (j.contains("driver_memory")) driver_memory(j["driver_memory"], "$.driver_memory");
     t_.source.format = "snap";
     if (t_.source.format_detail.empty()) t_.source.format_detail = "version " + std::to_string(v);
     else t_.source.format_detail = "version " + std::to_string(v) + ", " + t_.source.format_detail;
@@ -365,6 +424,78 @@ class SnapReader {
       if (si >= sv.size()) fail(at(p, "stream", i), "stream index out of range");
       x.stream = sv[si];
     }
+    // Version 2: the injection library's columns, all or none.
+    if (!k.contains("pid")) return;
+    columns(k, p, {"pid", "thread", "grid", "block", "graph"});
+    const J &pid = k["pid"], &thread = k["thread"], &grid = k["grid"], &block = k["block"], &graph = k["graph"];
+    for (size_t i = 0; i < n; ++i) {
+      KernelLaunch& x = t_.kernels[i];
+      x.pid = u32_at(pid, p, "pid", i);
+      x.thread = u32_at(thread, p, "thread", i);
+      triple_at(grid, p, "grid", i, x.grid);
+      triple_at(block, p, "block", i, x.block);
+      x.graph = flag_at(graph, p, "graph", i);
+    }
+  }
+
+  static uint32_t u32_at(const J& col, const std::string& p, const char* name, size_t i) {
+    const uint64_t v = u64_at(col, p, name, i);
+    if (v > UINT32_MAX) fail(at(p, name, i), "out of range (more than 32 bits)");
+    return uint32_t(v);
+  }
+  static bool flag_at(const J& col, const std::string& p, const char* name, size_t i) {
+    const uint64_t v = u64_at(col, p, name, i);
+    if (v > 1) fail(at(p, name, i), "expected 0 or 1");
+    return v == 1;
+  }
+  static void triple_at(const J& col, const std::string& p, const char* name, size_t i, uint32_t out[3]) {
+    const J& v = col[i];
+    if (!v.is_array() || v.size() != 3) fail(at(p, name, i), "expected [x, y, z]");
+    for (size_t d = 0; d < 3; ++d) {
+      const std::string dp = at(p, name, i) + "[" + std::to_string(d) + "]";
+      if (!v[d].is_number_integer() || (!v[d].is_number_unsigned() && v[d].get<int64_t>() < 0) ||
+          v[d].get<uint64_t>() > UINT32_MAX)
+        fail(dp, "expected an integer from 0 to 2^32 - 1");
+      out[d] = uint32_t(v[d].get<uint64_t>());
+    }
+  }
+
+  void driver_memory(const J& m, const std::string& p) {
+    const size_t n = columns(m, p, {"device", "time_us_delta", "pid", "thread", "kind", "caller", "addr", "size",
+                                    "handle", "stream", "api", "library"});
+    const J &dev = m["device"], &time = m["time_us_delta"], &pid = m["pid"], &thread = m["thread"],
+            &kind = m["kind"], &caller = m["caller"], &addr = m["addr"], &size = m["size"], &handle = m["handle"],
+            &stream = m["stream"], &api = m["api"], &library = m["library"];
+    t_.driver_memory.resize(n);
+    int64_t last_t = 0;
+    for (size_t i = 0; i < n; ++i) {
+      DriverMemoryEvent& x = t_.driver_memory[i];
+      x.device = device_at(dev, p, i);
+      x.time_us = time_at(time, p, i, &last_t);
+      x.pid = u32_at(pid, p, "pid", i);
+      x.thread = u32_at(thread, p, "thread", i);
+      if (!kind[i].is_string() || !parse_driver_memory_kind(kind[i].get_ref<const std::string&>(), &x.kind))
+        fail(at(p, "kind", i), "expected one of alloc, free, alloc_async, free_async, create, release, map, unmap");
+      if (!caller[i].is_string() || !parse_caller(caller[i].get_ref<const std::string&>(), &x.caller))
+        fail(at(p, "caller", i), "expected one of unknown, pytorch, nccl, cublas, cudnn, other");
+      x.addr = u64_at(addr, p, "addr", i);
+      x.size = u64_at(size, p, "size", i);
+      if (x.size > kMaxDeviceBytes) fail(at(p, "size", i), kTooLarge);
+      x.handle = u64_at(handle, p, "handle", i);
+      x.stream = u64_at(stream, p, "stream", i);
+      x.api = str_at(api, p, "api", i);
+      x.library = str_at(library, p, "library", i);
+    }
+  }
+
+  static bool parse_caller(std::string_view s, MemoryCaller* out) {
+    for (MemoryCaller c : {MemoryCaller::Unknown, MemoryCaller::PyTorch, MemoryCaller::Nccl, MemoryCaller::Cublas,
+                           MemoryCaller::Cudnn, MemoryCaller::Other})
+      if (s == memory_caller_name(c)) {
+        *out = c;
+        return true;
+      }
+    return false;
   }
 
   void device_memory(const J& m, const std::string& p) {
@@ -385,6 +516,10 @@ class SnapReader {
       if (x.reserved_bytes > kMaxDeviceBytes) fail(at(p, "reserved_bytes", i), kTooLarge);
       if (x.free_bytes > x.total_bytes) fail(at(p, "free_bytes", i), "more free bytes than total bytes");
       x.label = str_at(label, p, "label", i);
+    }
+    if (m.contains("pid")) {
+      columns(m, p, {"pid"});
+      for (size_t i = 0; i < n; ++i) t_.device_memory[i].pid = u32_at(m["pid"], p, "pid", i);
     }
   }
 

@@ -56,8 +56,12 @@ std::string read_small_document(const std::string& path, const std::string& what
 void read_torch_pickle(const uint8_t* data, size_t size, Trace& out,
                        const ProgressFn& progress = {});
 
-// The native .snap format (schemas/snap.schema.json).
-constexpr int kSnapVersion = 1;
+// The native .snap format (schemas/snap.schema.json). kSnapVersion is the
+// newest version read and written; a document is written as version 1
+// unless it holds what version 2 added (driver_memory, the kernels' pid,
+// thread, grid, block and graph columns, device_memory's pid column), so
+// that what an older snapdiff wrote is written the same way.
+constexpr int kSnapVersion = 2;
 void read_snap(std::string_view json_text, Trace& out);
 std::string write_snap_json(const Trace& trace);
 // Writes .snap to `path` (gzip-compressed unless gzip == false), all or
