@@ -169,10 +169,13 @@ int device_of(CUcontext ctx) {
 // The kernel's name id: a per-thread cache by the pointer CUPTI gives,
 // checked against the text (a module unloaded and another loaded may reuse
 // an address).
+using NameCache = std::unordered_map<const char*, std::pair<uint32_t, std::string>>;
+thread_local NameCache* t_names = nullptr;  // ids of this process's log: cleared in a forked child
+
 uint32_t kernel_name_id(const char* name) {
   if (name == nullptr || *name == '\0') return 0;
-  thread_local std::unordered_map<const char*, std::pair<uint32_t, std::string>>* cache = nullptr;
-  if (cache == nullptr) cache = new std::unordered_map<const char*, std::pair<uint32_t, std::string>>();
+  if (t_names == nullptr) t_names = new NameCache();
+  NameCache* cache = t_names;
   auto it = cache->find(name);
   if (it != cache->end() && it->second.second == name) return it->second.first;
   if (cache->size() > 8192) cache->clear();
@@ -688,8 +691,12 @@ void after_fork_parent() {
 }
 void after_fork_child() {
   if (g_log == nullptr) return;
-  g_log->unlock();
   g_log->reset_after_fork();
+  g_log->unlock();
+  // The forking thread is the child's only one: its thread id and the
+  // string ids it cached belong to the parent.
+  t_tid = 0;
+  if (t_names != nullptr) t_names->clear();
   // CUDA cannot be used in the child of a process that initialized it; its
   // own samples would be of contexts it does not have.
   if (g_contexts != nullptr) {

@@ -200,6 +200,15 @@ int run_main(int argc, char** argv) {
   ::setenv("SNAPCAPTURE_LOG_DIR", dir.c_str(), 1);
   ::setenv("SNAPCAPTURE_INTERVAL_MS", std::to_string(interval_ms).c_str(), 1);
   ::setenv("CUDA_INJECTION64_PATH", inject.c_str(), 1);
+  // Preloaded as well, so that a profiler's cuptiSubscribe reaches the
+  // library first and it can step aside (docs/capture.md, "Safety"); the
+  // driver's dlopen of the same path then finds it already loaded.
+  {
+    const char* pre = std::getenv("LD_PRELOAD");
+    std::string v = inject;
+    if (pre && *pre) v += std::string(":") + pre;
+    ::setenv("LD_PRELOAD", v.c_str(), 1);
+  }
 
   struct sigaction sa{};
   sa.sa_sigaction = forward_signal;
