@@ -10,7 +10,9 @@
 #include <string>
 
 #include "snapdiff/analysis/analysis.hpp"
+#include "snapdiff/analysis/chart_data.hpp"
 #include "snapdiff/analysis/outside.hpp"
+#include "snapdiff/report/chart.hpp"
 #include "snapdiff/report/report.hpp"
 #include "snapdiff/report/report_read.hpp"
 #include "test_util.hpp"
@@ -188,6 +190,14 @@ TEST_CASE("outside the allocator: Alloc/Free pairs by caller, the context as use
   CHECK(d.checked_samples == 1);
   CHECK(d.mismatched_samples == 0);
   CHECK(d.total_bytes == kTotal);
+  // Over time: every row at each sample.
+  REQUIRE(d.over_time.size() == 3);
+  CHECK(d.over_time[1].time_us == at(108));
+  CHECK(d.over_time[1].used == mib(626));
+  CHECK(d.over_time[1].bytes == std::vector<int64_t>{mib(20), mib(64), mib(32), 0, mib(510)});
+  CHECK(d.over_time[0].bytes == std::vector<int64_t>{0, 0, 0, 0, mib(500)});
+  CHECK(d.over_time[2].label == "exit");
+  CHECK(d.over_time[2].bytes == std::vector<int64_t>{mib(20), 0, mib(32), 0, mib(500)});
 }
 
 TEST_CASE("outside the allocator: NCCL's create-map-release-unmap, expandable segments' map/unmap, a handle released unmapped",
@@ -356,7 +366,7 @@ TEST_CASE("outside the allocator: no sample before the peak leaves the context t
   // Before the first sample the device peak takes that sample's context.
   CHECK(d.device_peak.bytes == mib(20 + 50 + 530));
   const std::string text = flat(render_text(report_view(a)));
-  CHECK(text.find("no sample was taken at or before it, so context and unrecorded at the peak is not known") !=
+  CHECK(text.find("(no sample was taken at or before it, so context and unrecorded there is not known)") !=
         std::string::npos);
 }
 
@@ -380,13 +390,17 @@ TEST_CASE("outside the allocator: the text and JSON sections, and the JSON read 
   CHECK(f.find(" libfoo.so 0 B 0 B 4.0 MiB +0.020 s ") != std::string::npos);
   CHECK(f.find(" context and unrecorded 510.0 MiB 500.0 MiB 510.0 MiB +0.008 s ") != std::string::npos);
   CHECK(f.find(" outside the allocator 606.0 MiB 532.0 MiB ") != std::string::npos);
-  CHECK(f.find("At the peak is the allocator's peak, at +0.010 s; context and unrecorded there is from the last sample at "
-               "or before it, at +0.008 s. At exit is the last sample, at +0.300 s.") != std::string::npos);
+  CHECK(f.find("AT THE PEAK: the allocator's peak, at +0.010 s (context and unrecorded: the last sample at or before it, "
+               "at +0.008 s). AT EXIT: the last sample, at +0.300 s.") != std::string::npos);
   CHECK(f.find("The device peak is 630.0 MiB of its 80.0 GiB, at +0.020 s: 20.0 MiB reserved by the allocator and 610.0 "
                "MiB outside it; PyTorch's own peaks are 16.0 MiB allocated and 20.0 MiB reserved.") != std::string::npos);
   CHECK(f.find("PyTorch's driver calls hold exactly the allocator's reserved bytes at the one sample taken during the "
                "replayed history.") != std::string::npos);
   CHECK(f.find("1 free, release or unmap of memory no recorded call made was left out") != std::string::npos);
+  CHECK(text.find("\n  Over time, at each sample (the holders with bytes then):\n"
+                  "      -0.090 s  500.0 MiB used (start): context and unrecorded 500.0 MiB\n"
+                  "      +0.008 s  626.0 MiB used (interval): PyTorch 20.0 MiB, NCCL 64.0 MiB, cuBLAS 32.0 MiB, context\n"
+                  "                and unrecorded 510.0 MiB\n") != std::string::npos);
   // NCCL's 64 MiB at the peak are 10% of the device peak: a warning.
   CHECK(text.find("  [outside_allocator] device 0: NCCL holds 64.0 MiB outside the allocator at the peak: 10% of the device "
                   "peak (630.0 MiB)\n") != std::string::npos);
@@ -410,8 +424,27 @@ TEST_CASE("outside the allocator: the text and JSON sections, and the JSON read 
   CHECK(d["rows"][4]["caller"] == "context");
   CHECK(d["rows"][4]["pid"].is_null());
   CHECK(d["reserved_check"]["samples"] == 1);
+  CHECK(d["over_time"][1]["bytes"] == nlohmann::json::array({mib(20), mib(64), mib(32), 0, mib(510)}));
   // The view read back from its JSON writes the same JSON and text.
   const Report back = read_report_json(json, "report.json");
   CHECK(render_json(back) == json);
   CHECK(render_text(back) == text);
+}
+
+TEST_CASE("outside the allocator: the HTML section, a library's name escaped in HTML and text", "[report]") {
+  Builder b = alloc_free_run();
+  b.drv(DriverMemoryKind::Alloc, 109, MemoryCaller::Other, "lib<b>\x1b[31m.so", kFoo + 64 * MiB, 1 * MiB);
+  const Analysis a = analyze(b.t, {});
+  const Report r = report_view(a);
+  const std::string html = render_html(r, [&](const ChartOptions& o) { return chart_series(a, b.t, o); });
+  CHECK(html.find("<section id=\"outside-0\"><h2>Device memory outside the allocator by caller, cuda:0</h2>") !=
+        std::string::npos);
+  CHECK(html.find("<tr><td>NCCL</td><td class=\"n\" data-v=\"67108864\">64.0 MiB</td>") != std::string::npos);
+  CHECK(html.find("<tr><td>outside the allocator</td><td class=\"n\" data-v=\"" + std::to_string(mib(64 + 32 + 1 + 510)) +
+                  "\">607.0 MiB</td>") != std::string::npos);
+  CHECK(html.find("lib&lt;b&gt;\\x1b[31m.so") != std::string::npos);
+  CHECK(html.find("lib<b>") == std::string::npos);
+  const std::string text = render_text(r);
+  CHECK(text.find("  lib<b>\\x1b[31m.so ") != std::string::npos);
+  CHECK(text.find('\x1b') == std::string::npos);
 }

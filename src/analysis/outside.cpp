@@ -193,7 +193,7 @@ struct ReservedAt {
   }
 };
 
-OutsideDevice one_device(int device, const std::vector<uint32_t>& dev_keys, const Ledger& L,
+OutsideDevice one_device(int device, const std::vector<uint32_t>& dev_keys, const Ledger& L, const StringTable& strings,
                          const std::vector<const DeviceMemorySample*>& samples, const AllocatorSide* side) {
   OutsideDevice od;
   od.device = device;
@@ -282,6 +282,13 @@ OutsideDevice one_device(int device, const std::vector<uint32_t>& dev_keys, cons
         v[deltas[di].key] = clamp_add(v[deltas[di].key], deltas[di].bytes);
       const int64_t used = int64_t(samples[s]->total_bytes) - int64_t(samples[s]->free_bytes);
       context[s] = used - recorded_total(v, t);
+      OutsideSample os;
+      os.time_us = t;
+      os.label = std::string(strings.get(samples[s]->label));
+      os.used = used;
+      os.bytes = v;
+      os.bytes.push_back(context[s]);
+      od.over_time.push_back(std::move(os));
       if (snapshot_row >= 0 && have_side && t >= side->times.front() && t <= side->times.back()) {
         ++od.checked_samples;
         const int64_t diff = v[size_t(snapshot_row)] - reserved_at(t);
@@ -404,7 +411,7 @@ std::vector<OutsideDevice> outside_allocator(const Trace& t, const std::vector<A
     const AllocatorSide* side = nullptr;
     for (const AllocatorSide& s : sides)
       if (s.device == dev) side = &s;
-    out.push_back(one_device(dev, keys, L, samples, side));
+    out.push_back(one_device(dev, keys, L, t.strings, samples, side));
   }
   return out;
 }

@@ -33,6 +33,14 @@ bool is_allocator_row(const OutsideDevice& d, const OutsideRow& row) {
   return !row.context && row.caller == MemoryCaller::PyTorch && row.pid == d.snapshot_pid && d.snapshot_pid != 0;
 }
 
+// A holder in a line of the over-time list: its name, with its process when
+// the device has several.
+std::string short_label(const OutsideDevice& d, const OutsideRow& row) {
+  std::string name = outside_row_name(row);
+  if (d.pids.size() > 1 && !row.context) name = "process " + std::to_string(row.pid) + " " + name;
+  return name;
+}
+
 std::string peak_cell(const OutsideRow& row) { return row.at_peak_known ? human_bytes(row.at_peak) : "not known"; }
 
 }  // namespace
@@ -48,19 +56,19 @@ std::vector<std::string> outside_sentences(const OutsideDevice& d) {
   std::vector<std::string> out;
   const bool has_context = !d.rows.empty() && d.rows.back().context;
   if (d.peak_time_us == kNoTime) {
-    out.push_back("The allocator's peak has no time, so nothing is read at the peak.");
+    out.push_back("AT THE PEAK is not known: the allocator's peak has no time.");
   } else {
-    std::string s = "At the peak is the allocator's peak, at " + when(d, d.peak_time_us);
+    std::string s = "AT THE PEAK: the allocator's peak, at " + when(d, d.peak_time_us);
     if (has_context) {
       if (d.peak_sample_time_us != kNoTime)
-        s += "; context and unrecorded there is from the last sample at or before it, at " + when(d, d.peak_sample_time_us);
+        s += " (context and unrecorded: the last sample at or before it, at " + when(d, d.peak_sample_time_us) + ")";
       else
-        s += "; no sample was taken at or before it, so context and unrecorded at the peak is not known";
+        s += " (no sample was taken at or before it, so context and unrecorded there is not known)";
     }
     out.push_back(s + ".");
   }
   if (d.exit_time_us != kNoTime)
-    out.push_back(std::string("At exit is ") + (d.exit_from_sample ? "the last sample" : "after the last driver call") +
+    out.push_back(std::string("AT EXIT: ") + (d.exit_from_sample ? "the last sample" : "after the last driver call") +
                   ", at " + when(d, d.exit_time_us) + ".");
   if (d.device_peak_known) {
     std::string s = "The device peak is " + human_bytes(d.device_peak.bytes);
@@ -112,6 +120,17 @@ std::string outside_text(const Report& r) {
       << pad_left(d.outside_at_peak_known ? human_bytes(d.outside_at_peak) : std::string("not known"), 11) << "  "
       << pad_left(human_bytes(d.outside_at_exit), 11) << "\n";
     for (const std::string& s : outside_sentences(d)) o << wrap("  ", s, 100);
+    if (!d.over_time.empty()) o << "  Over time, at each sample (the holders with bytes then):\n";
+    for (const OutsideSample& s : d.over_time) {
+      std::string line = human_bytes(s.used) + " used" + (s.label.empty() ? std::string() : " (" + dn(s.label) + ")");
+      bool first = true;
+      for (size_t i = 0; i < s.bytes.size() && i < d.rows.size(); ++i) {
+        if (s.bytes[i] == 0) continue;
+        line += (first ? ": " : ", ") + dn(short_label(d, d.rows[i])) + " " + human_bytes(s.bytes[i]);
+        first = false;
+      }
+      o << wrap("    " + pad_left(when(d, s.time_us), 10) + "  ", line, 100);
+    }
   }
   return o.str();
 }
@@ -144,6 +163,10 @@ J outside_json(const Report& r) {
     j["exit_time_us"] = time_or_null(d.exit_time_us);
     j["exit_from_sample"] = d.exit_from_sample;
     j["rows"] = std::move(rows);
+    J over = J::array();
+    for (const OutsideSample& s : d.over_time)
+      over.push_back({{"time_us", time_or_null(s.time_us)}, {"label", s.label}, {"used_bytes", s.used}, {"bytes", s.bytes}});
+    j["over_time"] = std::move(over);
     j["outside_at_peak_bytes"] = d.outside_at_peak_known ? J(d.outside_at_peak) : J(nullptr);
     j["outside_at_exit_bytes"] = d.outside_at_exit;
     j["device_peak"] = d.device_peak_known ? J{{"bytes", d.device_peak.bytes},
@@ -179,6 +202,21 @@ std::string outside_html(const Report& r) {
       << td(d.outside_at_peak, d.outside_at_peak_known ? human_bytes(d.outside_at_peak) : std::string("not known"))
       << td(d.outside_at_exit, human_bytes(d.outside_at_exit)) << "<td></td><td></td></tr>\n</tbody></table>\n";
     for (const std::string& s : outside_sentences(d)) o << "<p class=\"muted\">" << esc(s) << "</p>\n";
+    if (!d.over_time.empty()) {
+      o << "<table><thead><tr><th class=\"n\">t</th><th>label</th><th class=\"n\">used</th>";
+      for (const OutsideRow& row : d.rows) o << "<th class=\"n\">" << esc(short_label(d, row)) << "</th>";
+      o << "</tr></thead><tbody>\n";
+      for (const OutsideSample& s : d.over_time) {
+        o << "<tr><td class=\"n\">" << esc(when(d, s.time_us)) << "</td><td>" << esc(s.label.empty() ? "-" : s.label)
+          << "</td>" << td(s.used, human_bytes(s.used));
+        for (size_t i = 0; i < d.rows.size(); ++i) {
+          const int64_t v = i < s.bytes.size() ? s.bytes[i] : 0;
+          o << td(v, human_bytes(v));
+        }
+        o << "</tr>\n";
+      }
+      o << "</tbody></table>\n";
+    }
     o << "</section>\n";
   }
   return o.str();

@@ -973,6 +973,15 @@ OutsideDevice read_outside(const In& x) {
     row.max_time_us = y["max_time_us"].i64_or(kNoTime);
     d.rows.push_back(std::move(row));
   });
+  x["over_time"].each([&](const In& y) {
+    OutsideSample s;
+    s.time_us = y["time_us"].i64_or(kNoTime);
+    s.label = y["label"].s();
+    s.used = y["used_bytes"].i64();
+    y["bytes"].each([&](const In& v) { s.bytes.push_back(v.i64()); });
+    if (s.bytes.size() != d.rows.size()) y["bytes"].fail("expected " + std::to_string(d.rows.size()) + " elements, one per row");
+    d.over_time.push_back(std::move(s));
+  });
   d.outside_at_peak_known = !x["outside_at_peak_bytes"].null();
   d.outside_at_peak = x["outside_at_peak_bytes"].i64_or(0);
   d.outside_at_exit = x["outside_at_exit_bytes"].i64();

@@ -44,6 +44,14 @@ struct DevicePeakOutside {
   int64_t outside = 0;   // everything else then (driver callers other than the snapshot's allocator, and the context)
 };
 
+// Every holder at one sample: the step functions read at its time.
+struct OutsideSample {
+  int64_t time_us = kNoTime;
+  std::string label;          // the sample's ("interval", "exit", ...)
+  int64_t used = 0;           // total - free
+  std::vector<int64_t> bytes;  // per row of OutsideDevice::rows, in its order (the context row: the context then)
+};
+
 struct OutsideDevice {
   int device = 0;
   std::vector<uint32_t> pids;     // processes with driver calls on this device, ascending
@@ -58,6 +66,7 @@ struct OutsideDevice {
   int64_t exit_time_us = kNoTime;   // the moment "at exit" is read
   bool exit_from_sample = false;    // exit is the last sample (else the last driver call)
   std::vector<OutsideRow> rows;     // by pid, then caller (PyTorch first); context and unrecorded last
+  std::vector<OutsideSample> over_time;  // at each sample, in time order
   // Everything outside the snapshot's allocator (rows other than its PyTorch
   // row), summed.
   int64_t outside_at_peak = 0, outside_at_exit = 0;
