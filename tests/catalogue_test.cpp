@@ -35,7 +35,7 @@ nlohmann::json schema(const std::string& name) {
 
 TEST_CASE("catalogue: one entry per code, in the enum's order, each described", "[report][catalogue]") {
   const auto& c = catalogue();
-  REQUIRE(c.size() == size_t(Code::NoTimestamps) + 1);
+  REQUIRE(c.size() == size_t(Code::OutsideAllocator) + 1);
   std::set<std::pair<int, std::string>> seen;
   for (size_t i = 0; i < c.size(); ++i) {
     INFO(c[i].name);
@@ -80,6 +80,7 @@ TEST_CASE("catalogue: every warning has words and names its device", "[report][c
       case Code::EndStateMismatch: w.facts = EndStateFacts{}; break;
       case Code::ReplayInconsistent: w.facts = InconsistentFacts{2, false, "x"}; break;
       case Code::Oom: w.facts = OomFacts{1, true, 1 << 20, 0}; break;
+      case Code::OutsideAllocator: w.facts = OutsideFacts{"NCCL", 0, 1 << 30, int64_t(12) << 30}; break;
       default: break;
     }
     const std::string text = warning_text(w);

@@ -225,6 +225,15 @@ std::vector<Warning> warning_samples() {
     v.push_back(warning(Code::Oom, o));
   }
   v.push_back(warning(Code::NoTimestamps, std::monostate{}));
+  for (uint32_t pid : {uint32_t(0), uint32_t(42)})
+    for (const char* holder : {"NCCL", "PyTorch", "libfoo.so", "unknown caller"}) {
+      OutsideFacts o;
+      o.holder = holder;
+      o.pid = pid;
+      o.bytes = pid == 0 ? (int64_t(1) << 30) : 1;
+      o.device_peak = pid == 0 ? int64_t(15) << 30 : 1;
+      v.push_back(warning(Code::OutsideAllocator, o));
+    }
   return v;
 }
 

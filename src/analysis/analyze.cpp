@@ -13,6 +13,7 @@
 #include "analysis/report_view_build.hpp"
 #include "analysis/rule_matcher.hpp"
 #include "snapdiff/analysis/analysis.hpp"
+#include "snapdiff/analysis/outside.hpp"
 #include "snapdiff/error.hpp"
 
 namespace snapdiff {
@@ -77,6 +78,52 @@ void kernels_and_device_memory(const Trace& t, Analysis& r) {
     if (r.device_memory.empty() || row.outside_bytes < r.outside_min_bytes) r.outside_min_bytes = row.outside_bytes;
     if (r.device_memory.empty() || row.outside_bytes > r.outside_max_bytes) r.outside_max_bytes = row.outside_bytes;
     r.device_memory.push_back(std::move(row));
+  }
+}
+
+// Device memory outside the allocator from the driver calls: each device's
+// allocator side is its replay's reserved bytes over time and its peaks.
+void outside_the_allocator(const Trace& t, Analysis& r) {
+  if (t.driver_memory.empty()) return;
+  std::vector<AllocatorSide> sides;
+  for (const DeviceAnalysis& d : r.devices) {
+    const Device* dev = t.find_device(d.device);
+    if (!dev) continue;
+    AllocatorSide s;
+    s.device = d.device;
+    s.baseline_reserved = d.replay.baseline.reserved;
+    s.first_time_us = d.first_time_us;
+    s.peak_time_us = d.peak_index >= 0 ? d.peak_event.time_us : kNoTime;
+    s.peak_allocated = d.replay.peak_allocated.bytes;
+    s.peak_reserved = d.replay.peak_reserved.bytes;
+    std::vector<std::pair<int64_t, int64_t>> pts;
+    for (size_t i = 0; i < dev->events.size() && i < d.replay.reserved.size(); ++i)
+      if (dev->events[i].time_us != kNoTime) pts.push_back({dev->events[i].time_us, d.replay.reserved[i]});
+    std::stable_sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    s.times.reserve(pts.size());
+    s.reserved.reserve(pts.size());
+    for (const auto& [tm, res] : pts) s.times.push_back(tm), s.reserved.push_back(res);
+    sides.push_back(std::move(s));
+  }
+  r.outside = outside_allocator(t, sides);
+}
+
+// outside_allocator: per device, the largest holder outside the allocator at
+// the peak (a library or another process; the context is left out: it is
+// always there) when it holds 5% of the total device peak or more.
+void outside_warnings(Analysis& r) {
+  for (const OutsideDevice& d : r.outside) {
+    if (!d.device_peak_known || d.device_peak.bytes <= 0) continue;
+    const OutsideRow* top = nullptr;
+    for (const OutsideRow& row : d.rows) {
+      const bool allocator = row.caller == MemoryCaller::PyTorch && row.pid == d.snapshot_pid && d.snapshot_pid != 0;
+      if (row.context || allocator || !row.at_peak_known || row.at_peak <= 0) continue;
+      if (!top || row.at_peak > top->at_peak) top = &row;
+    }
+    if (!top || top->at_peak < d.device_peak.bytes / 20) continue;
+    r.warnings.push_back({Code::OutsideAllocator, d.device,
+                          OutsideFacts{outside_row_name(*top), d.pids.size() > 1 ? top->pid : 0, top->at_peak,
+                                       d.device_peak.bytes}});
   }
 }
 
@@ -286,6 +333,7 @@ Analysis analyze_trace(const Trace& trace, const ReportOptions& opts) {
   }
   if (!opts.explain.empty()) detail::explain_query(trace, r, opts.explain);
   kernels_and_device_memory(trace, r);
+  outside_the_allocator(trace, r);
   // Top-level peak: the device with the highest allocated peak.
   for (size_t i = 0; i < r.devices.size(); ++i)
     if (r.devices[i].replay.peak_allocated.bytes > r.devices[r.peak_device].replay.peak_allocated.bytes)
@@ -301,6 +349,7 @@ Analysis analyze_trace(const Trace& trace, const ReportOptions& opts) {
 
   detail::explain_ooms(trace, r, opts.top_sites);
   detail::add_warnings(trace, r);
+  outside_warnings(r);
   detail::resolve_rows(r);
   return r;
 }

@@ -43,6 +43,8 @@ const std::vector<CatalogueEntry>& catalogue() {
       {Code::Oom, "oom", K::Warning, S::Error, "the run hit out-of-memory errors: how many, and what the first asked for"},
       {Code::NoTimestamps, "no_timestamps", K::Warning, S::Info,
        "events without time_us (PyTorch < 2.2): times are event indices"},
+      {Code::OutsideAllocator, "outside_allocator", K::Warning, S::Info,
+       "a library or another process holds 5% of the device peak or more outside the allocator at the peak (driver calls of the injection library)"},
   };
   return table;
 }

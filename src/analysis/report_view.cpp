@@ -161,6 +161,7 @@ Report report_view(const Analysis& a) {
   r.device_memory = a.device_memory;
   r.outside_min_bytes = a.outside_min_bytes;
   r.outside_max_bytes = a.outside_max_bytes;
+  r.outside = a.outside;
   r.profiler_trace = a.profiler_trace;
   r.ops = a.ops;
   r.host_memory_events = a.host_memory_events;

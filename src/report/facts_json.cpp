@@ -171,6 +171,12 @@ J warning_facts_json(const Warning& w) {
                             {"has_first", x.has_first},
                             {"first_size_bytes", x.first_size},
                             {"first_free_bytes", x.first_free}};
+                 },
+                 [](const OutsideFacts& x) {
+                   return J{{"holder", x.holder},
+                            {"pid", x.pid == 0 ? J(nullptr) : J(x.pid)},
+                            {"bytes", x.bytes},
+                            {"device_peak_bytes", x.device_peak}};
                  }},
       w.facts);
 }

@@ -10,6 +10,7 @@
 #include "report/format.hpp"
 #include "report/html_page.hpp"
 #include "report/oom_report.hpp"
+#include "report/outside_report.hpp"
 #include "report/profiler_report.hpp"
 #include "report/text_util.hpp"
 #include "snapdiff/report/chart.hpp"
@@ -489,6 +490,7 @@ std::string render_html(const Report& r, const ChartSeriesSource& charts) {
     o << "</tbody></table><p class=\"muted\">Outside the allocator: min " << esc(human_bytes(r.outside_min_bytes))
       << ", max " << esc(human_bytes(r.outside_max_bytes)) << " (CUDA context, library handles and modules).</p></section>\n";
   }
+  o << detail::outside_html(r);
   if (!r.explain_query.empty()) {
     o << "<section id=\"explain\"><h2>Explain <code>" << esc(r.explain_query) << "</code></h2>\n";
     if (r.explain.empty()) o << "<p>Nothing matches.</p>\n";

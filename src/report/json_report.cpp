@@ -5,6 +5,7 @@
 #include "report/facts_json.hpp"
 #include "report/format.hpp"
 #include "report/oom_report.hpp"
+#include "report/outside_report.hpp"
 #include "report/profiler_report.hpp"
 #include "snapdiff/report/report.hpp"
 
@@ -330,6 +331,7 @@ std::string render_json(const Report& r) {
                           {"outside_min_bytes", r.outside_min_bytes},
                           {"outside_max_bytes", r.outside_max_bytes}};
   }
+  if (!r.outside.empty()) j["outside_allocator"] = detail::outside_json(r);
   if (r.timeline.present) j["memory_timeline"] = detail::timeline_json(r);
   if (r.activity.present) j["profiler_activity"] = detail::activity_json(r);
   if (!r.join.devices.empty() || !r.join.trace_name.empty()) {

@@ -376,6 +376,19 @@ Warning read_warning(const In& j) {
     case Code::Oom:
       w.facts = OomFacts{x["errors"].u64(), x["has_first"].b(), x["first_size_bytes"].u64(), x["first_free_bytes"].u64()};
       break;
+    case Code::OutsideAllocator: {
+      OutsideFacts o;
+      o.holder = x["holder"].s();
+      if (!x["pid"].null()) {
+        const uint64_t p = x["pid"].u64();
+        if (p == 0 || p > UINT32_MAX) x["pid"].fail("expected a process id");
+        o.pid = uint32_t(p);
+      }
+      o.bytes = x["bytes"].i64();
+      o.device_peak = x["device_peak_bytes"].i64();
+      w.facts = o;
+      break;
+    }
     case Code::NoHistory:
     case Code::NoTimestamps:
       if (!x.null()) x.fail("expected null");
@@ -915,6 +928,78 @@ void read_explain(const In& j, Report& r) {
   });
 }
 
+// One device of `outside_allocator` (json_report.cpp, outside_report.cpp).
+OutsideDevice read_outside(const In& x) {
+  OutsideDevice d;
+  d.device = x["device"].i32();
+  x["processes"].each([&](const In& p) {
+    const uint64_t v = p.u64();
+    if (v > UINT32_MAX) p.fail("integer out of range");
+    d.pids.push_back(uint32_t(v));
+  });
+  auto pid_of = [](const In& p) {
+    if (p.null()) return uint32_t(0);
+    const uint64_t v = p.u64();
+    if (v > UINT32_MAX) p.fail("integer out of range");
+    return uint32_t(v);
+  };
+  d.snapshot_pid = pid_of(x["snapshot_pid"]);
+  d.driver_events = x["driver_events"].u64();
+  d.unmatched_frees = x["unmatched_frees"].u64();
+  d.samples = x["samples"].u64();
+  d.total_bytes = x["total_bytes"].u64();
+  d.first_time_us = x["first_time_us"].i64_or(kNoTime);
+  d.peak_time_us = x["peak_time_us"].i64_or(kNoTime);
+  d.peak_sample_time_us = x["peak_sample_time_us"].i64_or(kNoTime);
+  d.exit_time_us = x["exit_time_us"].i64_or(kNoTime);
+  d.exit_from_sample = x["exit_from_sample"].b();
+  x["rows"].each([&](const In& y) {
+    OutsideRow row;
+    const std::string caller = y["caller"].s();
+    row.context = caller == "context";
+    if (!row.context) {
+      bool found = false;
+      for (MemoryCaller c : {MemoryCaller::Unknown, MemoryCaller::PyTorch, MemoryCaller::Nccl, MemoryCaller::Cublas,
+                             MemoryCaller::Cudnn, MemoryCaller::Other})
+        if (caller == memory_caller_name(c)) row.caller = c, found = true;
+      if (!found) y["caller"].fail("unknown caller '" + caller + "'");
+    }
+    row.library = y["library"].s();
+    row.pid = pid_of(y["pid"]);
+    row.at_peak_known = !y["at_peak_bytes"].null();
+    row.at_peak = y["at_peak_bytes"].i64_or(0);
+    row.at_exit = y["at_exit_bytes"].i64();
+    row.max_bytes = y["max_bytes"].i64();
+    row.max_time_us = y["max_time_us"].i64_or(kNoTime);
+    d.rows.push_back(std::move(row));
+  });
+  x["over_time"].each([&](const In& y) {
+    OutsideSample s;
+    s.time_us = y["time_us"].i64_or(kNoTime);
+    s.label = y["label"].s();
+    s.used = y["used_bytes"].i64();
+    y["bytes"].each([&](const In& v) { s.bytes.push_back(v.i64()); });
+    if (s.bytes.size() != d.rows.size()) y["bytes"].fail("expected " + std::to_string(d.rows.size()) + " elements, one per row");
+    d.over_time.push_back(std::move(s));
+  });
+  d.outside_at_peak_known = !x["outside_at_peak_bytes"].null();
+  d.outside_at_peak = x["outside_at_peak_bytes"].i64_or(0);
+  d.outside_at_exit = x["outside_at_exit_bytes"].i64();
+  if (!x["device_peak"].null()) {
+    const In p = x["device_peak"];
+    d.device_peak_known = true;
+    d.device_peak = {p["bytes"].i64(), p["time_us"].i64_or(kNoTime), p["reserved_bytes"].i64(), p["outside_bytes"].i64()};
+  }
+  d.peak_allocated = x["pytorch_peak_allocated_bytes"].i64();
+  d.peak_reserved = x["pytorch_peak_reserved_bytes"].i64();
+  const In c = x["reserved_check"];
+  d.checked_samples = c["samples"].u64();
+  d.mismatched_samples = c["mismatched"].u64();
+  d.largest_mismatch = c["largest_difference_bytes"].i64();
+  d.first_mismatch_time_us = c["first_mismatch_time_us"].i64_or(kNoTime);
+  return d;
+}
+
 Report read_report(const In& j) {
   const In schema = j["schema"];
   if (schema.s() != "snapdiff/report/1")
@@ -959,6 +1044,7 @@ Report read_report(const In& j) {
     r.outside_min_bytes = m["outside_min_bytes"].i64();
     r.outside_max_bytes = m["outside_max_bytes"].i64();
   }
+  if (j.has("outside_allocator")) j["outside_allocator"].each([&](const In& x) { r.outside.push_back(read_outside(x)); });
   if (j.has("memory_timeline")) r.timeline = read_timeline(j["memory_timeline"], r);
   if (j.has("profiler_activity")) r.activity = read_activity(j["profiler_activity"]);
   if (j.has("trace_join")) r.join = read_join(j["trace_join"]);

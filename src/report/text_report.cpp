@@ -7,6 +7,7 @@
 
 #include "report/format.hpp"
 #include "report/oom_report.hpp"
+#include "report/outside_report.hpp"
 #include "report/profiler_report.hpp"
 #include "report/text_util.hpp"
 #include "snapdiff/model/frame_names.hpp"
@@ -303,6 +304,7 @@ std::string render_text(const Report& r) {
     o << "  outside the allocator: min " << human_bytes(r.outside_min_bytes) << ", max "
       << human_bytes(r.outside_max_bytes) << "  (CUDA context, library handles and modules)\n";
   }
+  o << detail::outside_text(r);
   if (!r.explain_query.empty()) {
     o << "\nEXPLAIN " << dn(r.explain_query) << "  (" << r.explain_total << (r.explain_total == 1 ? " match" : " matches")
       << (r.explain_total > r.explain.size() ? ", first " + std::to_string(r.explain.size()) + " shown" : "") << ")\n";

@@ -432,6 +432,16 @@ std::string warning_text(const Warning& w) {
     }
     case Code::Oom: return m + oom_words(std::get<OomFacts>(w.facts));
     case Code::NoTimestamps: return m + "events carry no time_us (PyTorch < 2.2): times are event indices";
+    case Code::OutsideAllocator: {
+      const OutsideFacts& f = std::get<OutsideFacts>(w.facts);
+      const std::string who =
+          f.pid != 0 ? (f.holder == "PyTorch" ? "the PyTorch allocator of process " + std::to_string(f.pid)
+                                              : f.holder + " of process " + std::to_string(f.pid))
+                     : f.holder;
+      return m + who + " holds " + human_bytes(f.bytes) + " outside the allocator at the peak: " +
+             (f.device_peak > 0 ? detail::compact_percent(double(f.bytes) / double(f.device_peak)) : std::string("all")) +
+             " of the device peak (" + human_bytes(f.device_peak) + ")";
+    }
     default: return m + std::string(code_name(w.code));
   }
 }

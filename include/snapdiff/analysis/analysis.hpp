@@ -98,6 +98,7 @@ struct Analysis {
   uint64_t kernel_launches = 0;  // Trace::kernels, all devices
   std::vector<DeviceMemoryRow> device_memory;  // in input order; empty when none were recorded
   int64_t outside_min_bytes = 0, outside_max_bytes = 0;  // over device_memory
+  std::vector<OutsideDevice> outside;  // from the driver calls (outside.hpp); empty without any
   // Profiler inputs.
   bool profiler_trace = false;     // the input is a torch.profiler Chrome trace
   uint64_t ops = 0;                // Trace::ops

@@ -32,6 +32,7 @@ enum class Code : uint8_t {
   ReplayInconsistent,
   Oom,
   NoTimestamps,
+  OutsideAllocator,
 };
 
 enum class Severity : uint8_t { Info, Warning, Error };

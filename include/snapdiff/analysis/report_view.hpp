@@ -17,6 +17,7 @@
 #include "snapdiff/analysis/attribution.hpp"  // PhaseSpan
 #include "snapdiff/analysis/catalogue.hpp"
 #include "snapdiff/analysis/growth.hpp"      // Growth
+#include "snapdiff/analysis/outside.hpp"     // OutsideDevice
 #include "snapdiff/analysis/trace_join.hpp"   // TraceJoin
 #include "snapdiff/input/profiler.hpp"        // MemoryTimeline
 #include "snapdiff/model/model.hpp"
@@ -324,10 +325,20 @@ struct OomFacts {
   uint64_t first_size = 0, first_free = 0;  // what the first asked for, and CUDA's free bytes then
 };
 
+// Code::OutsideAllocator: the largest holder outside the allocator at the
+// peak (a library, or another process's allocator; never the context).
+struct OutsideFacts {
+  std::string holder;       // outside_row_name(): "NCCL", "libfoo.so", "PyTorch"
+  uint32_t pid = 0;         // its process, when the device has several (0: one)
+  int64_t bytes = 0;        // held at the allocator's peak
+  int64_t device_peak = 0;  // the total device peak
+};
+
 struct Warning {
   Code code = Code::NoHistory;
   int device = 0;
-  std::variant<std::monostate, ProfilerWindowFacts, HistoryTruncatedFacts, EndStateFacts, InconsistentFacts, OomFacts>
+  std::variant<std::monostate, ProfilerWindowFacts, HistoryTruncatedFacts, EndStateFacts, InconsistentFacts, OomFacts,
+               OutsideFacts>
       facts;
 };
 
@@ -506,6 +517,7 @@ struct Report {
   uint64_t kernel_launches = 0;
   std::vector<DeviceMemoryRow> device_memory;
   int64_t outside_min_bytes = 0, outside_max_bytes = 0;
+  std::vector<OutsideDevice> outside;  // device memory outside the allocator from driver calls (outside.hpp)
   bool profiler_trace = false;
   uint64_t ops = 0;
   uint64_t host_memory_events = 0;

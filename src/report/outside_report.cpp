@@ -1,0 +1,225 @@
+// DEVICE MEMORY OUTSIDE THE ALLOCATOR BY CALLER: per device, what each
+// caller of the driver held at the allocator's peak, at exit and at most,
+// the context and unrecorded rest, and the total device peak — the words
+// here, once, for the text, JSON and HTML reports.
+#include "report/outside_report.hpp"
+
+#include <sstream>
+
+#include "report/format.hpp"
+#include "report/text_util.hpp"
+#include "snapdiff/model/frame_names.hpp"
+
+namespace snapdiff::detail {
+
+namespace {
+
+using J = nlohmann::ordered_json;
+
+std::string dn(std::string_view s) { return display_name(s); }
+std::string esc(std::string_view s) { return escape(s, Markup::Html); }
+
+// A moment of the device, from its first event: "+3.100 s".
+std::string when(const OutsideDevice& d, int64_t t) {
+  if (t == kNoTime) return "an unknown time";
+  if (d.first_time_us == kNoTime) return utc_time(t, true);
+  return signed_seconds_between(d.first_time_us, t);
+}
+
+J time_or_null(int64_t t) { return t == kNoTime ? J(nullptr) : J(t); }
+
+// The snapshot's allocator row (PyTorch of the snapshot's process).
+bool is_allocator_row(const OutsideDevice& d, const OutsideRow& row) {
+  return !row.context && row.caller == MemoryCaller::PyTorch && row.pid == d.snapshot_pid && d.snapshot_pid != 0;
+}
+
+// A holder in a line of the over-time list: its name, with its process when
+// the device has several.
+std::string short_label(const OutsideDevice& d, const OutsideRow& row) {
+  std::string name = outside_row_name(row);
+  if (d.pids.size() > 1 && !row.context) name = "process " + std::to_string(row.pid) + " " + name;
+  return name;
+}
+
+std::string peak_cell(const OutsideRow& row) { return row.at_peak_known ? human_bytes(row.at_peak) : "not known"; }
+
+}  // namespace
+
+std::string outside_row_label(const OutsideDevice& d, const OutsideRow& row) {
+  std::string name = outside_row_name(row);
+  if (row.caller == MemoryCaller::PyTorch && !row.context) name += is_allocator_row(d, row) ? " (the allocator's segments)" : " (its segments)";
+  if (d.pids.size() > 1 && !row.context) name = "process " + std::to_string(row.pid) + ": " + name;
+  return name;
+}
+
+std::vector<std::string> outside_sentences(const OutsideDevice& d) {
+  std::vector<std::string> out;
+  const bool has_context = !d.rows.empty() && d.rows.back().context;
+  if (d.peak_time_us == kNoTime) {
+    out.push_back("AT THE PEAK is not known: the allocator's peak has no time.");
+  } else {
+    std::string s = "AT THE PEAK: the allocator's peak, at " + when(d, d.peak_time_us);
+    if (has_context) {
+      if (d.peak_sample_time_us != kNoTime)
+        s += " (context and unrecorded: the last sample at or before it, at " + when(d, d.peak_sample_time_us) + ")";
+      else
+        s += " (no sample was taken at or before it, so context and unrecorded there is not known)";
+    }
+    out.push_back(s + ".");
+  }
+  if (d.exit_time_us != kNoTime)
+    out.push_back(std::string("AT EXIT: ") + (d.exit_from_sample ? "the last sample" : "after the last driver call") +
+                  ", at " + when(d, d.exit_time_us) + ".");
+  if (d.device_peak_known) {
+    std::string s = "The device peak is " + human_bytes(d.device_peak.bytes);
+    if (d.total_bytes > 0) s += " of its " + human_bytes(int64_t(std::min<uint64_t>(d.total_bytes, INT64_MAX)));
+    s += ", at " + when(d, d.device_peak.time_us) + ": " + human_bytes(d.device_peak.reserved) +
+         " reserved by the allocator and " + human_bytes(d.device_peak.outside) + " outside it";
+    s += "; PyTorch's own peaks are " + human_bytes(d.peak_allocated) + " allocated and " + human_bytes(d.peak_reserved) +
+         " reserved.";
+    out.push_back(s);
+  }
+  if (d.pids.size() > 1 && d.snapshot_pid != 0)
+    out.push_back("The snapshot's allocator is that of process " + std::to_string(d.snapshot_pid) +
+                  " (its segments come closest to the allocator's reserved bytes); the memory of the other processes counts as outside it.");
+  if (d.snapshot_pid == 0)
+    out.push_back("No call of PyTorch's allocator to the driver was recorded: the allocator's reserved bytes stand for its segments.");
+  if (d.checked_samples > 0) {
+    if (d.mismatched_samples == 0)
+      out.push_back("PyTorch's driver calls hold exactly the allocator's reserved bytes at " +
+                    std::string(d.checked_samples == 1 ? "the one sample" : "all " + count_of(d.checked_samples, "sample")) +
+                    " taken during the replayed history.");
+    else
+      out.push_back("PyTorch's driver calls differ from the allocator's reserved bytes at " +
+                    with_commas(d.mismatched_samples) + " of the " + count_of(d.checked_samples, "sample") +
+                    " taken during the replayed history (by up to " + human_delta(d.largest_mismatch) + ", first at " +
+                    when(d, d.first_mismatch_time_us) + "): the figures above use the driver calls.");
+  }
+  if (d.unmatched_frees > 0)
+    out.push_back(count_of(d.unmatched_frees, "free, release or unmap", "frees, releases or unmaps") +
+                  " of memory no recorded call made " + (d.unmatched_frees == 1 ? "was" : "were") +
+                  " left out (the recording started after it was allocated).");
+  return out;
+}
+
+std::string outside_text(const Report& r) {
+  std::ostringstream o;
+  for (const OutsideDevice& d : r.outside) {
+    o << "\nDEVICE MEMORY OUTSIDE THE ALLOCATOR BY CALLER  cuda:" << d.device << "  (from "
+      << count_of(d.driver_events, "driver call") << " of " << count_of(d.pids.size(), "process", "processes");
+    if (d.samples > 0) o << " and " << count_of(d.samples, "cudaMemGetInfo sample");
+    o << ")\n";
+    size_t w = 22;
+    for (const OutsideRow& row : d.rows) w = std::max(w, display_name(outside_row_label(d, row)).size());
+    o << "  " << pad_right("HELD BY", w) << "  AT THE PEAK      AT EXIT    MOST HELD  WHEN\n";
+    for (const OutsideRow& row : d.rows)
+      o << "  " << pad_right(dn(outside_row_label(d, row)), w) << "  " << pad_left(peak_cell(row), 11) << "  "
+        << pad_left(human_bytes(row.at_exit), 11) << "  " << pad_left(human_bytes(row.max_bytes), 11) << "  "
+        << (row.max_bytes > 0 ? when(d, row.max_time_us) : std::string("-")) << "\n";
+    o << "  " << pad_right("outside the allocator", w) << "  "
+      << pad_left(d.outside_at_peak_known ? human_bytes(d.outside_at_peak) : std::string("not known"), 11) << "  "
+      << pad_left(human_bytes(d.outside_at_exit), 11) << "\n";
+    for (const std::string& s : outside_sentences(d)) o << wrap("  ", s, 100);
+    if (!d.over_time.empty()) o << "  Over time, at each sample (the holders with bytes then):\n";
+    for (const OutsideSample& s : d.over_time) {
+      std::string line = human_bytes(s.used) + " used" + (s.label.empty() ? std::string() : " (" + dn(s.label) + ")");
+      bool first = true;
+      for (size_t i = 0; i < s.bytes.size() && i < d.rows.size(); ++i) {
+        if (s.bytes[i] == 0) continue;
+        line += (first ? ": " : ", ") + dn(short_label(d, d.rows[i])) + " " + human_bytes(s.bytes[i]);
+        first = false;
+      }
+      o << wrap("    " + pad_left(when(d, s.time_us), 10) + "  ", line, 100);
+    }
+  }
+  return o.str();
+}
+
+J outside_json(const Report& r) {
+  J all = J::array();
+  for (const OutsideDevice& d : r.outside) {
+    J rows = J::array();
+    for (const OutsideRow& row : d.rows)
+      rows.push_back({{"name", outside_row_name(row)},
+                      {"caller", row.context ? std::string("context") : std::string(memory_caller_name(row.caller))},
+                      {"library", row.library},
+                      {"pid", row.context ? J(nullptr) : J(row.pid)},
+                      {"allocator", is_allocator_row(d, row)},
+                      {"at_peak_bytes", row.at_peak_known ? J(row.at_peak) : J(nullptr)},
+                      {"at_exit_bytes", row.at_exit},
+                      {"max_bytes", row.max_bytes},
+                      {"max_time_us", time_or_null(row.max_time_us)}});
+    J j;
+    j["device"] = d.device;
+    j["processes"] = d.pids;
+    j["snapshot_pid"] = d.snapshot_pid == 0 ? J(nullptr) : J(d.snapshot_pid);
+    j["driver_events"] = d.driver_events;
+    j["unmatched_frees"] = d.unmatched_frees;
+    j["samples"] = d.samples;
+    j["total_bytes"] = d.total_bytes;
+    j["first_time_us"] = time_or_null(d.first_time_us);
+    j["peak_time_us"] = time_or_null(d.peak_time_us);
+    j["peak_sample_time_us"] = time_or_null(d.peak_sample_time_us);
+    j["exit_time_us"] = time_or_null(d.exit_time_us);
+    j["exit_from_sample"] = d.exit_from_sample;
+    j["rows"] = std::move(rows);
+    J over = J::array();
+    for (const OutsideSample& s : d.over_time)
+      over.push_back({{"time_us", time_or_null(s.time_us)}, {"label", s.label}, {"used_bytes", s.used}, {"bytes", s.bytes}});
+    j["over_time"] = std::move(over);
+    j["outside_at_peak_bytes"] = d.outside_at_peak_known ? J(d.outside_at_peak) : J(nullptr);
+    j["outside_at_exit_bytes"] = d.outside_at_exit;
+    j["device_peak"] = d.device_peak_known ? J{{"bytes", d.device_peak.bytes},
+                                               {"time_us", time_or_null(d.device_peak.time_us)},
+                                               {"reserved_bytes", d.device_peak.reserved},
+                                               {"outside_bytes", d.device_peak.outside}}
+                                           : J(nullptr);
+    j["pytorch_peak_allocated_bytes"] = d.peak_allocated;
+    j["pytorch_peak_reserved_bytes"] = d.peak_reserved;
+    j["reserved_check"] = {{"samples", d.checked_samples},
+                           {"mismatched", d.mismatched_samples},
+                           {"largest_difference_bytes", d.largest_mismatch},
+                           {"first_mismatch_time_us", time_or_null(d.first_mismatch_time_us)}};
+    all.push_back(std::move(j));
+  }
+  return all;
+}
+
+std::string outside_html(const Report& r) {
+  std::ostringstream o;
+  auto td = [](int64_t v, const std::string& text) {
+    return "<td class=\"n\" data-v=\"" + std::to_string(v) + "\">" + esc(text) + "</td>";
+  };
+  for (const OutsideDevice& d : r.outside) {
+    o << "<section id=\"outside-" << d.device << "\"><h2>Device memory outside the allocator by caller, cuda:" << d.device
+      << "</h2>\n<table><thead><tr><th>held by</th><th class=\"n\">at the peak</th><th class=\"n\">at exit</th>"
+         "<th class=\"n\">most held</th><th class=\"n\">when</th></tr></thead><tbody>\n";
+    for (const OutsideRow& row : d.rows)
+      o << "<tr><td>" << esc(outside_row_label(d, row)) << "</td>" << td(row.at_peak, peak_cell(row))
+        << td(row.at_exit, human_bytes(row.at_exit)) << td(row.max_bytes, human_bytes(row.max_bytes)) << "<td class=\"n\">"
+        << esc(row.max_bytes > 0 ? when(d, row.max_time_us) : std::string("-")) << "</td></tr>\n";
+    o << "<tr><td>outside the allocator</td>"
+      << td(d.outside_at_peak, d.outside_at_peak_known ? human_bytes(d.outside_at_peak) : std::string("not known"))
+      << td(d.outside_at_exit, human_bytes(d.outside_at_exit)) << "<td></td><td></td></tr>\n</tbody></table>\n";
+    for (const std::string& s : outside_sentences(d)) o << "<p class=\"muted\">" << esc(s) << "</p>\n";
+    if (!d.over_time.empty()) {
+      o << "<table><thead><tr><th class=\"n\">t</th><th>label</th><th class=\"n\">used</th>";
+      for (const OutsideRow& row : d.rows) o << "<th class=\"n\">" << esc(short_label(d, row)) << "</th>";
+      o << "</tr></thead><tbody>\n";
+      for (const OutsideSample& s : d.over_time) {
+        o << "<tr><td class=\"n\">" << esc(when(d, s.time_us)) << "</td><td>" << esc(s.label.empty() ? "-" : s.label)
+          << "</td>" << td(s.used, human_bytes(s.used));
+        for (size_t i = 0; i < d.rows.size(); ++i) {
+          const int64_t v = i < s.bytes.size() ? s.bytes[i] : 0;
+          o << td(v, human_bytes(v));
+        }
+        o << "</tr>\n";
+      }
+      o << "</tbody></table>\n";
+    }
+    o << "</section>\n";
+  }
+  return o.str();
+}
+
+}  // namespace snapdiff::detail
