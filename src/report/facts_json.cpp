@@ -31,9 +31,11 @@ J step_facts(const OptimizerStepFacts& x) {
 }
 
 J unknown_facts(const UnknownFacts& x) {
-  return {{"unknown_bytes", x.unknown},
-          {"before_profiler_bytes", x.before_profiler},
-          {"timeline_placed_bytes", x.timeline_placed}};
+  J j = {{"unknown_bytes", x.unknown},
+         {"before_profiler_bytes", x.before_profiler},
+         {"timeline_placed_bytes", x.timeline_placed}};
+  if (!x.kernel.empty()) j["kernel"] = x.kernel, j["kernel_bytes"] = x.kernel_bytes;
+  return j;
 }
 
 J growth_facts(const GrowthFacts& x) {

@@ -90,6 +90,9 @@ std::string unknown_words(const UnknownFacts& f) {
            "compare PyTorch's view with --memory-timeline)";
     m += f.unknown > f.before_profiler ? "; for the rest see UNKNOWN AT THE PEAK." : ".";
   } else {
+    if (!f.kernel.empty())
+      m += "; " + (f.kernel_bytes == f.unknown ? std::string("all of it") : human_bytes(f.kernel_bytes) + " of it") +
+           " was made for the kernel " + f.kernel;
     m += "; see UNKNOWN AT THE PEAK for each allocation's frames, phase and lifetime.";
   }
   return m;
