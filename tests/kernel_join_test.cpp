@@ -5,6 +5,7 @@
 #include "snapdiff/analysis/analysis.hpp"
 #include "snapdiff/analysis/kernel_join.hpp"
 #include "snapdiff/error.hpp"
+#include "snapdiff/input/input.hpp"
 #include "test_util.hpp"
 
 using namespace snapdiff;
@@ -261,4 +262,66 @@ TEST_CASE("the kernel of an allocation: the first launch on its stream at or aft
       CHECK(m[i].while_live == 1);
       CHECK(name(m[i].last) == "at_100");
     }
+}
+
+TEST_CASE("BY KERNEL for an input with launches and no ops: rows, coverage and the unknown finding's kernel",
+          "[analysis]") {
+  Trace t;
+  Device& d = t.device(0);
+  d.has_trace = true;
+  const FrameId f = t.intern_frame({t.strings.intern("fwd"), t.strings.intern("m.py"), 1});
+  const StackId st = t.stacks.intern(&f, 1);
+  Event a = ev(EventKind::Alloc, 0x1000000, kMiB, 10), b = ev(EventKind::Alloc, 0x2000000, 2 * kMiB, 20),
+        c = ev(EventKind::Alloc, 0x3000000, 512, 30);
+  a.stack = b.stack = c.stack = st;
+  d.events = {a, b, c};
+  t.kernels.push_back(launch(t, 0, "gemm", 11, 0));
+  t.kernels.push_back(launch(t, 0, "void at::native::foo<float>(int)", 20, 0));  // same us as b
+  t.kernels.push_back(launch(t, 0, "other_stream", 40, 5));                       // not c's stream
+  ReportOptions ro;
+  const Report r = analyze_report(t, ro);
+  REQUIRE(r.devices.size() == 1);
+  const DeviceView& v = r.devices[0];
+  CHECK_FALSE(v.has_ops);
+  REQUIRE(v.kernels_only);
+  REQUIRE(v.by_kernel.size() == 3);
+  CHECK(v.by_kernel[0].kernel == "at::native::foo<…>");
+  CHECK(v.by_kernel[0].bytes == int64_t(2 * kMiB));
+  CHECK(v.by_kernel[0].other == "fwd (m.py:1)");
+  CHECK(v.by_kernel[1].kernel == "gemm");
+  CHECK(v.by_kernel[1].bytes == int64_t(kMiB));
+  CHECK(v.by_kernel[2].kernel.empty());
+  CHECK(v.by_kernel[2].bytes == 512);
+  CHECK(v.kernel_coverage.allocations == 3);
+  CHECK(v.kernel_coverage.with_kernel == 2);
+  CHECK(v.kernel_coverage.bytes == int64_t(3 * kMiB + 512));
+  CHECK(v.kernel_coverage.bytes_with_kernel == int64_t(3 * kMiB));
+  bool named = false;
+  for (const Finding& fi : v.findings)
+    if (auto* u = std::get_if<UnknownFacts>(&fi.facts)) {
+      named = true;
+      CHECK(u->kernel == "at::native::foo<…>");
+      CHECK(u->kernel_bytes == int64_t(2 * kMiB));
+    }
+  CHECK(named);
+}
+
+TEST_CASE("snapcapture's recordings: at least 99% of the allocations live at the peak have a kernel", "[analysis]") {
+  size_t seen = 0;
+  for (const char* name : {"bf16.snap", "fp8_no_pw.snap", "fp8_pw.snap"}) {
+    const std::string path = std::string(SNAPDIFF_SOURCE_DIR) + "/sample_snapshots/" + name;
+    if (!std::filesystem::exists(path)) continue;
+    const Trace t = load_trace(path);
+    REQUIRE_FALSE(t.kernels.empty());
+    const Report r = analyze_report(t, ReportOptions{});
+    for (const DeviceView& v : r.devices) {
+      INFO(name << " cuda:" << v.device);
+      REQUIRE(v.kernel_coverage.present);
+      CHECK(v.kernel_coverage.allocations == v.peak_live_allocations);
+      CHECK(v.kernel_coverage.with_kernel * 100 >= v.kernel_coverage.allocations * 99);
+      CHECK(v.kernel_coverage.bytes_with_kernel * 100 >= v.kernel_coverage.bytes * 99);
+      ++seen;
+    }
+  }
+  CHECK(seen == 3);
 }
