@@ -53,6 +53,15 @@ expect "report --kernels: the launch at the same microsecond" "$T/out" "relu_ker
 expect "report --kernels: the site" "$T/out" "forward (train.py:10)"
 expect_not "report --kernels: no BY OP" "$T/out" "BY OP AT THE PEAK"
 
+check "report --kernels --explain" 0 "$BIN" report "$T/run.snap" --kernels "$T/run.kernels.snap" --explain 0x10000000
+expect "report --kernels --explain: the kernel" "$T/out" "kernel: made for gemm_kernel; 2 launches on its stream while it lived, the last relu_kernel"
+check "report --kernels --explain -f json" 0 "$BIN" report "$T/run.snap" --kernels "$T/run.kernels.snap" --explain 0x10100000 -f json
+python3 - "$T/out" <<'PY' || fail "report --kernels --explain -f json: the kernels"
+import json, sys
+k = json.load(open(sys.argv[1]))["explain"]["items"][0]["kernels"]
+assert k == {"kernel": "relu_kernel", "while_live": 1, "last": "relu_kernel"}, k
+PY
+
 check "report --kernels -f json" 0 "$BIN" report "$T/run.snap" --kernels "$T/run.kernels.snap" -f json
 python3 - "$T/out" <<'PY' || fail "report --kernels -f json: contents"
 import json, sys

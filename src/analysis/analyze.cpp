@@ -287,6 +287,7 @@ Analysis analyze_trace(const Trace& trace, const ReportOptions& opts) {
     if (dev.events.empty() && dev.segments.empty()) continue;
     r.devices.push_back(analyze_device(trace, dev, r, opts, matcher, ops, launches, timeline, timeline_rules));
   }
+  if (opts.kernel_join) r.kernel_join = *opts.kernel_join;
   if (!opts.explain.empty()) detail::explain_query(trace, r, opts.explain);
   kernels_and_device_memory(trace, r);
   // Top-level peak: the device with the highest allocated peak.
@@ -299,7 +300,6 @@ Analysis analyze_trace(const Trace& trace, const ReportOptions& opts) {
   r.host_memory_events = trace.host_memory.size();
   for (const HostMemoryEvent& h : trace.host_memory) r.host_peak_bytes = std::max(r.host_peak_bytes, h.total_allocated);
   if (opts.join) r.join = *opts.join;
-  if (opts.kernel_join) r.kernel_join = *opts.kernel_join;
   if (opts.timeline) detail::compare_timeline(trace, r, *opts.timeline, opts.top_sites);
   if (r.profiler_trace && r.devices.empty()) detail::trace_activity(trace, r, opts.top_sites);
 

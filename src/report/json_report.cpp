@@ -391,6 +391,10 @@ std::string render_json(const Report& r) {
                              {"free_phase", it.free_event == INT64_MAX ? J(nullptr) : J(phase_name(it.free_phase))},
                              {"free_iteration", it.free_event == INT64_MAX ? J(nullptr) : J(it.free_iteration)}});
       detail::site_path_json(ex["items"].back(), it.site);
+      if (it.has_kernels)
+        ex["items"].back()["kernels"] = {{"kernel", it.kernel.empty() ? J(nullptr) : J(it.kernel)},
+                                         {"while_live", it.kernels_while_live},
+                                         {"last", it.last_kernel.empty() ? J(nullptr) : J(it.last_kernel)}};
     }
     j["explain"] = ex;
   }

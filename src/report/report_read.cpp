@@ -955,6 +955,13 @@ void read_explain(const In& j, Report& r) {
       x["free_phase"].fail("expected null (no free_event)");
     }
     read_site_path(x, it.site);
+    if (x.has("kernels")) {
+      const In k = x["kernels"];
+      it.has_kernels = true;
+      it.kernel = k["kernel"].s_or_empty();
+      it.kernels_while_live = k["while_live"].u64();
+      it.last_kernel = k["last"].s_or_empty();
+    }
     r.explain.push_back(std::move(it));
   });
 }

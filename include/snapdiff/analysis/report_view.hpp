@@ -151,6 +151,12 @@ struct ExplainItem {
   std::string category, rule, evidence;
   uint64_t count = 1;  // for a SITE query: allocations of this stack and category
   int64_t bytes = 0;   // for a SITE query: their requested bytes in total
+  // An ADDRESS query on an input with launches and no ops: the kernel it was
+  // made for ("" = none), the launches on its stream while it lived and the
+  // last of them (AllocationKernels).
+  bool has_kernels = false;
+  std::string kernel, last_kernel;
+  uint64_t kernels_while_live = 0;
 };
 
 
