@@ -304,6 +304,17 @@ TEST_CASE("BY KERNEL for an input with launches and no ops: rows, coverage and t
       CHECK(u->kernel_bytes == int64_t(2 * kMiB));
     }
   CHECK(named);
+  // The peak's unknown part names it too.
+  bool part = false;
+  for (const Finding& fi : v.findings)
+    if (auto* pk = std::get_if<PeakFacts>(&fi.facts))
+      for (const PeakFacts::Part& p : pk->parts)
+        if (p.category == "unknown") {
+          part = true;
+          CHECK(p.kernel == "at::native::foo<…>");
+          CHECK(p.kernel_bytes == int64_t(2 * kMiB));
+        }
+  CHECK(part);
 }
 
 TEST_CASE("snapcapture's recordings: at least 99% of the allocations live at the peak have a kernel", "[analysis]") {

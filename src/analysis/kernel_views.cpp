@@ -33,6 +33,7 @@ void kernels_at_peak(const Trace& t, const FrameTable& ft, const StreamLaunches&
   const int unknown = at.unknown_index();
   std::map<std::string, Acc> rows;
   std::map<std::string, int64_t> unknown_by_kernel;
+  std::map<std::pair<uint16_t, std::string>, int64_t> by_category_kernel;
   for (size_t i = 0; i < live.size(); ++i) {
     const Allocation& al = at.allocations[live[i]];
     const int64_t b = int64_t(al.requested);
@@ -56,6 +57,7 @@ void kernels_at_peak(const Trace& t, const FrameTable& ft, const StreamLaunches&
       a.row.stack = al.stack;
     }
     if (int(al.category) == unknown && !kernel.empty()) unknown_by_kernel[kernel] += b;
+    if (!kernel.empty()) by_category_kernel[{al.category, kernel}] += b;
   }
   std::vector<OpRow> out;
   for (auto& [kernel, a] : rows) {
@@ -78,6 +80,16 @@ void kernels_at_peak(const Trace& t, const FrameTable& ft, const StreamLaunches&
   }
   if (out.size() > top) out.resize(top);
   d.by_kernel = std::move(out);
+  // The peak's temporary and unknown parts name the kernel most of their
+  // bytes were made for.
+  for (Finding& f : d.findings)
+    if (auto* p = std::get_if<PeakFacts>(&f.facts))
+      for (PeakFacts::Part& part : p->parts) {
+        if (part.category != "temporary" && part.category != "unknown") continue;
+        for (auto& [key, bytes] : by_category_kernel)
+          if (at.categories[key.first] == part.category && bytes > part.kernel_bytes)
+            part.kernel = key.second, part.kernel_bytes = bytes;
+      }
   // The Unknown finding names the kernel most of those bytes were made for.
   if (!unknown_by_kernel.empty())
     for (Finding& f : d.findings)

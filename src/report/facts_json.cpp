@@ -18,8 +18,10 @@ Overloaded(F...) -> Overloaded<F...>;
 
 J peak_facts(const PeakFacts& x) {
   J parts = J::array();
-  for (const PeakFacts::Part& p : x.parts)
+  for (const PeakFacts::Part& p : x.parts) {
     parts.push_back({{"category", p.category}, {"bytes", p.bytes}, {"kept_from_iteration", p.kept_from_iteration}});
+    if (!p.kernel.empty()) parts.back()["kernel"] = p.kernel, parts.back()["kernel_bytes"] = p.kernel_bytes;
+  }
   return {{"peak_bytes", x.peak}, {"phase", phase_name(x.phase)}, {"iteration", x.iteration},
           {"truncated", x.truncated}, {"parts", std::move(parts)}};
 }

@@ -228,6 +228,7 @@ PeakFacts read_peak_facts(const In& j) {
   x.truncated = j["truncated"].b();
   j["parts"].each([&](const In& p) {
     x.parts.push_back({p["category"].s(), p["bytes"].i64(), p["kept_from_iteration"].i32()});
+    if (p.has("kernel")) x.parts.back().kernel = p["kernel"].s(), x.parts.back().kernel_bytes = p["kernel_bytes"].i64();
   });
   return x;
 }

@@ -49,6 +49,9 @@ std::string peak_words(const PeakFacts& f) {
     if (p.kept_from_iteration > 0 && p.kept_from_iteration < f.iteration)
       m += " (kept from iteration " + std::to_string(p.kept_from_iteration) +
            ": gradients are not freed between iterations)";
+    if (!p.kernel.empty())
+      m += " (" + (p.kernel_bytes == p.bytes ? std::string("all of it") : human_bytes(p.kernel_bytes) + " of it") +
+           " made for the kernel " + p.kernel + ")";
   }
   return m + ".";
 }

@@ -218,6 +218,10 @@ struct PeakFacts {
     std::string category;
     int64_t bytes = 0;
     int kept_from_iteration = 0;  // gradients: most of them kept from this earlier iteration (0 = not)
+    // temporary and unknown, on inputs with launches and no ops: the kernel
+    // most of the bytes were made for ("" = none), and its bytes of them.
+    std::string kernel = {};
+    int64_t kernel_bytes = 0;
   };
   std::vector<Part> parts;  // largest first
 };
