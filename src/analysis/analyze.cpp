@@ -9,6 +9,7 @@
 
 #include "snapdiff/model/frame_names.hpp"
 #include "analysis/profiler_views.hpp"
+#include "analysis/kernel_views.hpp"
 #include "analysis/analyze_parts.hpp"
 #include "analysis/report_view_build.hpp"
 #include "analysis/rule_matcher.hpp"
@@ -194,8 +195,8 @@ void apply_window(const Device& dev, const WindowSpec& w, DeviceAnalysis& dr) {
 }
 
 DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analysis& r, const ReportOptions& opts,
-                              detail::RuleMatcher& matcher, const detail::OpTree& ops, const MemoryTimeline* timeline,
-                              int timeline_rules) {
+                              detail::RuleMatcher& matcher, const detail::OpTree& ops, const StreamLaunches& launches,
+                              const MemoryTimeline* timeline, int timeline_rules) {
   const size_t top_sites = opts.top_sites;
   const RuleSet* rules = r.rules.get();
   DeviceAnalysis dr;
@@ -283,6 +284,7 @@ DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analy
   if (!dr.at) detail::state_findings(*r.frames, dr);
   // The rows by op stay at the peak (they are titled so).
   detail::ops_at_peak(trace, *r.frames, ops, dev, dr, top_sites);
+  detail::kernels_at_peak(trace, *r.frames, launches, dev, dr, top_sites);
   return dr;
 }
 
@@ -327,10 +329,12 @@ Analysis analyze_trace(const Trace& trace, const ReportOptions& opts) {
   // The rules' verdicts on frames and stacks are the trace's, not a device's.
   detail::RuleMatcher matcher(trace, *r.frames, *r.rules);
   const detail::OpTree ops(trace);
+  const StreamLaunches launches(trace, opts.kernel_join ? opts.kernel_join->recording_first_us : kNoTime);
   for (const Device& dev : trace.devices) {
     if (dev.events.empty() && dev.segments.empty()) continue;
-    r.devices.push_back(analyze_device(trace, dev, r, opts, matcher, ops, timeline, timeline_rules));
+    r.devices.push_back(analyze_device(trace, dev, r, opts, matcher, ops, launches, timeline, timeline_rules));
   }
+  if (opts.kernel_join) r.kernel_join = *opts.kernel_join;
   if (!opts.explain.empty()) detail::explain_query(trace, r, opts.explain);
   kernels_and_device_memory(trace, r);
   outside_the_allocator(trace, r);

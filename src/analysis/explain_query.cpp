@@ -6,6 +6,8 @@
 #include <unordered_map>
 
 #include "analysis/analyze_parts.hpp"
+#include "analysis/profiler_views.hpp"
+#include "snapdiff/analysis/kernel_join.hpp"
 #include "snapdiff/analysis/analysis.hpp"
 
 namespace snapdiff::detail {
@@ -96,15 +98,30 @@ void explain_query(const Trace& t, Analysis& r, const std::string& q) {
     }
     return s != 0 && node_match[s] > 0;
   };
+  // Inputs with launches and no ops: each allocation's kernels.
+  const bool kernels = t.ops.empty() && !t.kernels.empty();
+  const StreamLaunches launches = kernels ? StreamLaunches(t, r.kernel_join.recording_first_us) : StreamLaunches(Trace{});
   for (const DeviceAnalysis& d : r.devices) {
     const Attribution& a = d.attr;
     if (by_addr) {
-      for (const Allocation& al : a.allocations) {
+      const Device* dev = kernels ? t.find_device(d.device) : nullptr;
+      for (uint32_t id = 0; id < a.allocations.size(); ++id) {
+        const Allocation& al = a.allocations[id];
         if (al.addr != addr) continue;
         ++r.explain_total;
         if (r.explain.size() >= 50) continue;
         ExplainItem it;
         fill(it, d, al);
+        if (dev) {
+          const AllocationKernels k = allocation_kernels(launches, *dev, a, {id})[0];
+          auto name = [&](int64_t i) {
+            return i < 0 ? std::string() : detail::kernel_display_name(t.strings.get(t.kernels[size_t(i)].name));
+          };
+          it.has_kernels = true;
+          it.kernel = name(k.kernel);
+          it.last_kernel = name(k.last);
+          it.kernels_while_live = k.while_live;
+        }
         r.explain.push_back(std::move(it));
       }
       continue;

@@ -122,7 +122,7 @@ void state_findings(const FrameTable& ft, DeviceAnalysis& d) {
         if (a.categories[al.category] == "unknown") before += int64_t(al.requested);
         else if (d.timeline_pre_trace > 0) placed += int64_t(al.requested);
       }
-    d.findings.push_back({Code::Unknown, unk, UnknownFacts{unk, before, placed}});
+    d.findings.push_back({Code::Unknown, unk, UnknownFacts{unk, before, placed, {}, 0}});
   }
   // 4. Memory that grows every iteration: what leaking sites keep.
   if (d.growth.leaks()) {

@@ -167,6 +167,7 @@ Report report_view(const Analysis& a) {
   r.host_memory_events = a.host_memory_events;
   r.host_peak_bytes = a.host_peak_bytes;
   r.join = a.join;
+  r.kernel_join = a.kernel_join;
   r.timeline = a.timeline;
   r.activity = a.activity;
   r.ooms = a.ooms;
@@ -239,6 +240,8 @@ Report report_view(const Analysis& a) {
     v.other_kernels = d.other_kernels;
     v.ops_rows = d.ops_rows;
     v.kernel_rows = d.kernel_rows;
+    v.kernels_only = d.kernels_only;
+    v.kernel_coverage = d.kernel_coverage;
     r.devices.push_back(std::move(v));
   }
   return r;

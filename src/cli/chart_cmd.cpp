@@ -32,6 +32,10 @@ int cmd_chart(const std::vector<std::string>& args) {
       "width", po::value<double>()->default_value(1200), "width in points (PNG: pixels x 3/4)")(
       "title", po::value<std::string>(), "title (default: the input's file name and what the chart shows)")(
       "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable)")(
+      "kernels", po::value<std::string>(), "a kernel recording of the input's run (snapcapture run -o FILE), joined "
+                                           "before the chart; two runs: --kernels-a and --kernels-b")(
+      "kernels-a", po::value<std::string>(), "two runs: the kernel recording of A's run")(
+      "kernels-b", po::value<std::string>(), "two runs: the kernel recording of B's run")(
       "at", po::value<std::string>(), "timeline: mark this MOMENT (as report --at: 1746, +4.7s, 'iteration 2 optimizer')")(
       "window", po::value<std::string>(), "A..B: the peaks and phases within these two moments; timeline: only this "
                                           "range on the x axis (as report --window)");
@@ -78,13 +82,20 @@ int cmd_chart(const std::vector<std::string>& args) {
   RuleSet rules = load_rules(rules_files(vm));
   // Two runs are held at once, like a diff's: each gets half of the memory bound.
   const LoadOptions lo = load_options(vm, unsigned(in.size()));
+  const std::vector<std::string> kernels = kernels_args(vm, in.size());
   std::vector<Trace> traces;
   std::vector<Analysis> reports;
+  std::vector<KernelJoin> joins(in.size());
   traces.reserve(in.size());
   reports.reserve(in.size());
   for (const std::string& path : in) {
     traces.push_back(load_input(path, lo));
     ReportOptions ro;
+    const size_t i = traces.size() - 1;
+    if (!kernels[i].empty()) {
+      joins[i] = join_kernels(traces.back(), path, kernels[i], lo);
+      ro.kernel_join = &joins[i];
+    }
     ro.rules = &rules;
     ro.input_name = path;
     ro.at = at;

@@ -68,10 +68,13 @@ CategoryLimit limit_arg(const std::string& v) {
 // A run's figures; `truncation`, when given, gets why its history is
 // truncated (none when it is not).
 PeakFigures analyze(const std::string& path, const LoadOptions& lo, const RuleSet& rules,
-                    Truncation* truncation = nullptr) {
+                    Truncation* truncation = nullptr, const std::string& kernels = "") {
   // One input at a time: its trace is gone before the next is read.
   Trace t = load_input(path, lo);
+  KernelJoin kj;
+  if (!kernels.empty()) kj = join_kernels(t, path, kernels, lo);
   ReportOptions ro;
+  if (kj.joined()) ro.kernel_join = &kj;
   ro.top_sites = 1;
   ro.input_name = path;
   ro.rules = &rules;
@@ -266,7 +269,9 @@ int cmd_check(const std::vector<std::string>& args) {
       "format,f", po::value<std::string>()->default_value("text"), "verdict format: text | json")(
       "output,o", po::value<std::string>(), "write the verdict to this file instead of stdout")(
       "junit", po::value<std::string>(), "also write JUnit XML (one testcase per threshold) to this file")(
-      "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable; tried before the built-in rules)");
+      "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable; tried before the built-in rules)")(
+      "kernels", po::value<std::string>(), "a kernel recording of CANDIDATE's run (snapcapture run -o FILE), joined "
+                                           "before the check (a recording of another run fails, exit 3)");
   po::options_description ranks("Many ranks (CANDIDATE, and BASELINE, a folder or pattern: every threshold on every rank)");
   add_rank_options(ranks);
   d.add(ranks);
@@ -326,12 +331,14 @@ int cmd_check(const std::vector<std::string>& args) {
   if (!many)
     for (const char* o : {"jobs", "rank", "skip-bad-ranks"})
       if (vm.count(o)) throw UsageError(std::string("--") + o + " applies to many ranks: give a folder as CANDIDATE");
+  const std::string kernels = vm.count("kernels") ? vm["kernels"].as<std::string>() : "";
+  if (many && !kernels.empty()) throw UsageError("--kernels reads one run: give one CANDIDATE snapshot, not many ranks");
   if (many) return check_ranks(vm, inputs, req, rules, fmt);
   const LoadOptions lo = load_options(vm);
 
   if (budget_out) {
     Truncation truncation = Truncation::None;
-    PeakFigures run = analyze(inputs[0], lo, rules, &truncation);
+    PeakFigures run = analyze(inputs[0], lo, rules, &truncation, kernels);
     if (run.history != "complete" && !req.allow_truncated) {
       const auto [why, remedy] = incomplete_history_words(run, truncation);
       std::fprintf(stderr, "snapdiff: check: cannot write a budget from %s: %s, so its peak cannot be established (%s, "
@@ -367,7 +374,7 @@ int cmd_check(const std::vector<std::string>& args) {
     baseline = analyze(inputs[0], lo, rules);
     baseline_kind = "snapshot";
   }
-  PeakFigures candidate = analyze(inputs.back(), lo, rules);
+  PeakFigures candidate = analyze(inputs.back(), lo, rules, nullptr, kernels);
   CheckResult r = evaluate_check(candidate, baseline, baseline_kind, opts);
 
   std::string out = vm.count("output") ? vm["output"].as<std::string>() : "";

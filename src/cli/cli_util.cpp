@@ -15,6 +15,7 @@
 #include "snapdiff/analysis/check.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input/input.hpp"
+#include "snapdiff/input/profiler.hpp"
 #include "cli/commands.hpp"
 #include "util/output_file.hpp"
 
@@ -119,6 +120,32 @@ Trace load_input(const std::string& path, LoadOptions opts) {
     prog.clear();
     throw;
   }
+}
+
+KernelJoin join_kernels(Trace& t, const std::string& snapshot_path, const std::string& recording_path,
+                        const LoadOptions& opts) {
+  if (is_profiler_trace(t))
+    throw UsageError("--kernels joins a snapshot with a kernel recording; " + snapshot_path +
+                     " is a profiler trace, which records its own kernels");
+  const Trace rec = load_input(recording_path, opts);
+  if (rec.event_count() > 0)
+    throw UsageError("--kernels " + recording_path +
+                     ": it has allocator events (a snapshot, not a kernel recording of snapcapture run)");
+  return join_kernel_recording(t, rec, recording_path, snapshot_path);
+}
+
+std::vector<std::string> kernels_args(const boost::program_options::variables_map& vm, size_t inputs) {
+  std::vector<std::string> out(inputs);
+  auto get = [&](const char* o) { return vm.count(o) ? vm[o].as<std::string>() : std::string(); };
+  const std::string one = get("kernels"), a = get("kernels-a"), b = get("kernels-b");
+  if (inputs == 1) {
+    if (!a.empty() || !b.empty()) throw UsageError("--kernels-a and --kernels-b are for two runs: give --kernels");
+    out[0] = one;
+  } else if (inputs == 2) {
+    if (!one.empty()) throw UsageError("two runs: give A's kernel recording as --kernels-a and B's as --kernels-b");
+    out[0] = a, out[1] = b;
+  }
+  return out;
 }
 
 RuleSet load_rules(const std::vector<std::string>& files) {

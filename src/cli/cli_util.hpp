@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "snapdiff/analysis/attribution.hpp"
+#include "snapdiff/analysis/kernel_join.hpp"
 #include "snapdiff/input/input.hpp"
 #include "snapdiff/model/model.hpp"
 
@@ -31,6 +32,19 @@ LoadOptions load_options(const boost::program_options::variables_map& vm, unsign
 // and the read takes more than a second (erased when done). opts.progress is
 // replaced by that line.
 Trace load_input(const std::string& path, LoadOptions opts);
+// --kernels RECORDING: loads the kernel recording (any input snapdiff reads:
+// a .snap of snapcapture run) and joins it into the snapshot `t` read from
+// `snapshot_path` (join_kernel_recording(); InputError naming both files for
+// another run's). UsageError when `t` is a profiler trace or the recording
+// has allocator events (a snapshot, not a recording).
+KernelJoin join_kernels(Trace& t, const std::string& snapshot_path, const std::string& recording_path,
+                        const LoadOptions& opts);
+
+// The recordings --kernels, --kernels-a and --kernels-b name, one per input
+// ("" for none): --kernels with one input, --kernels-a/-b with two (what
+// else is given is a UsageError). Options the command lacks count as absent.
+std::vector<std::string> kernels_args(const boost::program_options::variables_map& vm, size_t inputs);
+
 // A SIGBUS while an input is read (a mapped file that shrank) becomes the
 // one-line input error and exit code 3. Called once by main().
 void install_input_fault_handler();

@@ -21,7 +21,9 @@ int cmd_diff(const std::vector<std::string>& args) {
       "output,o", po::value<std::string>(), "write the diff to this file instead of stdout")(
       "top,n", po::value<std::string>()->default_value("20"), "number of sites to list, 0 to 10000000 (the rest are summed)")(
       "depth", po::value<std::string>(), "frames per site row: the user frame and N-1 callers (default 1; 0: the whole stack)")(
-      "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable)");
+      "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable)")(
+      "kernels-a", po::value<std::string>(), "a kernel recording of A's run (snapcapture run -o FILE), joined into A")(
+      "kernels-b", po::value<std::string>(), "a kernel recording of B's run, joined into B");
   po::options_description ranks("Two runs' ranks (A and B folders or patterns: rank r against rank r)");
   add_rank_options(ranks);
   d.add(ranks);
@@ -49,16 +51,24 @@ int cmd_diff(const std::vector<std::string>& args) {
   const size_t top = size_t(count_arg(vm, "top", "-n/--top", kMaxTopSites));
   const size_t depth = depth_arg(vm, 1);
   RuleSet rules = load_rules(rules_files(vm));
+  const std::vector<std::string> kernels = kernels_args(vm, 2);
+  if (many_a && (!kernels[0].empty() || !kernels[1].empty()))
+    throw UsageError("--kernels-a and --kernels-b read one run each: give two snapshots, not folders of ranks");
   if (many_a) return diff_ranks(vm, {in[0]}, {in[1]}, rules, top, depth);
   // Both inputs are held at once: each gets half of the memory bound.
   const LoadOptions lo = load_options(vm, 2);
   Trace ta = load_input(in[0], lo);
   Trace tb = load_input(in[1], lo);
+  KernelJoin ka, kb;
+  if (!kernels[0].empty()) ka = join_kernels(ta, in[0], kernels[0], lo);
+  if (!kernels[1].empty()) kb = join_kernels(tb, in[1], kernels[1], lo);
   ReportOptions ro;
   ro.rules = &rules;
   ro.input_name = in[0];
+  if (ka.joined()) ro.kernel_join = &ka;
   Analysis ra = analyze(ta, ro);
   ro.input_name = in[1];
+  ro.kernel_join = kb.joined() ? &kb : nullptr;
   Analysis rb = analyze(tb, ro);
   DiffOptions dopt;
   dopt.top_sites = top;

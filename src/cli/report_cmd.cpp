@@ -36,6 +36,8 @@ int cmd_report(const std::vector<std::string>& args) {
                                            "(function, file:line, or text in \"function (file:line)\")")(
       "trace", po::value<std::string>(), "a torch.profiler Chrome trace of the same run as the snapshot FILE: its "
                                          "allocations gain the ops and kernels that made them")(
+      "kernels", po::value<std::string>(), "a kernel recording of the same run (snapcapture run -o FILE): each "
+                                           "allocation gains the kernel it was made for (BY KERNEL)")(
       "memory-timeline", po::value<std::string>(), "PyTorch's export_memory_timeline output (.json, .json.gz or "
                                                    "raw.json.gz) of the trace FILE: compare its categories with snapdiff's")(
       "at", po::value<std::string>(), "show the categories, sites and live set at this MOMENT instead of the peak: an "
@@ -82,7 +84,7 @@ int cmd_report(const std::vector<std::string>& args) {
   ro.input_name = path;
   ro.rules = &rules;
   if (many) {
-    for (const char* o : {"explain", "trace", "memory-timeline"})
+    for (const char* o : {"explain", "trace", "kernels", "memory-timeline"})
       if (vm.count(o)) throw UsageError(std::string("--") + o + " reads one run: give one snapshot, not many ranks");
     ro.at = at;
     ro.window = window;
@@ -102,6 +104,11 @@ int cmd_report(const std::vector<std::string>& args) {
     if (!is_profiler_trace(prof)) throw UsageError("--trace " + tp + ": not a torch.profiler Chrome trace");
     join = join_profiler_trace(t, prof, tp, path);
     ro.join = &join;
+  }
+  KernelJoin kernels;
+  if (vm.count("kernels")) {
+    kernels = join_kernels(t, path, vm["kernels"].as<std::string>(), lo);
+    ro.kernel_join = &kernels;
   }
   MemoryTimeline timeline;
   if (vm.count("memory-timeline")) {

@@ -18,8 +18,10 @@ Overloaded(F...) -> Overloaded<F...>;
 
 J peak_facts(const PeakFacts& x) {
   J parts = J::array();
-  for (const PeakFacts::Part& p : x.parts)
+  for (const PeakFacts::Part& p : x.parts) {
     parts.push_back({{"category", p.category}, {"bytes", p.bytes}, {"kept_from_iteration", p.kept_from_iteration}});
+    if (!p.kernel.empty()) parts.back()["kernel"] = p.kernel, parts.back()["kernel_bytes"] = p.kernel_bytes;
+  }
   return {{"peak_bytes", x.peak}, {"phase", phase_name(x.phase)}, {"iteration", x.iteration},
           {"truncated", x.truncated}, {"parts", std::move(parts)}};
 }
@@ -31,9 +33,11 @@ J step_facts(const OptimizerStepFacts& x) {
 }
 
 J unknown_facts(const UnknownFacts& x) {
-  return {{"unknown_bytes", x.unknown},
-          {"before_profiler_bytes", x.before_profiler},
-          {"timeline_placed_bytes", x.timeline_placed}};
+  J j = {{"unknown_bytes", x.unknown},
+         {"before_profiler_bytes", x.before_profiler},
+         {"timeline_placed_bytes", x.timeline_placed}};
+  if (!x.kernel.empty()) j["kernel"] = x.kernel, j["kernel_bytes"] = x.kernel_bytes;
+  return j;
 }
 
 J growth_facts(const GrowthFacts& x) {

@@ -373,7 +373,7 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSo
   }
 
   // By op and by kernel (inputs with ops: profiler traces, joined snapshots).
-  if (d.has_ops) {
+  if (d.has_ops || d.kernels_only) {
     const int64_t live = d.peak_live_requested;
     auto section = [&](bool by_kernel, const char* anchor, const char* title, const char* note, const char* what, const char* where,
                        const std::vector<OpRow>& rows, const OpRow& other, uint64_t all_rows, const char* others) {
@@ -393,12 +393,20 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSo
           << with_commas(all_rows - rows.size()) << " " << others << "</td><td></td></tr>\n";
       o << "</tbody></table></section>\n";
     };
+    if (d.kernels_only)
+      section(true, "kernels", "By kernel at the peak",
+              ("Each live byte under the first kernel launched on its stream at or after its allocation: " +
+               esc(detail::kernel_coverage_words(d.kernel_coverage)) + ".")
+                  .c_str(),
+              "kernel", "made at", d.by_kernel, d.other_kernels, d.kernel_rows, "other kernels");
+    else {
     section(false, "ops", "By op at the peak",
             "The op that made each live byte: the innermost op around the allocation that launched a kernel.",
             "op \xe2\x86\x92 kernel", "called from", d.by_op, d.other_ops, d.ops_rows, "other ops");
     section(true, "kernels", "By kernel at the peak",
             "Each live byte under the first kernel its op launched after allocating it.", "kernel", "launched by",
             d.by_kernel, d.other_kernels, d.kernel_rows, "other kernels");
+    }
   }
 
   // Fragmentation.

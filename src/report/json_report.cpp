@@ -308,7 +308,7 @@ std::string render_json(const Report& r) {
     dj["replay_inconsistencies"] = d.inconsistencies;
     dj["oom_events"] = d.oom_events;
     if (d.reported_totals) dj["counters"] = "reported";
-    if (d.has_ops) {
+    if (d.has_ops || d.kernels_only) {
       J ops = detail::ops_json(d);
       for (auto it = ops.begin(); it != ops.end(); ++it) dj[it.key()] = it.value();
     }
@@ -352,6 +352,26 @@ std::string render_json(const Report& r) {
                                {"with_op", x.with_op}});
     j["trace_join"] = jn;
   }
+  if (r.kernel_join.joined()) {
+    const KernelJoin& k = r.kernel_join;
+    j["kernel_join"] = {{"recording", k.recording_name},
+                        {"pid", k.pid},
+                        {"processes", k.processes},
+                        {"segment_events", k.segment_events},
+                        {"matched_segments", k.matched_segments},
+                        {"dump_segments", k.dump_segments},
+                        {"dump_segments_found", k.dump_segments_found},
+                        {"offset_measured", k.offset_measured},
+                        {"offset_us", k.offset_us},
+                        {"offset_spread_us", k.offset_spread_us},
+                        {"kernels", k.kernels},
+                        {"driver_memory_events", k.driver_memory_events},
+                        {"samples", k.samples},
+                        {"allocations", k.allocations},
+                        {"recording_first_us", k.recording_first_us == kNoTime ? J(nullptr) : J(k.recording_first_us)},
+                        {"allocations_before_kernels", k.allocations_before_kernels},
+                        {"allocations_with_kernel", k.allocations_with_kernel}};
+  }
   if (!r.explain_query.empty()) {
     J ex;
     ex["query"] = r.explain_query;
@@ -373,6 +393,10 @@ std::string render_json(const Report& r) {
                              {"free_phase", it.free_event == INT64_MAX ? J(nullptr) : J(phase_name(it.free_phase))},
                              {"free_iteration", it.free_event == INT64_MAX ? J(nullptr) : J(it.free_iteration)}});
       detail::site_path_json(ex["items"].back(), it.site);
+      if (it.has_kernels)
+        ex["items"].back()["kernels"] = {{"kernel", it.kernel.empty() ? J(nullptr) : J(it.kernel)},
+                                         {"while_live", it.kernels_while_live},
+                                         {"last", it.last_kernel.empty() ? J(nullptr) : J(it.last_kernel)}};
     }
     j["explain"] = ex;
   }

@@ -121,6 +121,30 @@ J row_j(const DeviceView& d, const OpRow& r) {
   return j;
 }
 
+std::string kernel_join_text(const KernelJoin& k) {
+  std::ostringstream o;
+  o << "  recording   " << dn(k.recording_name) << ": process " << k.pid;
+  if (k.processes > 1) o << " of the " << commas(k.processes) << " it recorded";
+  o << ", " << commas(k.kernels) << " launches, " << commas(k.driver_memory_events) << " driver memory calls, "
+    << commas(k.samples) << (k.samples == 1 ? " device-memory sample" : " device-memory samples") << "; "
+    << commas(k.matched_segments) << " of the snapshot's " << commas(k.segment_events)
+    << (k.segment_events == 1 ? " segment allocation" : " segment allocations") << " matched its cudaMalloc calls";
+  if (k.offset_measured) {
+    char b[96];
+    std::snprintf(b, sizeof b, " (clocks aligned: snapshot = recording %+.1f us, spread %.1f us)", k.offset_us,
+                  k.offset_spread_us);
+    o << b;
+  } else {
+    o << " (clock offset not measured: times taken as recorded)";
+  }
+  o << "; " << commas(k.allocations_with_kernel) << " of " << commas(k.allocations)
+    << " allocations are followed by a launch on their stream";
+  if (k.allocations_before_kernels > 0)
+    o << ", " << commas(k.allocations_before_kernels) << " were made before the recording began (no kernel)";
+  o << "\n";
+  return o.str();
+}
+
 }  // namespace
 
 std::string profiler_input_text(const Report& r) {
@@ -143,6 +167,7 @@ std::string profiler_input_text(const Report& r) {
         << commas(j.trace_allocs) << ")\n";
     }
   }
+  if (r.kernel_join.joined()) o << kernel_join_text(r.kernel_join);
   if (r.join.devices.empty() && !r.join.trace_name.empty())
     o << "  trace       " << dn(r.join.trace_name) << ": no device in common with the snapshot, nothing joined\n";
   return o.str();
@@ -174,7 +199,10 @@ std::string no_fragmentation_text(const DeviceView& d) {
 OpRowWords op_row_words(const DeviceView& d, const OpRow& r, bool by_kernel) {
   OpRowWords w;
   w.category = cat_name(d, r.category);
-  if (by_kernel) {
+  if (by_kernel && d.kernels_only) {
+    w.what = r.kernel.empty() ? std::string(kNoKernel) : r.kernel;
+    w.where = r.other.empty() ? "-" : r.other;
+  } else if (by_kernel) {
     w.what = r.kernel.empty() ? "(no kernel: the op launched none)" : r.kernel;
     w.where = op_or_none(r.other);
   } else {
@@ -184,7 +212,47 @@ OpRowWords op_row_words(const DeviceView& d, const OpRow& r, bool by_kernel) {
   return w;
 }
 
+std::string kernel_coverage_words(const KernelCoverage& c) {
+  auto pc = [](uint64_t part, uint64_t whole) {
+    if (whole == 0 || part == whole) return std::string(whole == 0 ? "0%" : "100%");
+    char b[16];
+    double v = 100.0 * double(part) / double(whole);
+    if (v > 99.9) v = 99.9;
+    if (part > 0 && v < 0.1) v = 0.1;
+    std::snprintf(b, sizeof b, "%.1f%%", v);
+    return std::string(b);
+  };
+  return commas(c.with_kernel) + " of the " + commas(c.allocations) + " allocations live at the peak (" +
+         pc(c.with_kernel, c.allocations) + ") have a kernel, holding " +
+         pc(uint64_t(c.bytes_with_kernel), uint64_t(c.bytes)) + " of their bytes";
+}
+
+namespace {
+
+// BY KERNEL of an input with launches and no ops.
+std::string kernels_only_text(const DeviceView& d) {
+  std::ostringstream o;
+  const int64_t total = d.peak_live_requested;
+  o << "\nBY KERNEL AT THE PEAK  cuda:" << d.device
+    << "  (each live byte under the first kernel launched on its stream at or after its allocation)\n";
+  o << "  " << kernel_coverage_words(d.kernel_coverage) << "\n";
+  o << "       BYTES       %   COUNT  CATEGORY             KERNEL                                                                    MADE AT\n";
+  for (const OpRow& r : d.by_kernel) {
+    const OpRowWords w = op_row_words(d, r, true);
+    o << "  " << lpad(human_bytes(r.bytes), 10) << "  " << percent(r.bytes, total) << "  " << lpad(commas(r.count), 6)
+      << "  " << rpad(dn(w.category), 19) << "  " << rpad(clip(dn(w.what), 72), 72) << "  " << dn(w.where) << "\n";
+  }
+  if (d.other_kernels.count > 0)
+    o << "  " << lpad(human_bytes(d.other_kernels.bytes), 10) << "  " << percent(d.other_kernels.bytes, total) << "  "
+      << lpad(commas(d.other_kernels.count), 6) << "  " << rpad("", 19) << "  ["
+      << commas(d.kernel_rows - d.by_kernel.size()) << " other kernels]\n";
+  return o.str();
+}
+
+}  // namespace
+
 std::string ops_text(const DeviceView& d) {
+  if (d.kernels_only) return kernels_only_text(d);
   if (!d.has_ops) return "";
   std::ostringstream o;
   const int64_t total = d.peak_live_requested;
@@ -402,6 +470,26 @@ J profiler_input_json(const Report& r) {
 
 J ops_json(const DeviceView& d) {
   J j;
+  if (d.kernels_only) {
+    const KernelCoverage& c = d.kernel_coverage;
+    J ks = J::array();
+    for (const OpRow& r : d.by_kernel) {
+      J x = row_j(d, r);
+      x["op"] = nullptr;
+      x["site"] = r.other.empty() ? J(nullptr) : J(r.other);
+      ks.push_back(x);
+    }
+    j["by_kernel"] = ks;
+    j["by_kernel_other"] = {{"requested_bytes", d.other_kernels.bytes}, {"count", d.other_kernels.count}};
+    j["by_kernel_rows"] = d.kernel_rows;
+    j["kernel_coverage"] = {{"allocations", c.allocations},
+                            {"allocations_with_kernel", c.with_kernel},
+                            {"allocations_percent", c.allocations ? 100.0 * double(c.with_kernel) / double(c.allocations) : 0.0},
+                            {"requested_bytes", c.bytes},
+                            {"requested_bytes_with_kernel", c.bytes_with_kernel},
+                            {"requested_bytes_percent", c.bytes ? 100.0 * double(c.bytes_with_kernel) / double(c.bytes) : 0.0}};
+    return j;
+  }
   J ops = J::array(), ks = J::array();
   for (const OpRow& r : d.by_op) ops.push_back(row_j(d, r));
   for (const OpRow& r : d.by_kernel) {

@@ -21,6 +21,11 @@ struct OpRowWords {
   std::string what, where, category;
 };
 OpRowWords op_row_words(const DeviceView& d, const OpRow& r, bool by_kernel);
+// What a BY KERNEL row says when no launch followed the allocation.
+constexpr const char* kNoKernel = "(no kernel: nothing launched on its stream after it)";
+// "1,230 of the 1,234 allocations live at the peak (99.7%) have a kernel,
+// holding 99.9% of their bytes".
+std::string kernel_coverage_words(const KernelCoverage& c);
 // FRAGMENTATION for a device without a block layout.
 std::string no_fragmentation_text(const DeviceView& d);
 // PYTORCH'S MEMORY TIMELINE.

@@ -228,6 +228,7 @@ PeakFacts read_peak_facts(const In& j) {
   x.truncated = j["truncated"].b();
   j["parts"].each([&](const In& p) {
     x.parts.push_back({p["category"].s(), p["bytes"].i64(), p["kept_from_iteration"].i32()});
+    if (p.has("kernel")) x.parts.back().kernel = p["kernel"].s(), x.parts.back().kernel_bytes = p["kernel_bytes"].i64();
   });
   return x;
 }
@@ -249,6 +250,7 @@ UnknownFacts read_unknown_facts(const In& j) {
   x.unknown = j["unknown_bytes"].i64();
   x.before_profiler = j["before_profiler_bytes"].i64();
   x.timeline_placed = j["timeline_placed_bytes"].i64();
+  if (j.has("kernel")) x.kernel = j["kernel"].s(), x.kernel_bytes = j["kernel_bytes"].i64();
   return x;
 }
 GrowthFacts read_growth_facts(const In& j) {
@@ -645,6 +647,25 @@ OpRow read_op_row(const In& j, const std::vector<std::string>& names, bool by_ke
 }
 
 void read_ops(const In& j, DeviceView& d) {
+  if (j.has("kernel_coverage")) {
+    // An input with launches and no ops: by_kernel alone.
+    d.kernels_only = true;
+    const In& c = j["kernel_coverage"];
+    d.kernel_coverage.present = true;
+    d.kernel_coverage.allocations = c["allocations"].u64();
+    d.kernel_coverage.with_kernel = c["allocations_with_kernel"].u64();
+    d.kernel_coverage.bytes = c["requested_bytes"].i64();
+    d.kernel_coverage.bytes_with_kernel = c["requested_bytes_with_kernel"].i64();
+    j["by_kernel"].each([&](const In& r) {
+      OpRow o = read_op_row(r, d.category_names, true);
+      o.other = r["site"].s_or_empty();
+      d.by_kernel.push_back(std::move(o));
+    });
+    d.other_kernels.bytes = j["by_kernel_other"]["requested_bytes"].i64();
+    d.other_kernels.count = j["by_kernel_other"]["count"].u64();
+    d.kernel_rows = j["by_kernel_rows"].u64();
+    return;
+  }
   d.has_ops = true;
   j["by_op"].each([&](const In& r) { d.by_op.push_back(read_op_row(r, d.category_names, false)); });
   j["by_kernel"].each([&](const In& r) { d.by_kernel.push_back(read_op_row(r, d.category_names, true)); });
@@ -706,7 +727,7 @@ DeviceView read_device(const In& j) {
     if (c.s() != "reported") c.fail("expected \"reported\"");
     d.reported_totals = true;
   }
-  if (j.has("by_op")) read_ops(j, d);
+  if (j.has("by_op") || j.has("kernel_coverage")) read_ops(j, d);
   return d;
 }
 
@@ -898,6 +919,30 @@ TraceJoin read_join(const In& j) {
   return t;
 }
 
+KernelJoin read_kernel_join(const In& j) {
+  KernelJoin k;
+  k.recording_name = j["recording"].s();
+  if (k.recording_name.empty()) j["recording"].fail("expected the recording's name");
+  k.pid = uint32_t(j["pid"].u64());
+  k.processes = j["processes"].u64();
+  k.segment_events = j["segment_events"].u64();
+  k.matched_segments = j["matched_segments"].u64();
+  k.dump_segments = j["dump_segments"].u64();
+  k.dump_segments_found = j["dump_segments_found"].u64();
+  k.offset_measured = j["offset_measured"].b();
+  k.offset_us = j["offset_us"].f64();
+  k.offset_spread_us = j["offset_spread_us"].f64();
+  k.kernels = j["kernels"].u64();
+  k.driver_memory_events = j["driver_memory_events"].u64();
+  k.samples = j["samples"].u64();
+  k.allocations = j["allocations"].u64();
+  if (j.has("recording_first_us") && !j["recording_first_us"].null())
+    k.recording_first_us = j["recording_first_us"].i64();
+  k.allocations_before_kernels = j["allocations_before_kernels"].u64();
+  k.allocations_with_kernel = j["allocations_with_kernel"].u64();
+  return k;
+}
+
 void read_explain(const In& j, Report& r) {
   r.explain_query = j["query"].s();
   if (r.explain_query.empty()) j["query"].fail("expected the query given");
@@ -924,6 +969,13 @@ void read_explain(const In& j, Report& r) {
       x["free_phase"].fail("expected null (no free_event)");
     }
     read_site_path(x, it.site);
+    if (x.has("kernels")) {
+      const In k = x["kernels"];
+      it.has_kernels = true;
+      it.kernel = k["kernel"].s_or_empty();
+      it.kernels_while_live = k["while_live"].u64();
+      it.last_kernel = k["last"].s_or_empty();
+    }
     r.explain.push_back(std::move(it));
   });
 }
@@ -1048,6 +1100,7 @@ Report read_report(const In& j) {
   if (j.has("memory_timeline")) r.timeline = read_timeline(j["memory_timeline"], r);
   if (j.has("profiler_activity")) r.activity = read_activity(j["profiler_activity"]);
   if (j.has("trace_join")) r.join = read_join(j["trace_join"]);
+  if (j.has("kernel_join")) r.kernel_join = read_kernel_join(j["kernel_join"]);
   if (j.has("explain")) read_explain(j["explain"], r);
   j["warnings"].each([&](const In& w) { r.warnings.push_back(read_warning(w)); });
   return r;

@@ -325,6 +325,15 @@ std::string render_text(const Report& r) {
                                              (it.free_iteration > 0 ? " of iteration " + std::to_string(it.free_iteration) : ""))
         << "\n";
       o << "      site: " << site_text(it.site, 4) << "\n";
+      if (it.has_kernels) {
+        std::string k = it.kernel.empty() ? "no kernel launched on its stream after it"
+                                          : "made for " + dn(it.kernel);
+        if (it.kernels_while_live > 0)
+          k += "; " + with_commas(it.kernels_while_live) +
+               (it.kernels_while_live == 1 ? " launch" : " launches") + " on its stream while it lived, the last " +
+               dn(it.last_kernel);
+        o << wrap("      kernel: ", k, 100);
+      }
     }
   }
   if (!r.warnings.empty()) {

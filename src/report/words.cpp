@@ -49,6 +49,9 @@ std::string peak_words(const PeakFacts& f) {
     if (p.kept_from_iteration > 0 && p.kept_from_iteration < f.iteration)
       m += " (kept from iteration " + std::to_string(p.kept_from_iteration) +
            ": gradients are not freed between iterations)";
+    if (!p.kernel.empty())
+      m += " (" + (p.kernel_bytes == p.bytes ? std::string("all of it") : human_bytes(p.kernel_bytes) + " of it") +
+           " made for the kernel " + p.kernel + ")";
   }
   return m + ".";
 }
@@ -90,6 +93,9 @@ std::string unknown_words(const UnknownFacts& f) {
            "compare PyTorch's view with --memory-timeline)";
     m += f.unknown > f.before_profiler ? "; for the rest see UNKNOWN AT THE PEAK." : ".";
   } else {
+    if (!f.kernel.empty())
+      m += "; " + (f.kernel_bytes == f.unknown ? std::string("all of it") : human_bytes(f.kernel_bytes) + " of it") +
+           " was made for the kernel " + f.kernel;
     m += "; see UNKNOWN AT THE PEAK for each allocation's frames, phase and lifetime.";
   }
   return m;

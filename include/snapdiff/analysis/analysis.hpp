@@ -29,6 +29,7 @@ struct ReportOptions {
   std::string explain;             // --explain ADDRESS|SITE ("" = none)
   const MemoryTimeline* timeline = nullptr;  // --memory-timeline: PyTorch's categories to compare with
   const TraceJoin* join = nullptr;           // --trace: how the snapshot was joined with a trace
+  const KernelJoin* kernel_join = nullptr;   // --kernels: how the snapshot was joined with a kernel recording
   MomentSpec at;      // --at: categories, sites and the live set at this moment instead of the peak
   WindowSpec window;  // --window: the peaks and phases within this range (the replay still starts at the start)
 };
@@ -70,6 +71,10 @@ struct DeviceAnalysis {
   std::vector<OpRow> by_op, by_kernel;
   OpRow other_ops, other_kernels;
   uint64_t ops_rows = 0, kernel_rows = 0;  // rows before truncation
+  // Inputs with kernel launches and no ops (kernel_views.cpp): by_kernel
+  // alone, by the kernel each live allocation was made for.
+  bool kernels_only = false;
+  KernelCoverage kernel_coverage;
   // --at: categories, sites, the live set, fragmentation and the rows by op
   // are at this moment, and the findings (which explain the peak) are not
   // stated. --window: the replay's peaks above are the window's.
@@ -105,6 +110,7 @@ struct Analysis {
   uint64_t host_memory_events = 0;
   int64_t host_peak_bytes = 0;     // the CPU allocator's largest Total Allocated
   TraceJoin join;                  // --trace (devices empty when not joined)
+  KernelJoin kernel_join;          // --kernels
   TimelineComparison timeline;     // --memory-timeline
   TraceActivity activity;          // a profiler trace with no memory events: its ops and kernels
   std::vector<OomView> ooms;       // the first OOM of each device that had one (oom.cpp)

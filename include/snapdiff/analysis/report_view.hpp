@@ -19,6 +19,7 @@
 #include "snapdiff/analysis/growth.hpp"      // Growth
 #include "snapdiff/analysis/outside.hpp"     // OutsideDevice
 #include "snapdiff/analysis/trace_join.hpp"   // TraceJoin
+#include "snapdiff/analysis/kernel_join.hpp"  // KernelJoin
 #include "snapdiff/input/profiler.hpp"        // MemoryTimeline
 #include "snapdiff/model/model.hpp"
 #include "snapdiff/analysis/replay.hpp"       // Counters, PeakPoint, EndStateCheck
@@ -71,6 +72,15 @@ struct OpRow {
   std::string category_name;                // "" when category < 0
   std::optional<FrameRef> python_frame;     // `python` written out
   std::vector<FrameRef> stack_frames;       // `stack`, innermost first (cut as SiteFrames::stack)
+};
+
+// Inputs with kernel launches and no ops (a snapshot joined with a kernel
+// recording, snapcapture's .snap): of the allocations live at the peak, those
+// followed by a launch on their device and stream (they have a kernel).
+struct KernelCoverage {
+  bool present = false;
+  uint64_t allocations = 0, with_kernel = 0;
+  int64_t bytes = 0, bytes_with_kernel = 0;
 };
 
 // --memory-timeline: PyTorch's own categories (export_memory_timeline) at a
@@ -142,6 +152,12 @@ struct ExplainItem {
   std::string category, rule, evidence;
   uint64_t count = 1;  // for a SITE query: allocations of this stack and category
   int64_t bytes = 0;   // for a SITE query: their requested bytes in total
+  // An ADDRESS query on an input with launches and no ops: the kernel it was
+  // made for ("" = none), the launches on its stream while it lived and the
+  // last of them (AllocationKernels).
+  bool has_kernels = false;
+  std::string kernel, last_kernel;
+  uint64_t kernels_while_live = 0;
 };
 
 
@@ -203,6 +219,10 @@ struct PeakFacts {
     std::string category;
     int64_t bytes = 0;
     int kept_from_iteration = 0;  // gradients: most of them kept from this earlier iteration (0 = not)
+    // temporary and unknown, on inputs with launches and no ops: the kernel
+    // most of the bytes were made for ("" = none), and its bytes of them.
+    std::string kernel = {};
+    int64_t kernel_bytes = 0;
   };
   std::vector<Part> parts;  // largest first
 };
@@ -223,6 +243,10 @@ struct UnknownFacts {
   int64_t unknown = 0;
   int64_t before_profiler = 0;  // of it, allocated before a profiler started
   int64_t timeline_placed = 0;  // bytes from before the profiler that --memory-timeline placed (live at the peak)
+  // Inputs with kernel launches and no ops: the kernel most of it was made
+  // for ("" = none), and its bytes of it.
+  std::string kernel;
+  int64_t kernel_bytes = 0;
 };
 // Code::Growth: memory that grows every iteration, and what is retained.
 struct GrowthFacts {
@@ -494,6 +518,11 @@ struct DeviceView {
   std::vector<OpRow> by_op, by_kernel;
   OpRow other_ops, other_kernels;
   uint64_t ops_rows = 0, kernel_rows = 0;
+  // Inputs with kernel launches and no ops: by_kernel without by_op, keyed
+  // by the kernel each live allocation was made for (OpRow::other: the site
+  // holding most of the row's bytes).
+  bool kernels_only = false;
+  KernelCoverage kernel_coverage;
 };
 
 // The report view: everything `snapdiff report` shows.
@@ -523,6 +552,7 @@ struct Report {
   uint64_t host_memory_events = 0;
   int64_t host_peak_bytes = 0;
   TraceJoin join;
+  KernelJoin kernel_join;  // --kernels (recording_name "" when not joined)
   TimelineComparison timeline;
   TraceActivity activity;
   // The first OOM of each device that had one, in device order (empty: none).

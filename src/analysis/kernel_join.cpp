@@ -1,0 +1,362 @@
+// The join of a snapshot with a kernel recording of the same run, and the
+// kernel each allocation was made for (snapdiff/analysis/kernel_join.hpp,
+// docs/capture.md "Joining a recording").
+#include "snapdiff/analysis/kernel_join.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "snapdiff/error.hpp"
+
+namespace snapdiff {
+
+namespace {
+
+struct Window {
+  int64_t first = kNoTime, last = kNoTime;
+  void add(int64_t t) {
+    if (t == kNoTime) return;
+    if (first == kNoTime || t < first) first = t;
+    if (last == kNoTime || t > last) last = t;
+  }
+  bool known() const { return first != kNoTime; }
+  bool contains(int64_t t, int64_t slack) const {
+    return known() && t != kNoTime && t >= first - slack && t <= last + slack;
+  }
+};
+
+bool pytorch_caller(MemoryCaller c) { return c == MemoryCaller::PyTorch || c == MemoryCaller::Unknown; }
+
+// A driver call that can have made a snapshot segment.
+bool segment_call(const DriverMemoryEvent& e) {
+  return pytorch_caller(e.caller) && (e.kind == DriverMemoryKind::Alloc || e.kind == DriverMemoryKind::Map);
+}
+
+struct Candidate {
+  uint32_t pid = 0;
+  uint64_t matched = 0, dump_found = 0, kernels = 0;
+  std::vector<double> deltas;  // snapshot - recording, per matched pair
+};
+
+double quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const double pos = q * double(sorted.size() - 1);
+  const size_t lo = size_t(std::floor(pos)), hi = size_t(std::ceil(pos));
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - double(lo));
+}
+
+std::string window_text(const Window& w) {
+  return std::to_string(w.first) + " to " + std::to_string(w.last) + " us";
+}
+
+// Copies a stack of one Trace into another (frames interned there).
+class StackCopier {
+ public:
+  StackCopier(const Trace& from, Trace& to) : from_(from), to_(to) {}
+  StackId copy(StackId s) {
+    if (s == 0) return 0;
+    if (auto it = memo_.find(s); it != memo_.end()) return it->second;
+    const std::vector<FrameId> fs = from_.stacks.frames(s);
+    std::vector<FrameId> mapped;
+    mapped.reserve(fs.size());
+    for (FrameId f : fs) {
+      const Frame& fr = from_.frames[f];
+      mapped.push_back(to_.intern_frame({str(fr.name), str(fr.file), fr.line}));
+    }
+    const StackId out = to_.stacks.intern(mapped.data(), mapped.size());
+    memo_.emplace(s, out);
+    return out;
+  }
+  StrId str(StrId s) { return s == 0 ? 0 : to_.strings.intern(from_.strings.get(s)); }
+
+ private:
+  const Trace& from_;
+  Trace& to_;
+  std::unordered_map<StackId, StackId> memo_;
+};
+
+int64_t shifted(int64_t t, int64_t off) {
+  if (t == kNoTime) return t;
+  int64_t r = 0;
+  if (__builtin_add_overflow(t, off, &r)) return t;
+  return r;
+}
+
+}  // namespace
+
+KernelJoin join_kernel_recording(Trace& snapshot, const Trace& recording, const std::string& recording_name,
+                                 const std::string& snapshot_name) {
+  KernelJoin j;
+  j.recording_name = recording_name;
+  auto refuse = [&](const std::string& why) {
+    InputError e("not a kernel recording of the run of " + snapshot_name + ": " + why);
+    e.set_file(recording_name);
+    throw e;
+  };
+  if (recording.kernels.empty() && recording.driver_memory.empty() && recording.device_memory.empty())
+    refuse("it holds no kernel launches, driver memory calls or device-memory samples");
+
+  // The snapshot's segment events and its time window.
+  struct SegEvent {
+    int device;
+    uint64_t addr, size;
+    int64_t time;
+    bool map;
+  };
+  std::vector<SegEvent> segs;
+  Window snap_w;
+  std::set<std::pair<int, uint64_t>> dump_addrs;
+  for (const Device& d : snapshot.devices) {
+    for (const Event& e : d.events) {
+      snap_w.add(e.time_us);
+      if (e.kind == EventKind::SegmentAlloc || e.kind == EventKind::SegmentMap)
+        segs.push_back({d.index, e.addr, e.size, e.time_us, e.kind == EventKind::SegmentMap});
+    }
+    for (const Segment& s : d.segments) dump_addrs.insert({d.index, s.addr});
+  }
+  j.segment_events = segs.size();
+  j.dump_segments = dump_addrs.size();
+
+  // The recording by process.
+  std::map<uint32_t, Candidate> by_pid;
+  Window rec_w;
+  for (const KernelLaunch& k : recording.kernels) {
+    ++by_pid[k.pid].kernels;
+    rec_w.add(k.time_us);
+  }
+  for (const DriverMemoryEvent& e : recording.driver_memory) {
+    by_pid[e.pid].pid = e.pid;
+    rec_w.add(e.time_us);
+  }
+  for (const DeviceMemorySample& m : recording.device_memory) {
+    by_pid[m.pid].pid = m.pid;
+    rec_w.add(m.time_us);
+  }
+  for (auto& kv : by_pid) kv.second.pid = kv.first;
+  j.processes = by_pid.size();
+
+  if (snap_w.known() && rec_w.known() &&
+      (snap_w.last < rec_w.first - kKernelJoinMaxOffsetUs || rec_w.last < snap_w.first - kKernelJoinMaxOffsetUs))
+    refuse("the two were not recorded at the same time (the snapshot's events from " + window_text(snap_w) +
+           ", the recording's from " + window_text(rec_w) + ")");
+
+  // Driver calls that may have made a segment, by (pid, device, addr), in
+  // time order; and what each process still held at its end.
+  std::map<std::tuple<uint32_t, int, uint64_t>, std::vector<const DriverMemoryEvent*>> calls;
+  std::map<uint32_t, std::set<std::pair<int, uint64_t>>> held;
+  for (const DriverMemoryEvent& e : recording.driver_memory) {
+    if (segment_call(e)) {
+      calls[{e.pid, e.device, e.addr}].push_back(&e);
+      held[e.pid].insert({e.device, e.addr});
+    } else if (e.kind == DriverMemoryKind::Free || e.kind == DriverMemoryKind::Unmap) {
+      held[e.pid].erase({e.device, e.addr});
+    }
+  }
+  for (auto& kv : calls)
+    std::stable_sort(kv.second.begin(), kv.second.end(),
+                     [](const DriverMemoryEvent* a, const DriverMemoryEvent* b) { return a->time_us < b->time_us; });
+
+  // Each process against the snapshot's segment events: the call at the
+  // same device and address, of the segment's size (a mapping: at most the
+  // mapped range's), nearest in time and within the bound.
+  for (auto& kv : by_pid) {
+    Candidate& c = kv.second;
+    for (const SegEvent& s : segs) {
+      auto it = calls.find({c.pid, s.device, s.addr});
+      if (it == calls.end()) continue;
+      const DriverMemoryEvent* best = nullptr;
+      int64_t best_d = 0;
+      for (const DriverMemoryEvent* e : it->second) {
+        const bool size_ok = s.map ? (e->kind == DriverMemoryKind::Map && e->size <= s.size && e->size > 0)
+                                   : (e->kind == DriverMemoryKind::Alloc && e->size == s.size);
+        if (!size_ok) continue;
+        if (s.time == kNoTime || e->time_us == kNoTime) {
+          if (!best) best = e, best_d = 0;
+          continue;
+        }
+        const int64_t d = s.time - e->time_us;
+        if (d > kKernelJoinMaxOffsetUs || d < -kKernelJoinMaxOffsetUs) continue;
+        if (!best || std::llabs(d) < std::llabs(best_d)) best = e, best_d = d;
+      }
+      if (!best) continue;
+      ++c.matched;
+      if (s.time != kNoTime && best->time_us != kNoTime) c.deltas.push_back(double(best_d));
+    }
+    if (auto h = held.find(c.pid); h != held.end())
+      for (const auto& a : dump_addrs) c.dump_found += h->second.count(a);
+  }
+
+  // The process: most matched segment events, then dump-time segments
+  // found, then kernels, then the lowest pid.
+  const Candidate* pick = nullptr;
+  for (const auto& kv : by_pid) {
+    const Candidate& c = kv.second;
+    if (!pick || std::tie(c.matched, c.dump_found, c.kernels) > std::tie(pick->matched, pick->dump_found, pick->kernels))
+      pick = &c;
+  }
+  if (!pick) refuse("it holds no process");
+  uint64_t segs_in_window = 0;
+  for (const SegEvent& s : segs) segs_in_window += rec_w.contains(s.time, 0);
+  if (pick->matched == 0 && pick->dump_found == 0 && segs_in_window > 0)
+    refuse("none of the snapshot's " + std::to_string(segs_in_window) +
+           " segment allocations inside the recording's time window was made by a process of the recording, "
+           "and no dump-time segment is at an address one of them holds");
+  j.pid = pick->pid;
+  j.matched_segments = pick->matched;
+  j.dump_segments_found = pick->dump_found;
+  int64_t off = 0;
+  if (!pick->deltas.empty()) {
+    std::vector<double> d = pick->deltas;
+    std::sort(d.begin(), d.end());
+    j.offset_measured = true;
+    j.offset_us = quantile(d, 0.5);
+    j.offset_spread_us = (quantile(d, 0.75) - quantile(d, 0.25)) / 2;
+    off = std::llround(j.offset_us);
+  }
+
+  // Copy the process's data, shifted onto the snapshot's clock.
+  StackCopier cp(recording, snapshot);
+  Window proc_w;  // the process's recorded moments, shifted
+  const size_t k0 = snapshot.kernels.size();
+  for (const KernelLaunch& k : recording.kernels) {
+    if (k.pid != j.pid) continue;
+    KernelLaunch x = k;
+    x.time_us = shifted(k.time_us, off);
+    proc_w.add(x.time_us);
+    x.name = cp.str(k.name);
+    x.stack = cp.copy(k.stack);
+    x.op = kNoOp;
+    snapshot.kernels.push_back(x);
+  }
+  j.kernels = snapshot.kernels.size() - k0;
+  for (const DriverMemoryEvent& e : recording.driver_memory) {
+    if (e.pid != j.pid) continue;
+    DriverMemoryEvent x = e;
+    x.time_us = shifted(e.time_us, off);
+    proc_w.add(x.time_us);
+    x.api = cp.str(e.api);
+    x.library = cp.str(e.library);
+    snapshot.driver_memory.push_back(x);
+    ++j.driver_memory_events;
+  }
+  for (const DeviceMemorySample& m : recording.device_memory) {
+    if (m.pid != j.pid) continue;
+    DeviceMemorySample x = m;
+    x.time_us = shifted(m.time_us, off);
+    proc_w.add(x.time_us);
+    x.label = cp.str(m.label);
+    snapshot.device_memory.push_back(x);
+    ++j.samples;
+  }
+  // Chronological again (a launch of the snapshot's own and one copied at
+  // the same microsecond keep their order: the snapshot's first). A profiler
+  // join's op_kernels index the kernels: there the copied ones stay after.
+  auto by_time = [](const auto& a, const auto& b) {
+    const int64_t x = a.time_us == kNoTime ? INT64_MIN : a.time_us, y = b.time_us == kNoTime ? INT64_MIN : b.time_us;
+    return x < y;
+  };
+  if (snapshot.op_kernels.empty()) std::stable_sort(snapshot.kernels.begin(), snapshot.kernels.end(), by_time);
+  std::stable_sort(snapshot.driver_memory.begin(), snapshot.driver_memory.end(), by_time);
+  std::stable_sort(snapshot.device_memory.begin(), snapshot.device_memory.end(), by_time);
+
+  // The snapshot's allocations against the launches.
+  j.recording_first_us = proc_w.first;
+  const StreamLaunches launches(snapshot, j.recording_first_us);
+  for (const Device& d : snapshot.devices) {
+    for (const Event& e : d.events) {
+      if (e.kind != EventKind::Alloc) continue;
+      ++j.allocations;
+      if (e.time_us != kNoTime && proc_w.known() && e.time_us < proc_w.first) ++j.allocations_before_kernels;
+      if (e.time_us != kNoTime && launches.first_at_or_after(d.index, e.stream, e.time_us) >= 0)
+        ++j.allocations_with_kernel;
+    }
+  }
+  return j;
+}
+
+StreamLaunches::StreamLaunches(const Trace& t, int64_t not_before) : not_before_(not_before) {
+  std::map<std::pair<int, uint64_t>, List> m;
+  std::map<int, int64_t> first;
+  for (size_t i = 0; i < t.kernels.size(); ++i) {
+    const KernelLaunch& k = t.kernels[i];
+    if (k.time_us == kNoTime) continue;
+    List& l = m[{k.device, k.stream}];
+    l.times.push_back(k.time_us);
+    l.kernels.push_back(uint32_t(i));
+    auto [it, fresh] = first.emplace(k.device, k.time_us);
+    if (!fresh && k.time_us < it->second) it->second = k.time_us;
+  }
+  for (auto& kv : m) {
+    List& l = kv.second;
+    // Launches are chronological in a Trace; sorted here all the same (by
+    // time, then recorded order).
+    if (!std::is_sorted(l.times.begin(), l.times.end())) {
+      std::vector<size_t> order(l.times.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return l.times[a] < l.times[b]; });
+      List s;
+      for (size_t i : order) s.times.push_back(l.times[i]), s.kernels.push_back(l.kernels[i]);
+      l = std::move(s);
+    }
+    lists_.emplace_back(kv.first, std::move(l));
+  }
+  first_.assign(first.begin(), first.end());
+}
+
+const StreamLaunches::List* StreamLaunches::find(int device, uint64_t stream) const {
+  auto it = std::lower_bound(lists_.begin(), lists_.end(), std::make_pair(device, stream),
+                             [](const auto& e, const std::pair<int, uint64_t>& k) { return e.first < k; });
+  return it != lists_.end() && it->first == std::make_pair(device, stream) ? &it->second : nullptr;
+}
+
+int64_t StreamLaunches::first_at_or_after(int device, uint64_t stream, int64_t t) const {
+  const List* l = find(device, stream);
+  if (!l || t == kNoTime || (not_before_ != kNoTime && t < not_before_)) return -1;
+  auto it = std::lower_bound(l->times.begin(), l->times.end(), t);
+  return it == l->times.end() ? -1 : int64_t(l->kernels[size_t(it - l->times.begin())]);
+}
+
+uint64_t StreamLaunches::count_between(int device, uint64_t stream, int64_t from, int64_t to, int64_t* last) const {
+  *last = -1;
+  const List* l = find(device, stream);
+  if (!l || from == kNoTime || to == kNoTime || to < from) return 0;
+  const size_t a = size_t(std::lower_bound(l->times.begin(), l->times.end(), from) - l->times.begin());
+  const size_t b = size_t(std::upper_bound(l->times.begin(), l->times.end(), to) - l->times.begin());
+  if (b <= a) return 0;
+  *last = l->kernels[b - 1];
+  return b - a;
+}
+
+int64_t StreamLaunches::first_time(int device) const {
+  auto it = std::lower_bound(first_.begin(), first_.end(), device,
+                             [](const std::pair<int, int64_t>& e, int d) { return e.first < d; });
+  return it != first_.end() && it->first == device ? it->second : kNoTime;
+}
+
+std::vector<AllocationKernels> allocation_kernels(const StreamLaunches& launches, const Device& dev,
+                                                  const Attribution& at, const std::vector<uint32_t>& ids,
+                                                  int64_t moment) {
+  std::vector<AllocationKernels> out(ids.size());
+  if (launches.empty()) return out;
+  const int64_t n = int64_t(dev.events.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const Allocation& al = at.allocations[ids[i]];
+    if (al.alloc_event < 0 || al.alloc_event >= n) continue;
+    const Event& e = dev.events[size_t(al.alloc_event)];
+    if (e.time_us == kNoTime) continue;
+    AllocationKernels& k = out[i];
+    k.kernel = launches.first_at_or_after(dev.index, e.stream, e.time_us);
+    int64_t end = al.user_free();
+    if (moment >= 0 && moment < end) end = moment;
+    int64_t end_t = kNoTime;
+    if (end >= 0 && end < n) end_t = dev.events[size_t(end)].time_us;
+    else if (end >= n) end_t = INT64_MAX;  // alive at the end: every launch after it
+    k.while_live = launches.count_between(dev.index, e.stream, e.time_us, end_t, &k.last);
+  }
+  return out;
+}
+
+}  // namespace snapdiff
