@@ -181,14 +181,14 @@ TEST_CASE("Markdown, GitHub annotations and markup: each format's own escapes", 
 }
 
 TEST_CASE("times at the int64 extremes: no overflow, no five-digit years", "[report]") {
-  CHECK(detail::utc_time(0, true) == "1970-01-01 00:00:00.000 UTC");
-  CHECK(detail::utc_time(1764500634542000, true) == "2025-11-30 11:03:54.542 UTC");
-  CHECK(detail::utc_time(-1, true) == "1969-12-31 23:59:59.999 UTC");  // before 1970: floor, not truncation
-  CHECK(detail::utc_time(253402300799999999, true) == "9999-12-31 23:59:59.999 UTC");
-  CHECK(detail::utc_time(253402300800000000, true) == "time_us 253402300800000000");
-  CHECK(detail::utc_time(INT64_MAX, true) == "time_us 9223372036854775807");
-  CHECK(detail::utc_time(INT64_MIN + 1, false) == "time_us -9223372036854775807");
-  CHECK(detail::utc_time(kNoTime, true) == "?");
+  CHECK(utc_time(0, true) == "1970-01-01 00:00:00.000 UTC");
+  CHECK(utc_time(1764500634542000, true) == "2025-11-30 11:03:54.542 UTC");
+  CHECK(utc_time(-1, true) == "1969-12-31 23:59:59.999 UTC");  // before 1970: floor, not truncation
+  CHECK(utc_time(253402300799999999, true) == "9999-12-31 23:59:59.999 UTC");
+  CHECK(utc_time(253402300800000000, true) == "time_us 253402300800000000");
+  CHECK(utc_time(INT64_MAX, true) == "time_us 9223372036854775807");
+  CHECK(utc_time(INT64_MIN + 1, false) == "time_us -9223372036854775807");
+  CHECK(utc_time(kNoTime, true) == "?");
   CHECK(detail::seconds_between(1000000, 3500000) == "2.500 s");
   CHECK(detail::seconds_between(3500000, 1000000) == "-2.500 s");
   CHECK(detail::seconds_between(INT64_MIN + 1, INT64_MAX).rfind("18446744073709.5", 0) == 0);

@@ -3,6 +3,8 @@
 // docs/capture.md "Joining a recording").
 #include "snapdiff/analysis/kernel_join.hpp"
 
+#include "util/utc_time.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -49,7 +51,7 @@ double quantile(const std::vector<double>& sorted, double q) {
 }
 
 std::string window_text(const Window& w) {
-  return std::to_string(w.first) + " to " + std::to_string(w.last) + " us";
+  return utc_time(w.first, true) + " to " + utc_time(w.last, true);
 }
 
 // Copies a stack of one Trace into another (frames interned there).

@@ -3,6 +3,8 @@
 // snapdiff/report/report.hpp).
 #pragma once
 
+#include "util/utc_time.hpp"  // utc_time
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -19,9 +21,6 @@ std::string change_percent(int64_t delta, int64_t base, int decimals, std::strin
                            std::string_view fresh);
 // A share for tables and tooltips: "12%", "8.5%" (one decimal below 10%).
 std::string compact_percent(double share);
-// "2026-11-30 11:03:54.542 UTC" (with milliseconds) or without; "?" for
-// kNoTime; a time outside the years 1-9999 as its number: "time_us 9223372036854775807".
-std::string utc_time(int64_t us, bool milliseconds);
 // "1.234 s".
 std::string seconds(int64_t us);
 // The time from `from_us` to `to_us` in seconds, "1.234 s" (negative when
