@@ -98,7 +98,8 @@ std::vector<std::string> outside_sentences(const OutsideDevice& d) {
   if (d.unmatched_frees > 0)
     out.push_back(count_of(d.unmatched_frees, "free, release or unmap", "frees, releases or unmaps") +
                   " of memory no recorded call made " + (d.unmatched_frees == 1 ? "was" : "were") +
-                  " left out (the recording started after it was allocated).");
+                  " left out: memory from before the recording started, or a handle taken again with"
+                  " cuMemRetainAllocationHandle (NCCL does, to give its buffers back), which is not recorded.");
   return out;
 }
 
@@ -121,8 +122,37 @@ std::string outside_text(const Report& r) {
       << pad_left(human_bytes(d.outside_at_exit), 11) << "\n";
     for (const std::string& s : outside_sentences(d)) o << wrap("  ", s, 100);
     if (!d.over_time.empty()) o << "  Over time, at each sample (the holders with bytes then):\n";
-    for (const OutsideSample& s : d.over_time) {
+    // Samples that hold the same bytes as the one before (an interval
+    // sampler's quiet stretches) are one line; past kOverTimeLines lines
+    // only the first and last halves are shown (the JSON has every sample).
+    struct Run {
+      size_t first, last;
+    };
+    std::vector<Run> runs;
+    for (size_t k = 0; k < d.over_time.size(); ++k) {
+      const OutsideSample& s = d.over_time[k];
+      if (!runs.empty()) {
+        const OutsideSample& p = d.over_time[runs.back().last];
+        if (p.used == s.used && p.bytes == s.bytes && p.label == s.label) {
+          runs.back().last = k;
+          continue;
+        }
+      }
+      runs.push_back({k, k});
+    }
+    constexpr size_t kOverTimeLines = 16;
+    for (size_t k = 0; k < runs.size(); ++k) {
+      if (runs.size() > kOverTimeLines && k == kOverTimeLines / 2) {
+        size_t hidden = 0;
+        for (size_t m = k; m < runs.size() - kOverTimeLines / 2; ++m) hidden += runs[m].last - runs[m].first + 1;
+        o << "    ... " << count_of(hidden, "more sample") << " (every sample is in the JSON report) ...\n";
+        k = runs.size() - kOverTimeLines / 2 - 1;
+        continue;
+      }
+      const OutsideSample& s = d.over_time[runs[k].first];
+      const size_t n = runs[k].last - runs[k].first + 1;
       std::string line = human_bytes(s.used) + " used" + (s.label.empty() ? std::string() : " (" + dn(s.label) + ")");
+      if (n > 1) line += " at " + count_of(n, "sample") + " to " + when(d, d.over_time[runs[k].last].time_us);
       bool first = true;
       for (size_t i = 0; i < s.bytes.size() && i < d.rows.size(); ++i) {
         if (s.bytes[i] == 0) continue;

@@ -293,7 +293,10 @@ std::string render_text(const Report& r) {
     }
   }
   o << detail::timeline_text(r);
-  if (!r.device_memory.empty()) {
+  // With driver calls recorded, the section by caller below shows the
+  // samples with who held what; this table is for recordings of samples
+  // alone (snapcapture's phase boundaries).
+  if (!r.device_memory.empty() && r.outside.empty()) {
     o << "\nDEVICE MEMORY OUTSIDE THE ALLOCATOR  (cudaMemGetInfo samples: used = total - free)\n";
     o << "  DEVICE           T        USED    RESERVED     OUTSIDE  LABEL\n";
     for (const DeviceMemoryRow& m : r.device_memory)

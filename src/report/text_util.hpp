@@ -29,8 +29,18 @@ inline std::string pad_right(const std::string& s, size_t w) {
   return s.size() >= w ? s : s + std::string(w - s.size(), ' ');
 }
 
+// A unit human_bytes() or a duration puts after its number ("12.5 MiB",
+// "0.470 s"), optionally followed by punctuation.
+inline bool is_unit_word(std::string_view w) {
+  while (!w.empty() && (w.back() == ',' || w.back() == '.' || w.back() == ';' || w.back() == ':' || w.back() == ')'))
+    w.remove_suffix(1);
+  for (std::string_view u : {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "s", "ms", "us"})
+    if (w == u) return true;
+  return false;
+}
+
 // Word-wraps `text` at `width` columns; the first line starts with `lead`,
-// the others are indented as deep.
+// the others are indented as deep. A number stays on the line of its unit.
 inline std::string wrap(const std::string& lead, const std::string& text, size_t width) {
   std::string out, line = lead;
   const std::string indent(lead.size(), ' ');
@@ -38,6 +48,11 @@ inline std::string wrap(const std::string& lead, const std::string& text, size_t
   while (i < text.size()) {
     size_t j = text.find(' ', i);
     if (j == std::string::npos) j = text.size();
+    if (j > i && j < text.size() && text[j - 1] >= '0' && text[j - 1] <= '9') {
+      size_t k = text.find(' ', j + 1);
+      if (k == std::string::npos) k = text.size();
+      if (is_unit_word(std::string_view(text).substr(j + 1, k - j - 1))) j = k;
+    }
     std::string word = text.substr(i, j - i);
     if (line.size() > indent.size() && line.size() + 1 + word.size() > width) {
       out += line + "\n";
