@@ -57,20 +57,7 @@ def now_us():
 def fp8_setup():
     import torch
     import record_categories
-    FP8Linear = record_categories.fp8_linear_fn()
-
-    class Block(torch.nn.Module):
-        def __init__(self, d, h):
-            super().__init__()
-            self.norm = torch.nn.LayerNorm(d, dtype=torch.bfloat16)
-            self.up = torch.nn.Parameter(torch.randn(h, d, dtype=torch.bfloat16) * 0.02)
-            self.down = torch.nn.Parameter(torch.randn(d, h, dtype=torch.bfloat16) * 0.02)
-
-        def forward(self, x):
-            y = FP8Linear.apply(self.norm(x), self.up)
-            return x + FP8Linear.apply(torch.nn.functional.gelu(y), self.down)
-
-    model = torch.nn.Sequential(*[Block(1024, 4096) for _ in range(4)]).cuda()
+    model = record_categories.fp8_mlp_model()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
 
     def step():
@@ -82,11 +69,9 @@ def fp8_setup():
                   "optimizer": "AdamW foreach"}
 
 
-def gpt2(layers=4, embd=512, heads=8, vocab=8192, positions=1024):
-    from transformers import GPT2Config, GPT2LMHeadModel
-    cfg = GPT2Config(n_layer=layers, n_embd=embd, n_head=heads, vocab_size=vocab, n_positions=positions,
-                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
-    return GPT2LMHeadModel(cfg)
+def gpt2(**kw):
+    import record_allocator_modes
+    return record_allocator_modes.gpt2(**kw)
 
 
 def lm_setup(model, batch, seq, vocab=8192):
@@ -107,12 +92,8 @@ def gpt2_setup():
 
 
 def dist_init():
-    import torch
-    import torch.distributed as dist
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 1000))
-    torch.cuda.set_device(0)
-    dist.init_process_group("nccl", rank=0, world_size=1, device_id=torch.device("cuda", 0))
+    import record_allocator_modes
+    record_allocator_modes.dist_init()
 
 
 def fsdp_setup():

@@ -371,7 +371,8 @@ def fp8_linear_fn():
     return FP8Linear
 
 
-def run_fp8_mlp(name, out):
+def fp8_mlp_model(blocks=4, d=1024, h=4096):
+    """The FP8 MLP of cat_fp8_mlp (record_capture.py's fp8_mlp too), on the GPU."""
     import torch
     FP8Linear = fp8_linear_fn()
 
@@ -386,8 +387,13 @@ def run_fp8_mlp(name, out):
             y = FP8Linear.apply(self.norm(x), self.up)
             return x + FP8Linear.apply(torch.nn.functional.gelu(y), self.down)
 
+    return torch.nn.Sequential(*[Block(d, h) for _ in range(blocks)]).cuda()
+
+
+def run_fp8_mlp(name, out):
+    import torch
     start_recording()
-    model = torch.nn.Sequential(*[Block(1024, 4096) for _ in range(4)]).cuda()
+    model = fp8_mlp_model()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     K.params(model)
     for _ in range(3):

@@ -18,6 +18,21 @@ using J = nlohmann::json;
 constexpr const char* kMagic = "snapdiff.snap";
 }  // namespace
 
+namespace {
+
+// A column of times as deltas, each from the previous known time (the
+// first from 0); null where the time is unknown.
+void push_time_delta(J& col, int64_t t, int64_t& last) {
+  if (t == kNoTime) {
+    col.push_back(nullptr);
+  } else {
+    col.push_back(t - last);
+    last = t;
+  }
+}
+
+}  // namespace
+
 std::string write_snap_json(const Trace& t) {
   J j;
   j["format"] = kMagic;
@@ -74,12 +89,7 @@ std::string write_snap_json(const Trace& t) {
     int64_t last_t = 0;
     for (const Event& e : d.events) {
       kind.push_back(int(e.kind));
-      if (e.time_us == kNoTime) {
-        time.push_back(nullptr);
-      } else {
-        time.push_back(e.time_us - last_t);
-        last_t = e.time_us;
-      }
+      push_time_delta(time, e.time_us, last_t);
       addr.push_back(e.addr);
       size.push_back(e.size);
       size_t si = 0;
@@ -118,12 +128,7 @@ std::string write_snap_json(const Trace& t) {
     int64_t last_t = 0;
     for (const KernelLaunch& k : t.kernels) {
       device.push_back(k.device);
-      if (k.time_us == kNoTime) {
-        time.push_back(nullptr);
-      } else {
-        time.push_back(k.time_us - last_t);
-        last_t = k.time_us;
-      }
+      push_time_delta(time, k.time_us, last_t);
       name.push_back(k.name);
       stack.push_back(k.stack);
       size_t si = 0;
@@ -157,12 +162,7 @@ std::string write_snap_json(const Trace& t) {
     int64_t last_t = 0;
     for (const DriverMemoryEvent& e : t.driver_memory) {
       device.push_back(e.device);
-      if (e.time_us == kNoTime) {
-        time.push_back(nullptr);
-      } else {
-        time.push_back(e.time_us - last_t);
-        last_t = e.time_us;
-      }
+      push_time_delta(time, e.time_us, last_t);
       pid.push_back(e.pid);
       thread.push_back(e.thread);
       kind.push_back(driver_memory_kind_name(e.kind));
@@ -185,12 +185,7 @@ std::string write_snap_json(const Trace& t) {
     int64_t last_t = 0;
     for (const DeviceMemorySample& m : t.device_memory) {
       device.push_back(m.device);
-      if (m.time_us == kNoTime) {
-        time.push_back(nullptr);
-      } else {
-        time.push_back(m.time_us - last_t);
-        last_t = m.time_us;
-      }
+      push_time_delta(time, m.time_us, last_t);
       free_b.push_back(m.free_bytes);
       total_b.push_back(m.total_bytes);
       reserved_b.push_back(m.reserved_bytes);
