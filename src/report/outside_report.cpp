@@ -75,8 +75,12 @@ std::vector<std::string> outside_sentences(const OutsideDevice& d) {
     if (d.total_bytes > 0) s += " of its " + human_bytes(int64_t(std::min<uint64_t>(d.total_bytes, INT64_MAX)));
     s += ", at " + when(d, d.device_peak.time_us) + ": " + human_bytes(d.device_peak.reserved) +
          " reserved by the allocator and " + human_bytes(d.device_peak.outside) + " outside it";
-    s += "; PyTorch's own peaks are " + human_bytes(d.peak_allocated) + " allocated and " + human_bytes(d.peak_reserved) +
-         " reserved.";
+    if (d.peak_time_us != kNoTime)
+      s += "; PyTorch's own peaks are " + human_bytes(d.peak_allocated) + " allocated and " +
+           human_bytes(d.peak_reserved) + " reserved.";
+    else  // a recording read alone: no snapshot, no replay
+      s += " (the allocator's bytes as its driver calls hold them; `snapdiff report SNAPSHOT --kernels RECORDING`"
+           " gives PyTorch's own peaks).";
     out.push_back(s);
   }
   if (d.pids.size() > 1 && d.snapshot_pid != 0)
