@@ -1,7 +1,8 @@
 // Times each stage of `snapdiff report --format json` on one input: the load,
 // the analysis, the report view and the JSON text, so a change can be judged
 // by the stage it targets (bench/bench_report.sh times the whole command).
-// Usage: snapdiff_stage_bench FILE [RUNS]
+// Usage: snapdiff_stage_bench FILE [RUNS] [THREADS]
+//   THREADS: the analysis's threads per device (ReportOptions::threads; default 2)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -25,10 +26,11 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s FILE [RUNS]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s FILE [RUNS] [THREADS]\n", argv[0]);
     return 2;
   }
   const int runs = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
+  const int threads = argc > 3 ? std::max(1, std::atoi(argv[3])) : 2;
   std::vector<double> load, analysis, view, json, total;
   try {
     for (int i = 0; i < runs; ++i) {
@@ -38,6 +40,7 @@ int main(int argc, char** argv) {
       auto t1 = Clock::now();
       snapdiff::ReportOptions ro;
       ro.input_name = argv[1];
+      ro.threads = threads;
       const snapdiff::Analysis a = snapdiff::analyze(t, ro);
       analysis.push_back(since(t1));
       t1 = Clock::now();

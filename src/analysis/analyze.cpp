@@ -2,6 +2,9 @@
 // the allocation that set the allocated peak, the sites live at that moment,
 // fragmentation at the peak, and the cross-check with the dump.
 #include <algorithm>
+#include <functional>
+#include <future>
+#include <system_error>
 #include <cerrno>
 #include <cstdlib>
 #include <map>
@@ -203,13 +206,38 @@ DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analy
   dr.device = dev.index;
   dr.events = dev.events.size();
   AllocatorState st;
-  dr.replay = detail::replay_with_peak_state(trace, dev, &st);
+  // The replay on a thread of its own; the attribution waits for it only
+  // where it needs its counters. An error is the replay's first, as when
+  // both run on one thread. (No thread to be had: both on this one.)
+  std::future<DeviceReplay> replay;
+  if (opts.threads > 1 && !dev.from_profiler()) {
+    try {
+      replay = std::async(std::launch::async, [&] { return detail::replay_with_peak_state(trace, dev, &st); });
+    } catch (const std::system_error&) {
+    }
+  }
+  if (replay.valid()) {
+    bool asked = false;  // replay.get() called (it may be called once)
+    const std::function<const DeviceReplay&()> wait = [&]() -> const DeviceReplay& {
+      if (!asked) asked = true, dr.replay = replay.get();
+      return dr.replay;
+    };
+    try {
+      dr.attr = detail::attribute(trace, *r.frames, dev, wait, *rules, matcher);
+      wait();
+    } catch (...) {
+      if (!asked) replay.get();  // rethrows the replay's own error, if any
+      throw;
+    }
+  } else {
+    dr.replay = detail::replay_with_peak_state(trace, dev, &st);
+    dr.attr = detail::attribute(trace, *r.frames, dev, dr.replay, *rules, matcher);
+  }
   for (const Event& e : dev.events)
     if (e.time_us != kNoTime) {
       if (dr.first_time_us == kNoTime) dr.first_time_us = e.time_us;
       dr.last_time_us = e.time_us;
     }
-  dr.attr = detail::attribute(trace, *r.frames, dev, dr.replay, *rules, matcher);
   // --memory-timeline: PyTorch's categories of the tensors from before profiling.
   if (timeline && &dev == detail::timeline_device(trace))
     dr.timeline_pre_trace = detail::timeline_pre_trace(trace, *r.frames, dev, dr.attr, *timeline, *rules, timeline_rules);

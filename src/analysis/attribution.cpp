@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <map>
 #include <iterator>
 #include <unordered_map>
@@ -185,15 +186,20 @@ constexpr int8_t kHintOptFrame = -4;  // an optimizer frame outside every timed 
 
 class Attributor {
  public:
-  Attributor(const Trace& t, const FrameTable& ft, const Device& d, const DeviceReplay& rp, const RuleSet& rs,
-             detail::RuleMatcher& m)
-      : t_(t), ft_(ft), d_(d), rp_(rp), rs_(rs), m_(m) {}
+  Attributor(const Trace& t, const FrameTable& ft, const Device& d, const std::function<const DeviceReplay&()>& rp,
+             const RuleSet& rs, detail::RuleMatcher& m)
+      : t_(t), ft_(ft), d_(d), replay_(rp), rs_(rs), m_(m) {}
 
+  // The order of the steps: what needs the replay comes last where it can,
+  // so that the rest runs while the replay finishes on another thread.
   Attribution run() {
     a_.categories = rs_.categories;
+    unknown_ = uint16_t(a_.unknown_index());
+    // Pools are the dump's (the history does not name them): with none but
+    // the default one, every allocation is in pool 0 without asking the replay.
+    for (const Segment& sg : d_.segments) private_pools_ |= sg.pool_id[0] != 0 || sg.pool_id[1] != 0;
     build_allocations();
     assign_phases();
-    measure_spans();
     a_.event_alloc = std::move(alloc_of_event_);
     categorize();
     return std::move(a_);
@@ -247,7 +253,6 @@ class Attributor {
         al.requested = e.size;
         al.stack = e.stack;
         al.alloc_event = int64_t(i);
-        if (!rp_.alloc_pool.empty()) al.pool = rp_.alloc_pool[i];
         uint32_t id = uint32_t(a_.allocations.size());
         a_.allocations.push_back(al);
         live.put(e.addr, id);
@@ -261,24 +266,24 @@ class Attributor {
         if (id != detail::AddrMap::kNone) {
           if (a_.allocations[id].free_requested_event == INT64_MAX) a_.allocations[id].free_requested_event = int64_t(i);
           if (!completions) close(id, i);
-        } else if (!freed_once_.count(e.addr)) {
+        } else if (freed_once_.find(e.addr) == detail::AddrMap::kNone) {
           // Freed without a recorded alloc: allocated before the history began.
           id = before_history(e, i, int64_t(i));
           if (completions) live.put(e.addr, id);
           else a_.allocations[id].free_event = int64_t(i);
         }
-        freed_once_.insert(e.addr);
+        freed_once_.put(e.addr, 1);
       } else if (e.kind == EventKind::FreeCompleted) {
         uint32_t id = live.find(e.addr);
         if (id != detail::AddrMap::kNone) {
           Allocation& al = a_.allocations[id];
           if (al.free_requested_event == INT64_MAX) al.free_requested_event = int64_t(i);
           close(id, i);
-        } else if (!freed_once_.count(e.addr)) {
+        } else if (freed_once_.find(e.addr) == detail::AddrMap::kNone) {
           // Freed before the history began, its free completing in it (it
           // waited on another stream): live until here.
           a_.allocations[before_history(e, i, -1)].free_event = int64_t(i);
-          freed_once_.insert(e.addr);
+          freed_once_.put(e.addr, 1);
         }
       }
     }
@@ -297,13 +302,10 @@ class Attributor {
         a_.allocations.push_back(al);
       }
     }
-    // Blocks alive at the dump that the history never allocated, in the
-    // pool of their segment.
-    std::map<std::pair<int64_t, int64_t>, uint32_t> pool_of;
-    for (uint32_t p = 0; p < rp_.pools.size(); ++p) pool_of.emplace(std::make_pair(rp_.pools[p].id[0], rp_.pools[p].id[1]), p);
-    for (const Segment& sg : d_.segments) {
-      auto pi = pool_of.find({sg.pool_id[0], sg.pool_id[1]});
-      const uint32_t pool = pi == pool_of.end() ? 0 : pi->second;
+    // Blocks alive at the dump that the history never allocated (their
+    // pool is their segment's: assign_pools()).
+    for (uint32_t si = 0; si < d_.segments.size(); ++si) {
+      const Segment& sg = d_.segments[si];
       for (uint32_t k = 0; k < sg.block_count; ++k) {
         const Block& b = d_.blocks[sg.first_block + k];
         // Active blocks: allocated, and freed but waiting on other streams
@@ -313,10 +315,26 @@ class Attributor {
         al.addr = b.addr;
         al.requested = b.requested_size;
         al.stack = b.stack;
-        al.pool = pool;
         al.alloc_event = -1;
+        if (private_pools_) dump_blocks_.push_back({uint32_t(a_.allocations.size()), si});
         a_.allocations.push_back(al);
       }
+    }
+  }
+
+  // Each allocation's pool: the replay's for those the history made, the
+  // segment's for the dump's blocks. Only a dump with private pools asks.
+  void assign_pools() {
+    if (!private_pools_) return;
+    const DeviceReplay& rp = replay();
+    for (Allocation& al : a_.allocations)
+      if (al.alloc_event >= 0 && !rp.alloc_pool.empty()) al.pool = rp.alloc_pool[size_t(al.alloc_event)];
+    std::map<std::pair<int64_t, int64_t>, uint32_t> pool_of;
+    for (uint32_t p = 0; p < rp.pools.size(); ++p) pool_of.emplace(std::make_pair(rp.pools[p].id[0], rp.pools[p].id[1]), p);
+    for (const auto& [id, si] : dump_blocks_) {
+      const Segment& sg = d_.segments[si];
+      auto pi = pool_of.find({sg.pool_id[0], sg.pool_id[1]});
+      a_.allocations[id].pool = pi == pool_of.end() ? 0 : pi->second;
     }
   }
 
@@ -350,16 +368,30 @@ class Attributor {
     std::vector<int32_t> ann;
     std::vector<uint8_t> ann_hit(opt_spans.size(), 0);
     if (!opt_spans.empty()) detail::assign_huge(ann, n, -1);
+    // The last annotation starting at or before a time: the previous
+    // event's answer or the next one's when it still holds (times mostly
+    // ascend), else a binary search (times of events on several streams
+    // need not be in order).
+    size_t last_ann = 0;  // opt_spans[last_ann - 1] is the previous answer; 0: none starts before
+    auto annotation_before = [&](int64_t t) {
+      const size_t m = opt_spans.size();
+      auto fits = [&](size_t k) {  // k annotations start at or before t
+        return (k == 0 || opt_spans[k - 1].first <= t) && (k == m || opt_spans[k].first > t);
+      };
+      if (fits(last_ann)) return last_ann;
+      if (last_ann < m && fits(last_ann + 1)) return ++last_ann;
+      last_ann = size_t(std::upper_bound(opt_spans.begin(), opt_spans.end(), std::make_pair(t, INT64_MAX)) -
+                        opt_spans.begin());
+      return last_ann;
+    };
     for (size_t i = 0; i < n; ++i) {
       const Event& e = ev[i];
       int8_t h = e.kind == EventKind::Alloc ? stack_hint(e.stack) : kHintEmpty;
       if (h != kHintEmpty) any_frames = true;
       if (!opt_spans.empty() && e.time_us != kNoTime) {
-        // (Times of events on several streams need not be in order: a
-        // search, not a cursor.)
-        auto it = std::upper_bound(opt_spans.begin(), opt_spans.end(), std::make_pair(e.time_us, INT64_MAX));
-        if (it != opt_spans.begin() && std::prev(it)->second >= e.time_us) {
-          const size_t osp = size_t(std::prev(it) - opt_spans.begin());
+        const size_t k = annotation_before(e.time_us);
+        if (k > 0 && opt_spans[k - 1].second >= e.time_us) {
+          const size_t osp = k - 1;
           h = int8_t(Phase::Optimizer);
           ann[i] = int32_t(osp);
           ann_hit[osp] = 1;
@@ -527,6 +559,7 @@ class Attributor {
   }
 
   void split_by_shape(const std::vector<int8_t>& hint, std::vector<Phase>& phase, std::vector<int32_t>& iter) {
+    const DeviceReplay& rp = replay();
     const size_t n = hint.size();
     // Mark optimizer events, then walk stretches between them.
     int it = 0;
@@ -580,7 +613,7 @@ class Attributor {
       if (split == j) {
         split = i;
         for (size_t k = i; k < j; ++k)
-          if (rp_.requested[k] > rp_.requested[split]) split = k;
+          if (rp.requested[k] > rp.requested[split]) split = k;
         ++split;
       }
       for (size_t k = i; k < j; ++k) {
@@ -592,18 +625,19 @@ class Attributor {
   }
 
   void measure_spans() {
+    const DeviceReplay& rp = replay();
     for (PhaseSpan& s : a_.spans) {
-      s.start_requested = s.start_event > 0 ? rp_.requested[size_t(s.start_event - 1)] : rp_.baseline.requested;
+      s.start_requested = s.start_event > 0 ? rp.requested[size_t(s.start_event - 1)] : rp.baseline.requested;
       if (s.empty()) {
         s.peak_event = s.start_event - 1;
         s.peak_requested = s.start_requested;
         continue;
       }
       s.peak_event = s.start_event;
-      s.peak_requested = rp_.requested[size_t(s.start_event)];
+      s.peak_requested = rp.requested[size_t(s.start_event)];
       for (int64_t i = s.start_event; i <= s.end_event; ++i)
-        if (rp_.requested[size_t(i)] > s.peak_requested) {
-          s.peak_requested = rp_.requested[size_t(i)];
+        if (rp.requested[size_t(i)] > s.peak_requested) {
+          s.peak_requested = rp.requested[size_t(i)];
           s.peak_event = i;
         }
     }
@@ -765,7 +799,7 @@ class Attributor {
 
   void categorize_one(uint32_t id) {
     Allocation& al = a_.allocations[id];
-    al.category = uint16_t(a_.unknown_index());
+    al.category = unknown_;
     al.rule = -1;
     // The rules in order, of those with frame conditions only the ones
     // that hold on this stack (the two lists are disjoint and ascending).
@@ -805,11 +839,14 @@ class Attributor {
   // Private pools: a CUDA graph's unless its allocations' frames say a user
   // MemPool (torch.cuda.use_mem_pool) made them and none says a graph.
   void infer_pools() {
-    if (rp_.pools.size() <= 1) return;
-    std::vector<int8_t> user(rp_.pools.size(), 0), graph(rp_.pools.size(), 0);
-    std::vector<uint32_t> seen(rp_.pools.size(), 0);
+    assign_pools();
+    if (!private_pools_) return;
+    const DeviceReplay& rp = replay();
+    if (rp.pools.size() <= 1) return;
+    std::vector<int8_t> user(rp.pools.size(), 0), graph(rp.pools.size(), 0);
+    std::vector<uint32_t> seen(rp.pools.size(), 0);
     for (const Allocation& al : a_.allocations) {
-      if (al.pool == 0 || al.pool >= rp_.pools.size() || al.stack == 0 || seen[al.pool] >= 64) continue;
+      if (al.pool == 0 || al.pool >= rp.pools.size() || al.stack == 0 || seen[al.pool] >= 64) continue;
       ++seen[al.pool];
       if (stack_mentions(al.stack, {"use_mem_pool", "MemPool"})) user[al.pool] = 1;
       if (stack_mentions(al.stack, {"torch/cuda/graphs.py", "make_graphed_callables", "capture_begin", "CUDAGraph"}))
@@ -817,7 +854,7 @@ class Attributor {
     }
     uint64_t n = 0, bytes = 0;
     for (Allocation& al : a_.allocations)
-      if (al.pool != 0 && al.pool < rp_.pools.size() && (graph[al.pool] || !user[al.pool])) {
+      if (al.pool != 0 && al.pool < rp.pools.size() && (graph[al.pool] || !user[al.pool])) {
         al.facts |= kFactGraphPool;
         ++n, bytes += al.requested;
       }
@@ -1339,6 +1376,7 @@ class Attributor {
     if (infer_input_sites()) again(kFactInputSite);
     if (infer_graph_gradients()) again(kFactGraphGradient);
     // Category breakdown at each span's peak.
+    measure_spans();
     std::vector<int64_t> idx;
     idx.reserve(a_.spans.size());
     for (const PhaseSpan& s : a_.spans) idx.push_back(s.peak_event);
@@ -1349,14 +1387,23 @@ class Attributor {
   const Trace& t_;
   const FrameTable& ft_;
   const Device& d_;
-  const DeviceReplay& rp_;
+  // The replay, possibly still running: waits for it on first use.
+  const DeviceReplay& replay() {
+    if (!rp_) rp_ = &replay_();
+    return *rp_;
+  }
+  const std::function<const DeviceReplay&()>& replay_;
+  const DeviceReplay* rp_ = nullptr;
+  bool private_pools_ = false;                                 // a dumped segment is in a private pool
+  std::vector<std::pair<uint32_t, uint32_t>> dump_blocks_;    // (allocation, segment) of the dump's blocks
   const RuleSet& rs_;
   detail::RuleMatcher& m_;
   Attribution a_;
   std::vector<uint32_t> alloc_of_event_;
   std::unordered_map<uint32_t, std::unordered_map<uint64_t, std::vector<uint32_t>>> freed_in_span_;
   std::unordered_set<uint32_t> replaced_;
-  std::unordered_set<uint64_t> freed_once_;
+  detail::AddrMap freed_once_;  // addresses freed at least once
+  uint16_t unknown_ = 0;         // the index of `unknown` among the categories
   std::unordered_map<int, std::unordered_set<uint64_t>> sizes_of_;
   std::vector<int> tracked_;
   std::unordered_map<int, int> ratio_;
@@ -1418,9 +1465,15 @@ std::vector<uint32_t> Attribution::live_at(int64_t e) const {
   return out;
 }
 
+Attribution detail::attribute(const Trace& trace, const FrameTable& frames, const Device& dev,
+                              const std::function<const DeviceReplay&()>& replay, const RuleSet& rules,
+                              RuleMatcher& matcher) {
+  return Attributor(trace, frames, dev, replay, rules, matcher).run();
+}
+
 Attribution detail::attribute(const Trace& trace, const FrameTable& frames, const Device& dev, const DeviceReplay& replay,
                               const RuleSet& rules, RuleMatcher& matcher) {
-  return Attributor(trace, frames, dev, replay, rules, matcher).run();
+  return detail::attribute(trace, frames, dev, std::function<const DeviceReplay&()>([&]() -> const DeviceReplay& { return replay; }), rules, matcher);
 }
 
 Attribution attribute(const Trace& trace, const FrameTable& frames, const Device& dev, const DeviceReplay& replay,

@@ -563,8 +563,10 @@ void Replayer::reconstruct_initial_state() {
   std::vector<Pre> pre;
   detail::AddrMap pre_open;  // address -> index into pre, while its free has not completed
   // Per block address: 1 allocated in the history, 2 freed there (pending),
-  // 3 completed-free there.
+  // 3 completed-free there; kAllocSeen added once the history allocated it.
   detail::AddrMap st;
+  constexpr uint32_t kAllocSeen = 4;
+  auto seen_bit = [](uint32_t s) { return s == detail::AddrMap::kNone ? 0u : s & kAllocSeen; };
   struct PreSeg {
     uint64_t addr, size, stream;
   };
@@ -573,7 +575,7 @@ void Replayer::reconstruct_initial_state() {
   detail::AddrMap created;   // every address a segment_alloc names
   RangeSet mapped, touched, pre_mapped;
   std::vector<std::pair<uint64_t, uint64_t>> gaps;
-  std::vector<std::pair<uint64_t, int64_t>> allocs;  // (address, event index) of every alloc
+  std::vector<std::pair<uint64_t, int64_t>> allocs;  // (address, event index) of each address's first alloc
   TruncationEvidence& evd = out.truncation_evidence;
   evd.entries = ev.size();
   evd.max_entries = trace_.settings.max_entries;
@@ -581,20 +583,23 @@ void Replayer::reconstruct_initial_state() {
   for (size_t i = 0; i < ev.size(); ++i) {
     const Event& e = ev[i];
     switch (e.kind) {
-      case EventKind::Alloc:
-        st.put(e.addr, 1);
-        allocs.push_back({e.addr, int64_t(i)});
+      case EventKind::Alloc: {
+        // The allocator reuses addresses: most allocs are of an address
+        // seen before, and only the first matters below.
+        if (!seen_bit(st.find(e.addr))) allocs.push_back({e.addr, int64_t(i)});
+        st.put(e.addr, 1 | kAllocSeen);
         seen_alloc = true;
         break;
+      }
       case EventKind::FreeRequested: {
         const uint32_t s = st.find(e.addr);
         if (s == detail::AddrMap::kNone) {
           pre_open.put(e.addr, uint32_t(pre.size()));
           pre.push_back({e.addr, e.size, 0, e.stream, e.stack, false, false, kNever});
-        } else if (s == 3) {
+        } else if ((s & 3) == 3) {
           ++evd.dropped_mid_history;
         }
-        st.put(e.addr, 2);
+        st.put(e.addr, 2 | seen_bit(s));
         break;
       }
       case EventKind::FreeCompleted: {
@@ -602,13 +607,13 @@ void Replayer::reconstruct_initial_state() {
         if (s == detail::AddrMap::kNone) {
           pre.push_back({e.addr, e.size, 0, e.stream, e.stack, false, true, int64_t(i)});
           if (!seen_alloc) evd.head_orphan_free = true;
-        } else if (s == 3) {
+        } else if ((s & 3) == 3) {
           ++evd.dropped_mid_history;
         } else if (uint32_t p = pre_open.find(e.addr); p != detail::AddrMap::kNone) {
           pre[p].completes = int64_t(i);
         }
         pre_open.erase(e.addr);
-        st.put(e.addr, 3);
+        st.put(e.addr, 3 | seen_bit(s));
         break;
       }
       case EventKind::SegmentAlloc:
@@ -687,9 +692,6 @@ void Replayer::reconstruct_initial_state() {
   std::sort(pre.begin(), pre.end(), [](const Pre& a, const Pre& b) { return a.addr < b.addr; });
   // Allocations by address, each address once with its earliest event.
   std::sort(allocs.begin(), allocs.end());
-  allocs.erase(std::unique(allocs.begin(), allocs.end(),
-                           [](const auto& a, const auto& b) { return a.first == b.first; }),
-               allocs.end());
 
   const bool partial = !pre.empty() || !seg0.empty();
   out.truncated = partial && dev_.has_trace;

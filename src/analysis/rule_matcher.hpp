@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -68,5 +69,12 @@ class RuleMatcher {
 // attribute() with the trace's matcher (analyze() makes one per trace).
 Attribution attribute(const Trace& trace, const FrameTable& frames, const Device& dev, const DeviceReplay& replay,
                       const RuleSet& rules, RuleMatcher& matcher);
+// The same while the replay may still be running on another thread:
+// `replay()` returns it, waiting for it on first use. The attribution asks
+// for it only where it needs the replay's counters or pools (splitting a
+// stretch by its shape, a dump with private pools, each phase's peak), so
+// most of it runs beside the replay.
+Attribution attribute(const Trace& trace, const FrameTable& frames, const Device& dev,
+                      const std::function<const DeviceReplay&()>& replay, const RuleSet& rules, RuleMatcher& matcher);
 
 }  // namespace snapdiff::detail

@@ -32,6 +32,10 @@ struct ReportOptions {
   const KernelJoin* kernel_join = nullptr;   // --kernels: how the snapshot was joined with a kernel recording
   MomentSpec at;      // --at: categories, sites and the live set at this moment instead of the peak
   WindowSpec window;  // --window: the peaks and phases within this range (the replay still starts at the start)
+  // Threads per device: 2 replays while the attribution runs beside it; 1
+  // does all on the calling thread (callers that already run one analysis
+  // per core, as the reading of many ranks does). The result is the same.
+  int threads = 2;
 };
 
 struct DeviceAnalysis {
