@@ -3,6 +3,7 @@
 #include "snapdiff/analysis/attribution.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <functional>
 #include <map>
@@ -644,6 +645,17 @@ class Attributor {
   }
 
   // ---- categories --------------------------------------------------------
+  // The rules without frame conditions that can hold on an allocation made
+  // in phase `p` (holds() tests the phase first; this spares the calls).
+  const std::vector<uint32_t>& frameless_for(Phase p) {
+    std::vector<uint32_t>& out = frameless_by_phase_[size_t(p)];
+    if (!frameless_known_[size_t(p)]) {
+      for (uint32_t ri : m_.frameless_rules())
+        if (rs_.rules[ri].alloc_phases & (1u << int(p))) out.push_back(ri);
+      frameless_known_[size_t(p)] = true;
+    }
+    return out;
+  }
   Phase alloc_phase(const Allocation& al) const {
     return al.alloc_event < 0 ? Phase::PreTrace : a_.spans[a_.event_span[size_t(al.alloc_event)]].phase;
   }
@@ -802,8 +814,9 @@ class Attributor {
     al.category = unknown_;
     al.rule = -1;
     // The rules in order, of those with frame conditions only the ones
-    // that hold on this stack (the two lists are disjoint and ascending).
-    const std::vector<uint32_t>& frameless = m_.frameless_rules();
+    // that hold on this stack, of the others only those for the phase it
+    // was allocated in (the two lists are disjoint and ascending).
+    const std::vector<uint32_t>& frameless = frameless_for(alloc_phase(al));
     const std::vector<uint32_t>& framed = m_.stack_rules(al.stack);
     size_t i = 0, j = 0;
     while (i < frameless.size() || j < framed.size()) {
@@ -1404,6 +1417,9 @@ class Attributor {
   std::unordered_set<uint32_t> replaced_;
   detail::AddrMap freed_once_;  // addresses freed at least once
   uint16_t unknown_ = 0;         // the index of `unknown` among the categories
+  static_assert(int(Phase::PreTrace) == 5, "one list per Phase");
+  std::array<std::vector<uint32_t>, 6> frameless_by_phase_;  // frameless_for(), by Phase
+  std::array<bool, 6> frameless_known_{};
   std::unordered_map<int, std::unordered_set<uint64_t>> sizes_of_;
   std::vector<int> tracked_;
   std::unordered_map<int, int> ratio_;
