@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -110,8 +111,14 @@ void compress_section(OutSection& s) {
     s.stored = std::move(s.payload);
     return;
   }
+  // With the frame's content checksum: a flipped bit is an error, not a
+  // different number.
+  std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> cctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
+  if (!cctx || ZSTD_isError(ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel, kZstdLevel)) ||
+      ZSTD_isError(ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_checksumFlag, 1)))
+    throw std::runtime_error("zstd: cannot set up compression");
   s.stored.resize(ZSTD_compressBound(s.payload.size()));
-  const size_t n = ZSTD_compress(s.stored.data(), s.stored.size(), s.payload.data(), s.payload.size(), kZstdLevel);
+  const size_t n = ZSTD_compress2(cctx.get(), s.stored.data(), s.stored.size(), s.payload.data(), s.payload.size());
   if (ZSTD_isError(n)) throw std::runtime_error(std::string("zstd compression failed: ") + ZSTD_getErrorName(n));
   s.stored.resize(n);
   s.codec = kZstd;
