@@ -1,6 +1,9 @@
-// The native .snap format: one JSON document (gzip-compressed by default)
-// with interned strings, frames and stacks, and column arrays per device.
-// schemas/snap.schema.json documents it; docs/formats.md explains it.
+// The native .snap format's JSON form (versions 1 and 2): one document
+// with interned strings, frames and stacks, and column arrays per device;
+// schemas/snap.schema.json documents it, docs/formats.md explains it. The
+// pieces version 3 (binary, snap_binary.cpp) shares with it are here too:
+// the non-table parts (write_snap_common, read_snap_common) and the file
+// writer of both.
 #include <algorithm>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
