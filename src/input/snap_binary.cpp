@@ -599,8 +599,10 @@ class BinaryReader {
     }
     // Every row takes at least one byte per column: the decoded bytes bound
     // the rows; an event (9 columns) at most sizeof(Event) + its analysis.
-    const uint64_t model = total / 9 * (sizeof(Event) + detail::kAnalysisBytesPerEvent) +
-                           count(meta, "strings", "$.strings") * 72 + total;
+    // (A string takes at least one byte of its length column too: a count
+    // beyond the bytes is refused by its table, not multiplied here.)
+    const uint64_t strings = std::min(count(meta, "strings", "$.strings"), total);
+    const uint64_t model = total / 9 * (sizeof(Event) + detail::kAnalysisBytesPerEvent) + strings * 72 + total;
     LoadOptions o;
     o.max_memory_bytes = max_memory_;
     detail::check_memory(detail::kFixedMemoryBytes + largest + model, o);
