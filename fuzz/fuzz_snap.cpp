@@ -1,4 +1,5 @@
-// The .snap document reader (JSON text), then analysis.
+// The .snap reader, both encodings (JSON text; version 3, binary: the seed
+// fuzz/seeds/snap_v3_small_oom.snap), then analysis.
 #include <cstdint>
 #include <string_view>
 

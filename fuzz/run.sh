@@ -29,7 +29,7 @@ case $target in
     for f in tests/data/capture/small_fp8.snap tests/data/capture/small_oom_fp8.snap; do
       [ -f "$f" ] && gzip -dc "$f" > "$out/seeds/$(basename "$f").json"
     done
-    seed tests/data/fuzz_regressions/snap_* ;;
+    seed fuzz/seeds/snap_*.snap tests/data/fuzz_regressions/snap_* ;;  # version 3 (binary) and JSON
   fuzz_rules) seed rules/builtin.json fuzz/seeds/rules_*.json tests/data/fuzz_regressions/rules_* ;;
   fuzz_budget) seed fuzz/seeds/budget_*.json tests/data/fuzz_regressions/budget_* ;;
   fuzz_chrome_trace)

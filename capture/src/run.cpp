@@ -103,7 +103,9 @@ int convert_logs(const std::vector<std::string>& inputs, const std::string& out,
     snapdiff::Trace t = log::read_logs(inputs, opts);
     for (const auto& kv : metadata) t.metadata.push_back(kv);
     const bool empty = t.kernels.empty() && t.driver_memory.empty() && t.device_memory.empty();
-    snapdiff::write_snap_file(t, out, true);
+    // The JSON form (gzip'd): kernel recordings are small, and scripts read
+    // them with Python's json (docs/capture.md).
+    snapdiff::write_snap_file(t, out, snapdiff::SnapEncoding::JsonGzip);
     if (empty && say_if_empty)
       say("snapcapture " + cmd + ": no CUDA activity was recorded (the program never used CUDA): " + out +
           " holds no records");

@@ -39,15 +39,16 @@ int cmd_convert(const std::vector<std::string>& args) {
   po::options_description d("snapdiff convert IN -o OUT [options]\n\nOptions");
   d.add_options()("help,h", "show this help")(
       "output,o", po::value<std::string>(),
-      "the file to write; its name picks the format: OUT.snap (snapdiff's format, gzip'd JSON), "
+      "the file to write; its name picks the format: OUT.snap (snapdiff's format, binary version 3), "
       "OUT.pickle (the pickle torch.cuda.memory._dump_snapshot writes), OUT.pickle.gz (the same, gzip'd)")(
-      "no-gzip", "OUT.snap: write plain JSON instead of gzip-compressed");
+      "json", "OUT.snap: write the JSON form (version 1 or 2, gzip-compressed) instead of the binary version 3")(
+      "no-gzip", "OUT.snap: write the JSON form as plain text (implies --json)");
   add_input_options(d);
   po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
     std::ostringstream help;
     help << d
-              << "\nThe .snap format is described by schemas/snap.schema.json and docs/formats.md. The pickle\n"
+              << "\nThe .snap format is described by docs/snap_format.md and schemas/snap.schema.json. The pickle\n"
                  "loads with Python's pickle.load (no torch needed), torch.cuda._memory_viz and\n"
                  "pytorch.org/memory_viz, and snapdiff reads it back with the same results.\n";
     write_stdout(help.str());
@@ -60,6 +61,8 @@ int cmd_convert(const std::vector<std::string>& args) {
   // Decided before the (possibly long) read.
   const OutFormat fmt = output_format(out);
   const bool no_gzip = vm.count("no-gzip") != 0;
+  if (vm.count("json") && fmt != OutFormat::Snap)
+    throw UsageError("convert: --json is for OUT.snap, not '" + out + "'");
   if (no_gzip && fmt == OutFormat::PickleGz)
     throw UsageError("convert: --no-gzip contradicts '" + out + "' (name it OUT.pickle for a plain pickle)");
   Trace t = load_input(in[0], load_options(vm));
@@ -67,7 +70,9 @@ int cmd_convert(const std::vector<std::string>& args) {
     throw UsageError("convert: " + in[0] + " is a torch.profiler trace: it has no segments or blocks, which both output "
                      "formats need (report, diff and check read the trace directly)");
   switch (fmt) {
-    case OutFormat::Snap: write_snap_file(t, out, !no_gzip); break;
+    case OutFormat::Snap:
+      write_snap_file(t, out, no_gzip ? SnapEncoding::Json : vm.count("json") ? SnapEncoding::JsonGzip : SnapEncoding::Binary);
+      break;
     case OutFormat::Pickle: write_torch_pickle_file(t, out, false); break;
     case OutFormat::PickleGz: write_torch_pickle_file(t, out, true); break;
   }

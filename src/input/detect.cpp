@@ -3,6 +3,8 @@
 
 #include <string_view>
 
+#include "input/snap_parts.hpp"
+
 namespace snapdiff::detail {
 
 namespace {
@@ -115,6 +117,7 @@ InputFormat detect(std::string_view head) {
   // PROTO (protocol 2+), or what protocol 0/1 pickles of a dict/list start with.
   const uint8_t c = uint8_t(head[0]);
   if (c == 0x80 || c == '(' || c == '}' || c == ']') return InputFormat::TorchPickle;
+  if (is_snap_binary(head)) return InputFormat::Snap;  // .snap version 3 (docs/snap_format.md)
   size_t i = 0;
   if (head.size() >= 3 && c == 0xEF && uint8_t(head[1]) == 0xBB && uint8_t(head[2]) == 0xBF) i = 3;
   i = skip_ws(head, i);

@@ -9,6 +9,7 @@
 #include "input/json_stream.hpp"
 #include "input/pickle_doc.hpp"
 #include "input/profiler_input.hpp"
+#include "input/snap_parts.hpp"
 #include "input/source.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input/input.hpp"
@@ -60,13 +61,20 @@ void read_pickle_file(Source& src, const LoadOptions& opts, Trace& out) {
 // the memory bound. A DOM takes at most about 32 bytes a token (an empty
 // object: its value, its map, the comma), plus the strings' bytes; a real
 // .snap about 5 bytes a byte of text, which the prediction (9) covers.
+// A version 3 (binary) .snap holds its own counts: its reader checks them
+// against the bounds before it builds anything.
 constexpr uint64_t kSnapDomBytesPerToken = 32;
 void read_snap_text(std::string_view text, const LoadOptions& opts, uint64_t held, Trace& out) {
+  if (detail::is_snap_binary(text)) {
+    detail::read_snap_binary(text, out, opts.max_decoded_bytes,
+                             opts.max_memory_bytes ? opts.max_memory_bytes - std::min(opts.max_memory_bytes, held) : 0);
+    return;
+  }
   if (opts.max_memory_bytes)
     detail::check_memory(detail::kFixedMemoryBytes + std::max<uint64_t>(held, text.size()) +  // a mapping is resident too
                              detail::json_token_bound(text) * kSnapDomBytesPerToken,
                          opts);
-  read_snap(text, out);
+  detail::read_snap_json(text, out);
 }
 
 void read_chrome_trace_text(std::string_view text, const LoadOptions& opts, uint64_t held, Trace& out) {

@@ -1,11 +1,15 @@
-// The native .snap format: one JSON document (gzip-compressed by default)
-// with interned strings, frames and stacks, and column arrays per device.
-// schemas/snap.schema.json documents it; docs/formats.md explains it.
+// The native .snap format's JSON form (versions 1 and 2): one document
+// with interned strings, frames and stacks, and column arrays per device;
+// schemas/snap.schema.json documents it, docs/formats.md explains it. The
+// pieces version 3 (binary, snap_binary.cpp) shares with it are here too:
+// the non-table parts (write_snap_common, read_snap_common) and the file
+// writer of both.
 #include <algorithm>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 
 #include "input/file_source.hpp"
+#include "input/snap_parts.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input/input.hpp"
 #include "util/json_depth.hpp"
@@ -33,17 +37,10 @@ void push_time_delta(J& col, int64_t t, int64_t& last) {
 
 }  // namespace
 
-std::string write_snap_json(const Trace& t) {
-  J j;
-  j["format"] = kMagic;
-  // Version 2 only when the document holds what version 2 added.
-  const bool kernel_v2 = std::any_of(t.kernels.begin(), t.kernels.end(), [](const KernelLaunch& k) {
-    return k.pid || k.thread || k.graph || k.grid[0] || k.grid[1] || k.grid[2] || k.block[0] || k.block[1] ||
-           k.block[2];
-  });
-  const bool sample_v2 = std::any_of(t.device_memory.begin(), t.device_memory.end(),
-                                     [](const DeviceMemorySample& m) { return m.pid != 0; });
-  j["version"] = kernel_v2 || sample_v2 || !t.driver_memory.empty() ? 2 : 1;
+// The parts of a .snap document that are not tables: producer, source,
+// metadata, allocator settings and annotations (names as string indices).
+// Version 3 files carry them in their META section too.
+void detail::write_snap_common(const Trace& t, J& j) {
   j["producer"] = {{"name", "snapdiff"}, {"version", SNAPDIFF_VERSION}};
   j["source"] = {{"format", t.source.format},
                  {"format_detail", t.source.format_detail},
@@ -53,18 +50,6 @@ std::string write_snap_json(const Trace& t) {
   J meta = J::object();
   for (auto& kv : t.metadata) meta[kv.first] = kv.second;
   j["metadata"] = meta;
-  J strings = J::array();
-  for (size_t i = 0; i < t.strings.size(); ++i) strings.push_back(std::string(t.strings.get(StrId(i))));
-  j["strings"] = std::move(strings);
-  J frames = J::array();
-  for (const Frame& f : t.frames) frames.push_back(J::array({f.name, f.file, f.line}));
-  j["frames"] = std::move(frames);
-  J stacks = J::array();
-  for (size_t i = 1; i < t.stacks.size(); ++i) {
-    const auto& n = t.stacks.node(StackId(i));
-    stacks.push_back(J::array({n.parent, n.frame}));
-  }
-  j["stacks"] = std::move(stacks);
   const AllocatorSettings& s = t.settings;
   J raw = J::array();
   for (auto& kv : s.raw) raw.push_back(J::array({kv.first, kv.second}));
@@ -78,6 +63,32 @@ std::string write_snap_json(const Trace& t) {
   for (const Annotation& a : t.annotations)
     ann.push_back(J::array({a.device, a.time_us == kNoTime ? J(nullptr) : J(a.time_us), a.name, a.start ? 1 : 0}));
   j["annotations"] = std::move(ann);
+}
+
+std::string write_snap_json(const Trace& t) {
+  J j;
+  j["format"] = kMagic;
+  // Version 2 only when the document holds what version 2 added.
+  const bool kernel_v2 = std::any_of(t.kernels.begin(), t.kernels.end(), [](const KernelLaunch& k) {
+    return k.pid || k.thread || k.graph || k.grid[0] || k.grid[1] || k.grid[2] || k.block[0] || k.block[1] ||
+           k.block[2];
+  });
+  const bool sample_v2 = std::any_of(t.device_memory.begin(), t.device_memory.end(),
+                                     [](const DeviceMemorySample& m) { return m.pid != 0; });
+  j["version"] = kernel_v2 || sample_v2 || !t.driver_memory.empty() ? 2 : 1;
+  detail::write_snap_common(t, j);
+  J strings = J::array();
+  for (size_t i = 0; i < t.strings.size(); ++i) strings.push_back(std::string(t.strings.get(StrId(i))));
+  j["strings"] = std::move(strings);
+  J frames = J::array();
+  for (const Frame& f : t.frames) frames.push_back(J::array({f.name, f.file, f.line}));
+  j["frames"] = std::move(frames);
+  J stacks = J::array();
+  for (size_t i = 1; i < t.stacks.size(); ++i) {
+    const auto& n = t.stacks.node(StackId(i));
+    stacks.push_back(J::array({n.parent, n.frame}));
+  }
+  j["stacks"] = std::move(stacks);
   J devs = J::array();
   for (const Device& d : t.devices) {
     J dj;
@@ -205,14 +216,27 @@ std::string write_snap_json(const Trace& t) {
   return j.dump(-1, ' ', false, J::error_handler_t::replace);
 }
 
-void write_snap_file(const Trace& t, const std::string& path, bool gzip) {
+void write_snap_file(const Trace& t, const std::string& path, SnapEncoding encoding) {
+  if (encoding == SnapEncoding::Binary) {
+    write_output_file(path, write_snap_binary(t));
+    return;
+  }
   const std::string text = write_snap_json(t);
-  if (!gzip) {
+  if (encoding == SnapEncoding::Json) {
     write_output_file(path, text);
     return;
   }
   const std::vector<uint8_t> z = detail::gzip_compress(text);
   write_output_file(path, std::string_view(reinterpret_cast<const char*>(z.data()), z.size()));
+}
+
+void write_snap_file(const Trace& t, const std::string& path, bool gzip) {
+  write_snap_file(t, path, gzip ? SnapEncoding::JsonGzip : SnapEncoding::Json);
+}
+
+void read_snap(std::string_view bytes, Trace& out) {
+  if (detail::is_snap_binary(bytes)) detail::read_snap_binary(bytes, out, UINT64_MAX, 0);
+  else detail::read_snap_json(bytes, out);
 }
 
 namespace {
@@ -230,9 +254,11 @@ class SnapReader {
     if (!j.contains("format") || !j["format"].is_string() || j["format"].get<std::string>() != kMagic)
       fail("$.format", "not a .snap document (expected \"format\": \"snapdiff.snap\"; JSON profiler traces are not read by this version)");
     int64_t v = i64(j, "version", "$.version");
-    if (v > kSnapVersion)
+    // A JSON document of a version beyond 2 can only come from a newer
+    // snapdiff (version 3 is binary: docs/snap_format.md).
+    if (v > kSnapJsonVersion)
       fail("$.version", "written by a newer snapdiff (.snap format version " + std::to_string(v) +
-                            "; this build reads versions 1 to " + std::to_string(kSnapVersion) + ")");
+                            "; this build reads versions 1 to " + std::to_string(kSnapJsonVersion) + ")");
     if (v < 1) fail("$.version", "invalid .snap format version " + std::to_string(v));
     const J& strings = arr(j, "strings", "$.strings");
     if (strings.empty() || !strings[0].is_string() || !strings[0].get_ref<const std::string&>().empty())
@@ -267,6 +293,21 @@ class SnapReader {
       if (frame >= frame_map_.size()) fail(p + "[1]", "frame index out of range");
       stack_map_[i + 1] = t_.stacks.child(stack_map_[parent], frame_map_[frame]);
     }
+    common(j);
+    const J& devs = arr(j, "devices", "$.devices");
+    for (size_t i = 0; i < devs.size(); ++i) device(devs[i], "$.devices[" + std::to_string(i) + "]");
+    if (j.contains("kernels")) kernels(j["kernels"], "$.kernels");
+    if (j.contains("device_memory")) device_memory(j["device_memory"], "$.device_memory");
+    if (j.contains("driver_memory")) driver_memory(j["driver_memory"], "$.driver_memory");
+    t_.source.format = "snap";
+    if (t_.source.format_detail.empty()) t_.source.format_detail = "version " + std::to_string(v);
+    else t_.source.format_detail = "version " + std::to_string(v) + ", " + t_.source.format_detail;
+  }
+
+  // Source, metadata, allocator settings, annotations: what a version 3
+  // file's META section holds besides its table counts. Annotation names
+  // are string indices (remap_).
+  void common(const J& j) {
     if (j.contains("source") && j["source"].is_object()) {
       const J& s = j["source"];
       if (s.contains("format") && s["format"].is_string()) t_.source.format_detail = "from " + s["format"].get<std::string>();
@@ -305,15 +346,8 @@ class SnapReader {
         t_.annotations.push_back(x);
       }
     }
-    const J& devs = arr(j, "devices", "$.devices");
-    for (size_t i = 0; i < devs.size(); ++i) device(devs[i], "$.devices[" + std::to_string(i) + "]");
-    if (j.contains("kernels")) kernels(j["kernels"], "$.kernels");
-    if (j.contains("device_memory")) device_memory(j["device_memory"], "$.device_memory");
-    if (j.contains("driver_memory")) driver_memory(j["driver_memory"], "$.driver_memory");
-    t_.source.format = "snap";
-    if (t_.source.format_detail.empty()) t_.source.format_detail = "version " + std::to_string(v);
-    else t_.source.format_detail = "version " + std::to_string(v) + ", " + t_.source.format_detail;
   }
+  void set_strings(std::vector<StrId> remap) { remap_ = std::move(remap); }
 
  private:
   [[noreturn]] static void fail(const std::string& path, const std::string& msg) { throw InputError(path, msg); }
@@ -628,7 +662,13 @@ class SnapReader {
 
 }  // namespace
 
-void read_snap(std::string_view text, Trace& out) {
+void detail::read_snap_common(const nlohmann::json& j, Trace& t, std::vector<StrId> strings) {
+  SnapReader r(t);
+  r.set_strings(std::move(strings));
+  r.common(j);
+}
+
+void detail::read_snap_json(std::string_view text, Trace& out) {
   J j;
   detail::check_json_depth(text);
   try {

@@ -56,17 +56,26 @@ std::string read_small_document(const std::string& path, const std::string& what
 void read_torch_pickle(const uint8_t* data, size_t size, Trace& out,
                        const ProgressFn& progress = {});
 
-// The native .snap format (schemas/snap.schema.json). kSnapVersion is the
-// newest version read and written; a document is written as version 1
-// unless it holds what version 2 added (driver_memory, the kernels' pid,
-// thread, grid, block and graph columns, device_memory's pid column), so
-// that what an older snapdiff wrote is written the same way.
-constexpr int kSnapVersion = 2;
-void read_snap(std::string_view json_text, Trace& out);
+// The native .snap format (docs/snap_format.md). Version 3, what snapdiff
+// writes by default, is binary: a header, a JSON META section
+// (schemas/snap.schema.json) and compressed column sections. Versions 1 and
+// 2 are one JSON document (schemas/snap.schema.json too), still read, and
+// written on request (SnapEncoding::Json*); a JSON document is written as
+// version 1 unless it holds what version 2 added (driver_memory, the
+// kernels' pid, thread, grid, block and graph columns, device_memory's pid
+// column), so that what an older snapdiff wrote is written the same way.
+constexpr int kSnapVersion = 3;      // the newest version read and written
+constexpr int kSnapJsonVersion = 2;  // the newest JSON version
+// Either encoding, told from the first bytes.
+void read_snap(std::string_view bytes, Trace& out);
 std::string write_snap_json(const Trace& trace);
-// Writes .snap to `path` (gzip-compressed unless gzip == false), all or
-// nothing: OutputError when it cannot.
-void write_snap_file(const Trace& trace, const std::string& path, bool gzip = true);
+// Version 3, the bytes of a whole file.
+std::string write_snap_binary(const Trace& trace);
+enum class SnapEncoding { Binary, Json, JsonGzip };
+// Writes .snap to `path`, all or nothing: OutputError when it cannot.
+void write_snap_file(const Trace& trace, const std::string& path, SnapEncoding encoding = SnapEncoding::Binary);
+// The JSON document, gzip-compressed unless gzip == false.
+void write_snap_file(const Trace& trace, const std::string& path, bool gzip);
 
 // The pickle torch.cuda.memory._dump_snapshot() writes (PyTorch 2.11 field
 // names, value types and key order; pickle protocol 4 with plain-data
