@@ -44,6 +44,12 @@ check "check -j 1" 1 "$BIN" check --max-increase 1% "$PW" "$BF16" -j 1 -f json; 
 check "check -j 2" 1 "$BIN" check --max-increase 1% "$PW" "$BF16" -j 2 -f json
 same "check: -j 1 and -j 2" "$T/c1" "$T/out"
 expect "check compares the two runs" "$T/c1" "\"fail\""
+# Each run needs about 65 MiB: half of 100 MiB refuses one of them, which is
+# then read again with the whole bound, the runs one after the other.
+check "check -j 2 --max-memory 100MiB" 1 "$BIN" check --max-increase 1% "$PW" "$BF16" -j 2 -f json --max-memory 100MiB
+same "check --max-memory 100MiB: -j 2 and -j 1" "$T/c1" "$T/out"
+check "check --max-memory below one run" 3 "$BIN" check --max-increase 1% "$PW" "$BF16" -j 2 --max-memory 60MiB
+one_error_line "check --max-memory below one run" "small_fp8_pw.pickle"
 check "-j 0" 2 "$BIN" diff "$BF16" "$FP8" -j 0
 check "check -j with one run" 2 "$BIN" check --max-peak 1GiB "$FP8" -j 2
 
