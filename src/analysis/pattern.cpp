@@ -4,6 +4,7 @@
 #include <re2/set.h>
 
 #include <algorithm>
+#include <mutex>
 #include <stdexcept>
 
 namespace snapdiff {
@@ -18,22 +19,54 @@ RE2::Options options(int64_t max_mem) {
 }
 }  // namespace
 
+// The source, and its RE2 once compiled (at construction, or at first use
+// for a deferred pattern).
+struct Pattern::Compiled {
+  std::string source;
+  mutable std::once_flag once;
+  mutable std::unique_ptr<const RE2> re;
+  const RE2* get() const {
+    std::call_once(once, [this] {
+      auto p = std::make_unique<const RE2>(source, options(int64_t(8) << 20));
+      if (p->ok()) re = std::move(p);
+    });
+    return re.get();
+  }
+};
+
 Pattern::Pattern(const std::string& re) {
-  auto p = std::make_shared<const RE2>(re, options(int64_t(8) << 20));
+  auto c = std::make_shared<Compiled>();
+  c->source = re;
+  auto p = std::make_unique<const RE2>(re, options(int64_t(8) << 20));
   if (!p->ok()) throw std::invalid_argument(p->error());
-  re_ = std::move(p);
+  c->re = std::move(p);
+  std::call_once(c->once, [] {});  // compiled already: get() does not compile again
+  re_ = std::move(c);
 }
 
+Pattern Pattern::deferred(const std::string& re) {
+  Pattern p;
+  p.re_ = std::make_shared<Compiled>();
+  p.re_->source = re;
+  return p;
+}
+
+const RE2* Pattern::compiled() const { return re_ ? re_->get() : nullptr; }
+
 bool Pattern::search(std::string_view s) const {
-  return re_ && RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), *re_);
+  const RE2* r = compiled();
+  return r && RE2::PartialMatch(re2::StringPiece(s.data(), s.size()), *r);
 }
 
 const std::string& Pattern::source() const {
   static const std::string none;
-  return re_ ? re_->pattern() : none;
+  return re_ ? re_->source : none;
 }
 
-int Pattern::program_size() const { return re_ ? re_->ProgramSize() : 0; }
+int Pattern::program_size() const {
+  const RE2* r = compiled();
+  return r ? r->ProgramSize() : 0;
+}
 
 struct PatternSet::Impl {
   // The set's automaton: 64 MiB at most (RE2 discards and rebuilds its

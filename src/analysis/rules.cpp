@@ -146,6 +146,12 @@ uint64_t max_repetition(const std::string& re) {
   return best;
 }
 
+// Set while builtin() reads the compiled-in rules: their patterns compile
+// when first used (Pattern::deferred; a report matches frames with the
+// rules' PatternSet, which compiles them together, so alone they are
+// compiled only for --rules files' limit or a set RE2 gives up on).
+thread_local bool t_builtin = false;
+
 // `program` counts the compiled size of every pattern of the rule set so far.
 Pattern compile(const std::string& re, const std::string& path, int64_t& program) {
   if (re.size() > RuleSet::kMaxPatternBytes)
@@ -153,6 +159,7 @@ Pattern compile(const std::string& re, const std::string& path, int64_t& program
   if (const uint64_t copies = max_repetition(re); copies > RuleSet::kMaxRepeat)
     fail(path, "a counted repetition of " + n_commas(copies) + " copies (counts in repeated groups multiply): rules allow " +
                    n_commas(RuleSet::kMaxRepeat) + " (RE2 compiles every copy)");
+  if (t_builtin) return Pattern::deferred(re);
   Pattern p;
   try {
     p = Pattern(re);
@@ -230,7 +237,13 @@ void RuleSet::add_json(const std::string& text, const std::string& origin) {
   if (str_field(j, "format", "$", true) != "snapdiff.rules") fail("$.format", "expected \"snapdiff.rules\"");
   if (!j.contains("version") || !j["version"].is_number_integer()) fail("$.version", "missing");
   if (j["version"].get<int64_t>() > 1) fail("$.version", "rules format version newer than this snapdiff reads (1)");
-  int64_t program = program_size;
+  // The program size of the patterns loaded before (the built-in ones are
+  // compiled here, when a rules file is added to them).
+  int64_t program = 0;
+  if (!t_builtin) {
+    for (const PhaseHint& h : hints) program += h.name.program_size() + h.file.program_size();
+    for (const Rule& r : rules) program += r.frame_name.program_size() + r.frame_file.program_size();
+  }
   std::vector<PhaseHint> new_hints;
   if (j.contains("phase_hints")) {
     const J& h = j["phase_hints"];
@@ -362,6 +375,10 @@ void RuleSet::add_file(const std::string& path) {
 RuleSet RuleSet::builtin() {
   RuleSet rs;
   for (int i = 0; i < kBuiltinCategoryCount; ++i) rs.categories.push_back(kBuiltinCategories[i]);
+  struct Builtin {
+    Builtin() { t_builtin = true; }
+    ~Builtin() { t_builtin = false; }
+  } reading;
   rs.add_json(kBuiltinRulesJson, "builtin");
   return rs;
 }

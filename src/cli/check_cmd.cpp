@@ -14,6 +14,7 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
+#include "cli/pair.hpp"
 #include "cli/rank_map.hpp"
 #include "cli/ranks_cmd.hpp"
 #include "snapdiff/analysis/ranks_check.hpp"
@@ -66,11 +67,13 @@ CategoryLimit limit_arg(const std::string& v) {
 }
 
 // A run's figures; `truncation`, when given, gets why its history is
-// truncated (none when it is not).
+// truncated (none when it is not). `pair`: read as side `side` of two reads
+// at once (their progress on one line).
 PeakFigures analyze(const std::string& path, const LoadOptions& lo, const RuleSet& rules,
-                    Truncation* truncation = nullptr, const std::string& kernels = "") {
-  // One input at a time: its trace is gone before the next is read.
-  Trace t = load_input(path, lo);
+                    Truncation* truncation = nullptr, const std::string& kernels = "", PairProgress* pair = nullptr,
+                    int side = 0) {
+  // Its trace is gone before the function returns.
+  Trace t = pair ? pair->load(side, path, lo) : load_input(path, lo);
   KernelJoin kj;
   if (!kernels.empty()) kj = join_kernels(t, path, kernels, lo);
   ReportOptions ro;
@@ -329,8 +332,10 @@ int cmd_check(const std::vector<std::string>& args) {
   if (!many && inputs.size() == 2 && is_ranks_input({inputs[0]}))
     throw UsageError("BASELINE is a folder of ranks but CANDIDATE is one file: give a folder for both");
   if (!many)
-    for (const char* o : {"jobs", "rank", "skip-bad-ranks"})
+    for (const char* o : {"rank", "skip-bad-ranks"})
       if (vm.count(o)) throw UsageError(std::string("--") + o + " applies to many ranks: give a folder as CANDIDATE");
+  if (!many && vm.count("jobs") && inputs.size() != 2)
+    throw UsageError("--jobs applies to two runs (BASELINE CANDIDATE) or many ranks: one run is read alone");
   const std::string kernels = vm.count("kernels") ? vm["kernels"].as<std::string>() : "";
   if (many && !kernels.empty()) throw UsageError("--kernels reads one run: give one CANDIDATE snapshot, not many ranks");
   if (many) return check_ranks(vm, inputs, req, rules, fmt);
@@ -370,11 +375,37 @@ int cmd_check(const std::vector<std::string>& args) {
     opts = check_options(req);
   }
 
+  std::optional<PeakFigures> figures[2];
   if (inputs.size() == 2) {
-    baseline = analyze(inputs[0], lo, rules);
+    // BASELINE and CANDIDATE on two threads (-j 1: one after the other),
+    // each within half of the memory bound; a read refused under its half
+    // is read again with the whole bound, the runs one after the other.
+    auto both = [&](bool parallel) {
+      LoadOptions share = lo;
+      if (parallel) {
+        share = pair_share(lo);
+        share.max_memory_bytes = lo.max_memory_bytes / 2;
+      }
+      PairProgress progress(inputs[0], inputs[1]);
+      run_pair(parallel, [&](int s, PairSide& side) {
+        if (!side.step(0)) return;
+        figures[s] = analyze(inputs[size_t(s)], share, rules, nullptr, s == 1 ? kernels : "",
+                             parallel ? &progress : nullptr, s);
+      });
+    };
+    const bool parallel = pair_in_parallel(vm);
+    try {
+      both(parallel);
+    } catch (const InputError& e) {
+      if (!parallel || lo.max_memory_bytes == 0 || !refused_for_memory(e)) throw;
+      both(false);
+    }
+    baseline = figures[0];
     baseline_kind = "snapshot";
+  } else {
+    figures[1] = analyze(inputs.back(), lo, rules, nullptr, kernels);
   }
-  PeakFigures candidate = analyze(inputs.back(), lo, rules, nullptr, kernels);
+  const PeakFigures& candidate = *figures[1];
   CheckResult r = evaluate_check(candidate, baseline, baseline_kind, opts);
 
   std::string out = vm.count("output") ? vm["output"].as<std::string>() : "";

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <thread>
 
 #include "snapdiff/analysis/check.hpp"
 #include "snapdiff/error.hpp"
@@ -42,15 +43,21 @@ struct Progress {
 
 namespace {
 // The file being read, for the SIGBUS handler: a memory-mapped input that
-// shrinks while it is read faults on the vanished pages.
+// shrinks while it is read faults on the vanished pages. The fault is
+// delivered to the thread that touched the page: the file that thread reads
+// (two inputs are read at once by diff and check), else the one read last.
 char g_reading[4096];
 size_t g_reading_len = 0;
+thread_local char t_reading[4096];
+thread_local size_t t_reading_len = 0;
+std::thread::id g_main_thread;
 
 extern "C" void on_sigbus(int) {
   static const char a[] = "snapdiff: error: ";
   static const char b[] = ": the file changed size while it was being read\n";
   ssize_t ignored = ::write(2, a, sizeof a - 1);
-  ignored = ::write(2, g_reading, g_reading_len);
+  if (t_reading_len) ignored = ::write(2, t_reading, t_reading_len);
+  else ignored = ::write(2, g_reading, g_reading_len);
   ignored = ::write(2, b, sizeof b - 1);
   (void)ignored;
   ::_exit(3);  // the input-error exit code; nothing was printed on stdout yet
@@ -58,6 +65,7 @@ extern "C" void on_sigbus(int) {
 }  // namespace
 
 void install_input_fault_handler() {
+  g_main_thread = std::this_thread::get_id();
   struct sigaction sa {};
   sa.sa_handler = on_sigbus;
   sigemptyset(&sa.sa_mask);
@@ -107,9 +115,16 @@ LoadOptions load_options(const boost::program_options::variables_map& vm, unsign
   return o;
 }
 
-Trace load_input(const std::string& path, LoadOptions opts) {
+void mark_reading(const std::string& path) {
+  t_reading_len = std::min(path.size(), sizeof t_reading);
+  std::memcpy(t_reading, path.data(), t_reading_len);
+  if (std::this_thread::get_id() != g_main_thread) return;  // the other thread of a pair: its own name only
   g_reading_len = std::min(path.size(), sizeof g_reading);
   std::memcpy(g_reading, path.data(), g_reading_len);
+}
+
+Trace load_input(const std::string& path, LoadOptions opts) {
+  mark_reading(path);
   Progress prog{escape_for_terminal(path)};
   opts.progress = [&prog](uint64_t d, uint64_t t) { prog(d, t); };
   try {

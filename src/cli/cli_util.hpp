@@ -32,6 +32,9 @@ LoadOptions load_options(const boost::program_options::variables_map& vm, unsign
 // and the read takes more than a second (erased when done). opts.progress is
 // replaced by that line.
 Trace load_input(const std::string& path, LoadOptions opts);
+// The file the calling thread reads, named by the error line of a SIGBUS
+// (install_input_fault_handler); load_input() calls it.
+void mark_reading(const std::string& path);
 // --kernels RECORDING: loads the kernel recording (any input snapdiff reads:
 // a .snap of snapcapture run) and joins it into the snapshot `t` read from
 // `snapshot_path` (join_kernel_recording(); InputError naming both files for

@@ -4,9 +4,11 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
+#include "cli/pair.hpp"
 #include "cli/ranks_cmd.hpp"
-#include "snapdiff/report/chart.hpp"
+#include "snapdiff/analysis/analysis.hpp"
 #include "snapdiff/analysis/diff.hpp"
+#include "snapdiff/report/chart.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input/input.hpp"
 
@@ -43,7 +45,7 @@ int cmd_diff(const std::vector<std::string>& args) {
     throw UsageError(std::string("diff compares like with like: ") + (many_a ? "A" : "B") +
                      " is a folder (or pattern) of ranks and " + (many_a ? "B" : "A") + " is one file");
   if (!many_a)
-    for (const char* o : {"jobs", "rank", "skip-bad-ranks"})
+    for (const char* o : {"rank", "skip-bad-ranks"})
       if (vm.count(o)) throw UsageError(std::string("--") + o + " applies to two runs' ranks: give two folders");
   std::string fmt = vm["format"].as<std::string>();
   if (fmt != "text" && fmt != "json" && fmt != "markdown" && fmt != "html")
@@ -55,21 +57,28 @@ int cmd_diff(const std::vector<std::string>& args) {
   if (many_a && (!kernels[0].empty() || !kernels[1].empty()))
     throw UsageError("--kernels-a and --kernels-b read one run each: give two snapshots, not folders of ranks");
   if (many_a) return diff_ranks(vm, {in[0]}, {in[1]}, rules, top, depth);
-  // Both inputs are held at once: each gets half of the memory bound.
+  // Both inputs are held at once: each gets half of the memory bound. A and
+  // B are read and analysed on two threads (-j 1: one after the other).
   const LoadOptions lo = load_options(vm, 2);
-  Trace ta = load_input(in[0], lo);
-  Trace tb = load_input(in[1], lo);
-  KernelJoin ka, kb;
-  if (!kernels[0].empty()) ka = join_kernels(ta, in[0], kernels[0], lo);
-  if (!kernels[1].empty()) kb = join_kernels(tb, in[1], kernels[1], lo);
-  ReportOptions ro;
-  ro.rules = &rules;
-  ro.input_name = in[0];
-  if (ka.joined()) ro.kernel_join = &ka;
-  Analysis ra = analyze(ta, ro);
-  ro.input_name = in[1];
-  ro.kernel_join = kb.joined() ? &kb : nullptr;
-  Analysis rb = analyze(tb, ro);
+  const bool parallel = pair_in_parallel(vm);
+  Trace t[2];
+  KernelJoin kj[2];
+  Analysis an[2];
+  PairProgress progress(in[0], in[1]);
+  run_pair(parallel, [&](int s, PairSide& side) {
+    if (!side.step(0)) return;
+    t[s] = parallel ? progress.load(s, in[s], pair_share(lo)) : load_input(in[s], lo);
+    if (!side.step(1)) return;
+    if (!kernels[s].empty()) kj[s] = join_kernels(t[s], in[s], kernels[s], parallel ? pair_share(lo) : lo);
+    if (!side.step(2)) return;
+    ReportOptions ro;
+    ro.rules = &rules;
+    ro.input_name = in[s];
+    if (kj[s].joined()) ro.kernel_join = &kj[s];
+    an[s] = analyze(t[s], ro);
+  });
+  const Trace &ta = t[0], &tb = t[1];
+  const Analysis &ra = an[0], &rb = an[1];
   DiffOptions dopt;
   dopt.top_sites = top;
   dopt.depth = depth;

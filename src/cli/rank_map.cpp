@@ -7,16 +7,11 @@
 #include <thread>
 
 #include "cli/cli_util.hpp"
+#include "cli/pair.hpp"
 
 namespace snapdiff::cli {
 
 namespace {
-
-// Every refusal for memory says how to raise the bound (source.cpp,
-// load.cpp, memory_budget.cpp): the one phrase they share.
-bool refused_for_memory(const InputError& e) {
-  return std::string_view(e.what()).find("--max-memory") != std::string_view::npos;
-}
 
 // Runs body(i) for i in [0, n) on `threads` threads; the first exception
 // other than an InputError stops the handing out of work and is rethrown.

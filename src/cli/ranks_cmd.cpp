@@ -122,7 +122,8 @@ RanksOptions ranks_options(const po::variables_map& vm, size_t top, size_t depth
 }  // namespace
 
 void add_rank_options(po::options_description& d) {
-  d.add_options()("jobs,j", po::value<std::string>(), "ranks read at once (default: the machine's cores)")(
+  d.add_options()("jobs,j", po::value<std::string>(), "ranks read at once (default: the machine's cores); diff A B and check BASELINE CANDIDATE: "
+                                                      "-j 1 reads the two runs one after the other")(
       "rank", po::value<std::string>(), "show this rank's full report (default: the worst rank)")(
       "skip-bad-ranks", "exit 0 when some ranks cannot be read (they are listed with their errors either way)");
 }

@@ -3,10 +3,12 @@
 #include <boost/program_options.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
+#include "cli/pair.hpp"
 #include "cli/ranks_cmd.hpp"
 #include "snapdiff/analysis/attribution.hpp"
 #include "snapdiff/analysis/analysis.hpp"
@@ -91,19 +93,33 @@ int cmd_report(const std::vector<std::string>& args) {
     return report_ranks(vm, in, ro, top, depth_arg(vm, 1));
   }
   const LoadOptions lo = load_options(vm);
-  Trace t = load_input(path, lo);
+  Trace t;
   if (vm.count("explain")) ro.explain = vm["explain"].as<std::string>();
   ro.at = at;
   ro.window = window;
   TraceJoin join;
   if (vm.count("trace")) {
-    if (is_profiler_trace(t))
-      throw UsageError("--trace joins a snapshot with a profiler trace; " + path + " is itself a profiler trace");
+    // The snapshot and the profiler trace are read at once (-j is for
+    // ranks: here, two cores are enough); errors as reading one then the other.
     const std::string tp = vm["trace"].as<std::string>();
-    Trace prof = load_input(tp, lo);
-    if (!is_profiler_trace(prof)) throw UsageError("--trace " + tp + ": not a torch.profiler Chrome trace");
+    const bool parallel = std::thread::hardware_concurrency() >= 2;
+    PairProgress progress(path, tp);
+    Trace prof;
+    run_pair(parallel, [&](int s, PairSide& side) {
+      if (!side.step(0)) return;
+      if (s == 0) {
+        t = parallel ? progress.load(0, path, pair_share(lo)) : load_input(path, lo);
+        if (is_profiler_trace(t))
+          throw UsageError("--trace joins a snapshot with a profiler trace; " + path + " is itself a profiler trace");
+      } else {
+        prof = parallel ? progress.load(1, tp, pair_share(lo)) : load_input(tp, lo);
+        if (!is_profiler_trace(prof)) throw UsageError("--trace " + tp + ": not a torch.profiler Chrome trace");
+      }
+    });
     join = join_profiler_trace(t, prof, tp, path);
     ro.join = &join;
+  } else {
+    t = load_input(path, lo);
   }
   KernelJoin kernels;
   if (vm.count("kernels")) {

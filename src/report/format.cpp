@@ -257,15 +257,26 @@ std::string json_safe(std::string json) {
   if (!any) return json;
   std::string o;
   o.reserve(json.size() + 16);
-  each_char(
-      json,
-      [&](uint32_t cp, std::string_view bytes) {
-        // C0 characters never appear raw inside a dumped string (nlohmann
-        // escapes them); the raw '\n' and spaces are the indentation.
-        if (cp >= 0x7F && acts(cp)) u_escape(o, cp);
-        else o.append(bytes);
-      },
-      [&](uint8_t) { o += "\\ufffd"; });  // not reached: the dump replaced them
+  // Runs of ASCII are copied whole (C0 characters never appear raw inside a
+  // dumped string: nlohmann escapes them; the raw '\n' and spaces are the
+  // indentation); each other character is looked at alone.
+  const std::string_view s = json;
+  for (size_t i = 0; i < s.size();) {
+    size_t j = i;
+    while (j < s.size() && uint8_t(s[j]) < 0x7F) ++j;
+    o.append(s.substr(i, j - i));
+    if (j == s.size()) break;
+    uint32_t cp = 0;
+    const size_t n = utf8_at(s, j, &cp);
+    if (n == 0) {
+      o += "\\ufffd";  // not reached: the dump replaced them
+      i = j + 1;
+      continue;
+    }
+    if (acts(cp)) u_escape(o, cp);
+    else o.append(s.substr(j, n));
+    i = j + n;
+  }
   return o;
 }
 

@@ -117,7 +117,7 @@ class RuleSet {
   std::vector<Rule> rules;
   std::vector<std::string> categories;  // built-ins first, then rule-defined
   int category_index(const std::string& name);
-  int64_t program_size = 0;  // of every pattern loaded (kMaxProgramSize)
+  int64_t program_size = 0;  // of every pattern loaded, once a rules file is (kMaxProgramSize)
 };
 
 struct Allocation {

@@ -24,6 +24,11 @@ class Pattern {
   Pattern() = default;
   // Throws std::invalid_argument with RE2's reason on a bad pattern.
   explicit Pattern(const std::string& re);
+  // A pattern known to compile (the built-in rules': a test compiles every
+  // one), compiled when it is first matched or measured, once, whichever
+  // thread asks: a report whose frames a PatternSet matches never compiles
+  // it alone. One that does not compile after all never matches.
+  static Pattern deferred(const std::string& re);
   // True when the pattern matches somewhere in s (an unset pattern: never).
   bool search(std::string_view s) const;
   bool empty() const { return !re_; }
@@ -34,7 +39,9 @@ class Pattern {
   int program_size() const;
 
  private:
-  std::shared_ptr<const re2::RE2> re_;
+  struct Compiled;
+  const re2::RE2* compiled() const;  // nullptr: unset, or a deferred one that does not compile
+  std::shared_ptr<Compiled> re_;
 };
 
 // Many patterns matched at once: one pass over a subject says which of them
