@@ -81,6 +81,7 @@ PeakFigures analyze(const std::string& path, const LoadOptions& lo, const RuleSe
   ro.top_sites = 1;
   ro.input_name = path;
   ro.rules = &rules;
+  ro.threads = pair ? 1 : 2;  // two runs at once are the parallelism
   const Analysis a = analyze(t, ro);
   if (truncation) *truncation = a.truncation;
   return peak_figures(a);
@@ -165,6 +166,7 @@ int check_ranks(const po::variables_map& vm, const std::vector<std::string>& inp
           ro.top_sites = 1;
           ro.input_name = paths[i];
           ro.rules = &rules;
+          ro.threads = jobs > 1 ? 1 : 2;  // the ranks are the parallelism
           out[i] = peak_figures(analyze(t, ro));
         },
         [&](size_t i, const InputError& e) { errors[i] = e.describe(); });

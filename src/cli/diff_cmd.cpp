@@ -75,6 +75,7 @@ int cmd_diff(const std::vector<std::string>& args) {
     ro.rules = &rules;
     ro.input_name = in[s];
     if (kj[s].joined()) ro.kernel_join = &kj[s];
+    ro.threads = parallel ? 1 : 2;  // the two runs are the parallelism
     an[s] = analyze(t[s], ro);
   });
   const Trace &ta = t[0], &tb = t[1];

@@ -167,6 +167,7 @@ int report_ranks(const po::variables_map& vm, const std::vector<std::string>& in
       [&](size_t i, Trace& t) {
         ReportOptions o = base;
         o.input_name = paths[i];
+        o.threads = jobs > 1 ? 1 : 2;  // the ranks are the parallelism
         entries[i].report = report_view(analyze(t, o));
       },
       [&](size_t i, const InputError& e) {
@@ -330,6 +331,7 @@ int diff_ranks(const po::variables_map& vm, const std::vector<std::string>& a_in
         if (!ta || !tb) return;
         ReportOptions o;
         o.rules = &rules;
+        o.threads = threads > 1 ? 1 : 2;  // the pairs are the parallelism
         o.input_name = p.a_name;
         const Analysis aa = analyze(*ta, o);
         o.input_name = p.b_name;
