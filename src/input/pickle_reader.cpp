@@ -797,19 +797,18 @@ Value VM::run() {
         // Runs of these (the frames of a stack) are most of a snapshot: take
         // a whole run here rather than one opcode per dispatch.
         // The run stops at the next check too (it may push millions).
-        // First the run's part that needs no check per opcode (bytes in
-        // view, room on the stack, the index a dense memo slot); then, from
-        // where that stops, the general path.
-        if (binget_run()) break;
-        op = p_[pos_];
-        op_off_ = base_ + pos_++;
+        // After the first, the run's part that needs no check per opcode
+        // (bytes in view, room on the stack, the index a dense memo slot)
+        // goes through binget_run(); from where that stops, this loop again.
         for (;;) {
           push(memo_get(op == 'h' ? read_le<1>() : read_le<4>()));
           if (pos_ >= run_end_) break;
           uint8_t nx = p_[pos_];
           if (nx != 'h' && nx != 'j') break;
           if (stack_.size() == stack_.capacity()) break;
-          op = nx;
+          op_off_ = base_ + pos_++;
+          if (binget_run()) break;
+          op = p_[pos_];
           op_off_ = base_ + pos_++;
         }
         break;

@@ -328,7 +328,7 @@ const char* block_state_name(BlockState s) {
 
 namespace {
 uint64_t hash_frame(const Frame& f) {
-  return mix64((uint64_t(f.name) << 32 | f.file) ^ mix64(uint64_t(f.line) * kMul));
+  return mix64(((uint64_t(f.name) << 32) | f.file) ^ (uint64_t(f.line) * kMul));
 }
 }  // namespace
 
