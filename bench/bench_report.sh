@@ -29,7 +29,7 @@ for s in $SCALES; do
     f=$OUT/xxl_fp8_x$s.pickle
     [[ -f $f ]] || python3 bench/make_scaled.py "$OUT/xxl_fp8.pickle" "$s" "$f"
   fi
-  bytes=$(stat -c %s "$f")
+  bytes=$(stat -L -c %s "$f")
   events=$($BIN report --format json "$f" | python3 -c 'import json,sys; print(json.load(sys.stdin)["input"]["events"])')
   echo "input: $f ($((bytes / 1000000)) MB, $events events)"
   walls=()
