@@ -19,9 +19,10 @@ namespace snapdiff {
 uint64_t predicted_memory_bytes(uint64_t decoded_bytes, bool json) {
   // Peak RSS of `snapdiff report` over input size, measured on the
   // 1,000,000-event snapshot and its 2x and 4x repeats (0.83, 0.71, 0.65 for
-  // PyTorch's pickles; 1.16 for a pickle whose entries share no frames,
-  // bench/make_big_snapshot.py; 7.4 for .snap JSON text, which goes through
-  // a JSON DOM), with headroom, plus the fixed cost of the program.
+  // PyTorch's pickles; 0.92, 1.16 before issue 20, for a pickle whose
+  // entries share no frames, bench/make_big_snapshot.py; 7.4 for .snap JSON
+  // text, which goes through a JSON DOM), with headroom, plus the fixed cost
+  // of the program.
   const double factor = json ? 9.0 : 1.5;
   return uint64_t(double(decoded_bytes) * factor) + (uint64_t(64) << 20);
 }

@@ -133,6 +133,8 @@ class Converter {
  private:
   PickleDoc& doc_;
   Trace& trace_;
+  enum class EntryKey : uint8_t { None, Action, Addr, Size, Stream, TimeUs, Frames, CompileContext, UserMetadata };
+  std::vector<EntryKey> entry_key_;  // by StrId: what a trace entry's key sets
   std::vector<int8_t> kind_cache_;  // by StrId: -2 unknown yet, -1 not a kind, else EventKind
   std::vector<FrameId> scratch_;
 };

@@ -223,7 +223,9 @@ class VM {
       c.cap = uint32_t(ncap);
       return;
     }
-    if (ncap < 4) ncap = 4;
+    // A container's first items get exactly their room (a frame dict's three
+    // pairs, a tuple: most never grow); one that grows again, at least 4.
+    if (ncap < 4 && c.cap != 0) ncap = 4;
     size_t noff = pool.size();
     if (noff + ncap * per_item > UINT32_MAX) fail(op_off_, "too many items in containers");
     pool.resize(noff + ncap * per_item);
@@ -311,9 +313,31 @@ class VM {
       doc_.check_memory(conv_.trace(), op_off_, s.size());
     Value v;
     v.t = t;
-    v.v = conv_.trace().strings.intern(s);
+    v.v = s.size() <= 8 ? intern_short(s) : conv_.trace().strings.intern(s);
     return v;
   }
+  // Strings of at most 8 bytes (a trace entry's "N/A", "alloc", keys not
+  // memoized) through a small direct-mapped cache: the string itself, as a
+  // word and its length, is the key, so a hit needs no comparison of bytes.
+  StrId intern_short(std::string_view s) {
+    uint64_t w = 0;
+    std::memcpy(&w, s.data(), s.size());
+    const uint64_t key = w ^ (uint64_t(s.size()) << 59) ^ (uint64_t(s.size()) * 0x9E3779B97F4A7C15ull);
+    ShortString& e = short_[size_t((key * 0x9E3779B97F4A7C15ull) >> 56)];
+    if (e.set && e.word == w && e.len == s.size()) return e.id;
+    e.word = w;
+    e.len = uint8_t(s.size());
+    e.set = true;
+    e.id = conv_.trace().strings.intern(s);
+    return e.id;
+  }
+  struct ShortString {
+    uint64_t word = 0;
+    StrId id = 0;
+    uint8_t len = 0;
+    bool set = false;
+  };
+  ShortString short_[256];
   Value make_int(int64_t i) {
     Value v;
     v.t = VT::Int;
@@ -330,6 +354,7 @@ class VM {
   static constexpr uint8_t kSpillTag = 0xfe;
   uint64_t memo_word(const Value& v) {
     uint64_t tag = uint64_t(v.t) << 56;
+    if (uint8_t(v.t) >= uint8_t(VT::Str)) return tag | v.v;  // strings and containers: the id
     switch (v.t) {
       case VT::BigInt: return tag | v.x;
       case VT::Int:
@@ -390,6 +415,64 @@ class VM {
     return it->second;
   }
   size_t memo_count() const { return memo_.size() + sparse_memo_.size(); }
+
+  // A run of BINGET / LONG_BINGET, its first opcode (at pos_ - 1) just
+  // dispatched, taken without a check per opcode while each lies whole in
+  // view before run_end_, names a dense memo slot that is set, and the stack
+  // has room. True when it stopped at another opcode, at the end of what it
+  // may take, or with the stack full: pos_ is there and the main loop goes
+  // on. False when the opcode at pos_ (not yet taken; pos_ - 1 when it was
+  // the first) needs the general path: a sparse or unset memo index, or
+  // bytes to read in.
+  bool binget_run() {
+    const size_t start = pos_ - 1;
+    const size_t fast_end = n_ >= 5 ? std::min(run_end_, n_ - 4) : 0;
+    const uint64_t* memo = memo_.data();
+    const size_t nmemo = memo_.size();
+    const uint8_t* p = p_;
+    Value* sp = stack_.end();
+    Value* const lim = stack_.data() + stack_.capacity();
+    size_t at = start;
+    bool general = false;
+    while (at < fast_end && sp != lim) {
+      const uint8_t o = p[at];
+      uint64_t idx;
+      size_t len;
+      if (o == 'h') {
+        idx = p[at + 1];
+        len = 2;
+      } else if (o == 'j') {
+        uint32_t w;
+        std::memcpy(&w, p + at + 1, 4);
+        idx = w;
+        len = 5;
+      } else {
+        break;
+      }
+      if (idx >= nmemo) [[unlikely]] {
+        general = true;
+        break;
+      }
+      const uint64_t w = memo[idx];
+      const uint8_t tag = uint8_t(w >> 56);
+      if (unsigned(tag) - unsigned(VT::Str) <= unsigned(VT::Dict) - unsigned(VT::Str)) {
+        // A string or a container (the frames of a stack): its id as stored.
+        sp->t = VT(tag);
+        sp->x = 0;
+        sp->v = w & kPayload;
+      } else if (w == kAbsentWord) [[unlikely]] {
+        general = true;
+        break;
+      } else {
+        *sp = memo_value(w);
+      }
+      ++sp;
+      at += len;
+    }
+    stack_.resize(size_t(sp - stack_.data()));
+    pos_ = at;
+    return !general && at != start;
+  }
 
   // The memory bound: the VM's own structures into doc_.vm_bytes, then the
   // check of everything held (PickleDoc::check_memory). Called every
@@ -466,6 +549,14 @@ Value VM::make_long(std::string_view b) {
   size_t k = b.size();
   if (k == 0) return make_int(0);
   const uint8_t* u = reinterpret_cast<const uint8_t*>(b.data());
+  if (k <= 8) {
+    // Addresses and times: two's complement in at most 8 bytes always fits
+    // an int64 (sign-extended from the top byte written).
+    uint64_t x = 0;
+    for (size_t i = 0; i < k; ++i) x |= uint64_t(u[i]) << (8 * i);
+    const unsigned sh = unsigned(64 - 8 * k);
+    return make_int(sh ? int64_t(x << sh) >> sh : int64_t(x));
+  }
   bool neg = (u[k - 1] & 0x80) != 0;
   // Strip redundant sign-extension bytes.
   size_t sig = k;
@@ -546,7 +637,11 @@ Value VM::run() {
   for (;;) {
     if (pos_ >= n_ && !fill(1)) fail(base_ + pos_, "truncated input: no STOP opcode before the end");
     if (base_ + pos_ >= next_check_) checkpoint();
-    if (stack_.size() == stack_.capacity()) stack_.reserve(stack_.size() + 1);
+    if (stack_.size() == stack_.capacity()) [[unlikely]] {
+      // The stack grows only here (every opcode pushes at most one value).
+      if (stack_.size() > (size_t(1) << 32)) fail(base_ + pos_, "stack too deep");
+      stack_.reserve(stack_.size() + 1);
+    }
     op_off_ = base_ + pos_;
     uint8_t op = p_[pos_++];
     switch (op) {
@@ -702,13 +797,18 @@ Value VM::run() {
         // Runs of these (the frames of a stack) are most of a snapshot: take
         // a whole run here rather than one opcode per dispatch.
         // The run stops at the next check too (it may push millions).
+        // After the first, the run's part that needs no check per opcode
+        // (bytes in view, room on the stack, the index a dense memo slot)
+        // goes through binget_run(); from where that stops, this loop again.
         for (;;) {
           push(memo_get(op == 'h' ? read_le<1>() : read_le<4>()));
           if (pos_ >= run_end_) break;
           uint8_t nx = p_[pos_];
           if (nx != 'h' && nx != 'j') break;
           if (stack_.size() == stack_.capacity()) break;
-          op = nx;
+          op_off_ = base_ + pos_++;
+          if (binget_run()) break;
+          op = p_[pos_];
           op_off_ = base_ + pos_++;
         }
         break;
@@ -732,7 +832,6 @@ Value VM::run() {
         fail(op_off_, std::string("unknown pickle opcode ") + hex + " (not a PyTorch memory snapshot?)");
       }
     }
-    if (stack_.size() > (size_t(1) << 32)) fail(op_off_, "stack too deep");
   }
 }
 

@@ -42,6 +42,16 @@ Converter::Converter(PickleDoc& doc, Trace& trace) : doc_(doc), trace_(trace) {
   s_na = s.intern("N/A");
   k_real_size = s.intern("real_size");
   k_history = s.intern("history");
+  const std::pair<StrId, EntryKey> keys[] = {
+      {k_action, EntryKey::Action},   {k_addr, EntryKey::Addr},
+      {k_device_free, EntryKey::Addr}, {k_size, EntryKey::Size},
+      {k_stream, EntryKey::Stream},   {k_time_us, EntryKey::TimeUs},
+      {k_frames, EntryKey::Frames},   {k_compile_context, EntryKey::CompileContext},
+      {k_user_metadata, EntryKey::UserMetadata}};
+  for (const auto& [id, key] : keys) {
+    if (entry_key_.size() <= id) entry_key_.resize(id + 1, EntryKey::None);
+    entry_key_[id] = key;
+  }
 }
 
 const Value* Converter::get(const Container& d, StrId k) const {
@@ -123,18 +133,27 @@ StackId Converter::stack_of(const Value& lv) {
   if (l.has(Container::kStackCached)) return l.cached;
   // Interning a long stack builds up to a node per frame at once.
   if (l.size > 4096) doc_.check_memory(trace_, l.src_off(), uint64_t(l.size) * 64);
-  scratch_.resize(l.size);
+  const uint32_t n = l.size;
+  if (scratch_.size() < n) scratch_.resize(n);
   const Value* items = doc_.list_pool.data() + l.off;
   FrameId* out = scratch_.data();
   const Container* conts = doc_.conts.data();
-  for (uint32_t i = 0; i < l.size; ++i) {
+  // Frames seen before (nearly all of them) in a loop without calls; from
+  // the first new one on, frame_of() makes each.
+  uint32_t i = 0;
+  for (; i < n; ++i) {
+    const Value& it = items[i];
+    if (it.t != VT::Dict || !conts[it.v].has(Container::kFrameCached)) break;
+    out[i] = conts[it.v].cached;
+  }
+  for (; i < n; ++i) {
     const Value& it = items[i];
     if (it.t != VT::Dict)
       throw InputError(l.src_off(), std::string("stack frame is a ") + vt_name(it.t) + ", expected dict");
     const Container& d = conts[it.v];
     out[i] = d.has(Container::kFrameCached) ? d.cached : frame_of(it);
   }
-  StackId node = trace_.stacks.intern(scratch_.data(), scratch_.size());
+  StackId node = trace_.stacks.intern(scratch_.data(), n);
   l.cached = node;
   l.set(Container::kStackCached);
   // The list is now only needed as a key: freeze it, and release its items
@@ -163,35 +182,42 @@ void Converter::apply_entry_items(const Value* it, size_t pairs, uint64_t src_of
         throw InputError(src_off, "field '" + std::string(trace_.strings.get(key)) + "' does not fit in 64 bits");
       else if (v.t != VT::None) type_error(src_off, trace_.strings.get(key), v, "int");
     };
-    if (key == k_action) {
-      if (v.t != VT::Str) type_error(src_off, "action", v, "str");
-      StrId aid = StrId(v.v);
-      if (kind_cache_.size() <= aid) kind_cache_.resize(trace_.strings.size() + 16, -2);
-      if (kind_cache_[aid] == -2) {
-        EventKind kk;
-        kind_cache_[aid] = parse_event_kind(trace_.strings.get(aid), &kk) ? int8_t(kk) : int8_t(-1);
+    // The well-known keys by a table indexed by StrId (they are interned
+    // first, so their ids are small); any other key is ignored.
+    switch (key < entry_key_.size() ? entry_key_[key] : EntryKey::None) {
+      case EntryKey::None: break;
+      case EntryKey::Action: {
+        if (v.t != VT::Str) type_error(src_off, "action", v, "str");
+        StrId aid = StrId(v.v);
+        if (kind_cache_.size() <= aid) kind_cache_.resize(trace_.strings.size() + 16, -2);
+        if (kind_cache_[aid] == -2) {
+          EventKind kk;
+          kind_cache_[aid] = parse_event_kind(trace_.strings.get(aid), &kk) ? int8_t(kk) : int8_t(-1);
+        }
+        ev.kind = kind_cache_[aid] < 0 ? EventKind::Other : EventKind(kind_cache_[aid]);
+        ev.action = aid;
+        break;
       }
-      ev.kind = kind_cache_[aid] < 0 ? EventKind::Other : EventKind(kind_cache_[aid]);
-      ev.action = aid;
-    } else if (key == k_addr || key == k_device_free) {
-      as_u64(&ev.addr);
-    } else if (key == k_size) {
-      as_u64(&ev.size);
-      // Sizes are summed: beyond what any device holds is corrupt (and could
-      // wrap a 64-bit sum).
-      if (ev.size > kMaxDeviceBytes) [[unlikely]]
-        size_error(src_off, ev.size);
-    } else if (key == k_stream) {
-      as_u64(&ev.stream);
-    } else if (key == k_time_us) {
-      if (v.t == VT::Int) ev.time_us = v.i();
-      else if (v.t != VT::None) type_error(src_off, "time_us", v, "int");
-    } else if (key == k_frames) {
-      ev.stack = stack_of(v);
-    } else if (key == k_compile_context) {
-      if (v.t == VT::Str && v.v != s_na) ev.compile_context = StrId(v.v);
-    } else if (key == k_user_metadata) {
-      if (v.t == VT::Str) ev.user_metadata = StrId(v.v);
+      case EntryKey::Addr: as_u64(&ev.addr); break;
+      case EntryKey::Size:
+        as_u64(&ev.size);
+        // Sizes are summed: beyond what any device holds is corrupt (and could
+        // wrap a 64-bit sum).
+        if (ev.size > kMaxDeviceBytes) [[unlikely]]
+          size_error(src_off, ev.size);
+        break;
+      case EntryKey::Stream: as_u64(&ev.stream); break;
+      case EntryKey::TimeUs:
+        if (v.t == VT::Int) ev.time_us = v.i();
+        else if (v.t != VT::None) type_error(src_off, "time_us", v, "int");
+        break;
+      case EntryKey::Frames: ev.stack = stack_of(v); break;
+      case EntryKey::CompileContext:
+        if (v.t == VT::Str && v.v != s_na) ev.compile_context = StrId(v.v);
+        break;
+      case EntryKey::UserMetadata:
+        if (v.t == VT::Str) ev.user_metadata = StrId(v.v);
+        break;
     }
   }
 }

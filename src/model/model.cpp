@@ -14,11 +14,75 @@ std::string InputError::describe() const {
   return s;
 }
 
+namespace {
+constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+// Murmur3's finaliser: every input bit reaches every output bit.
+uint64_t mix64(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  h ^= h >> 33;
+  return h;
+}
+// A string's hash: 8 bytes a step, the tail read as at most two overlapping
+// words. Names and file names are a few dozen bytes: fewer steps than the
+// general-purpose hash, and no call.
+uint64_t hash_string(std::string_view s) {
+  const char* p = s.data();
+  size_t n = s.size();
+  uint64_t h = uint64_t(n) * kMul ^ 0x27d4eb2f165667c5ull;
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    h = (h ^ w) * kMul;
+    h ^= h >> 29;
+  }
+  uint64_t w = 0;
+  if (n >= 4) {
+    uint32_t a, b;
+    std::memcpy(&a, p, 4);
+    std::memcpy(&b, p + n - 4, 4);
+    w = (uint64_t(a) << 32) | b;
+  } else if (n > 0) {
+    w = (uint64_t(uint8_t(p[0])) << 16) | (uint64_t(uint8_t(p[n / 2])) << 8) | uint8_t(p[n - 1]);
+  }
+  return mix64(h ^ w);
+}
+}  // namespace
+
 StringTable::StringTable() { intern(""); }
 
+size_t StringTable::slot_of(std::string_view s, uint64_t h) const {
+  const size_t mask = slots_.size() - 1;
+  const uint64_t tag = h >> 32;
+  for (size_t i = size_t(h) & mask;; i = (i + 1) & mask) {
+    const uint64_t e = slots_[i];
+    if (e == 0) return i;
+    if ((e >> 32) == tag && views_[uint32_t(e) - 1] == s) return i;
+  }
+}
+
+void StringTable::grow_index() {
+  std::vector<uint64_t> old(slots_.size() < 1024 ? 2048 : 2 * slots_.size(), 0);
+  old.swap(slots_);
+  const size_t mask = slots_.size() - 1;
+  for (uint64_t e : old) {
+    if (e == 0) continue;
+    // The slot keeps only the hash's high half: the index bits come from
+    // hashing the string again (rare: the table doubles).
+    const uint64_t h = hash_string(views_[uint32_t(e) - 1]);
+    size_t i = size_t(h) & mask;
+    while (slots_[i] != 0) i = (i + 1) & mask;
+    slots_[i] = e;
+  }
+}
+
 StrId StringTable::intern(std::string_view s) {
-  auto it = index_.find(s);
-  if (it != index_.end()) return it->second;
+  if (2 * (views_.size() + 1) > slots_.size()) grow_index();
+  const uint64_t h = hash_string(s);
+  const size_t slot = slot_of(s, h);
+  if (slots_[slot] != 0) return StrId(uint32_t(slots_[slot]) - 1);
   if (chunks_.empty() || s.size() > chunk_cap_ - chunk_used_) {
     size_t cap = s.size() > (size_t(1) << 20) ? s.size() : (size_t(1) << 20);
     chunks_.emplace_back(new char[cap]);
@@ -32,22 +96,44 @@ StrId StringTable::intern(std::string_view s) {
   std::string_view stored(dst, s.size());
   StrId id = StrId(views_.size());
   views_.push_back(stored);
-  index_.emplace(stored, id);
+  slots_[slot] = ((h >> 32) << 32) | (uint64_t(id) + 1);
   return id;
 }
 
 StrId StringTable::find(std::string_view s) const {
-  auto it = index_.find(s);
-  return it == index_.end() ? UINT32_MAX : it->second;
+  if (slots_.empty()) return UINT32_MAX;
+  const size_t slot = slot_of(s, hash_string(s));
+  return slots_[slot] == 0 ? UINT32_MAX : StrId(uint32_t(slots_[slot]) - 1);
+}
+
+namespace {
+uint64_t hash_child(StackId parent, FrameId frame) { return mix64((uint64_t(parent) << 32) | frame); }
+}  // namespace
+
+void StackTable::grow_children() {
+  std::vector<StackId> old(child_slots_.size() < 1024 ? 2048 : 2 * child_slots_.size(), 0);
+  old.swap(child_slots_);
+  const size_t mask = child_slots_.size() - 1;
+  for (StackId id : old) {
+    if (id == 0) continue;
+    size_t i = size_t(hash_child(nodes_[id].parent, nodes_[id].frame)) & mask;
+    while (child_slots_[i] != 0) i = (i + 1) & mask;
+    child_slots_[i] = id;
+  }
 }
 
 StackId StackTable::child(StackId parent, FrameId frame) {
-  uint64_t key = (uint64_t(parent) << 32) | frame;
-  auto it = index_.find(key);
-  if (it != index_.end()) return it->second;
+  if (2 * nodes_.size() > child_slots_.size()) grow_children();
+  const size_t mask = child_slots_.size() - 1;
+  size_t i = size_t(hash_child(parent, frame)) & mask;
+  for (;; i = (i + 1) & mask) {
+    const StackId id = child_slots_[i];
+    if (id == 0) break;
+    if (nodes_[id].parent == parent && nodes_[id].frame == frame) return id;
+  }
   StackId id = StackId(nodes_.size());
   nodes_.push_back({frame, parent});
-  index_.emplace(key, id);
+  child_slots_[i] = id;
   return id;
 }
 
@@ -79,24 +165,43 @@ uint64_t hash_frames(const FrameId* f, size_t n) {
 }
 }  // namespace
 
+void StackTable::grow_seq() {
+  std::vector<uint32_t> old(seq_slots_.size() < 1024 ? 2048 : 2 * seq_slots_.size(), 0);
+  old.swap(seq_slots_);
+  const size_t mask = seq_slots_.size() - 1;
+  for (uint32_t e : old) {
+    if (e == 0) continue;
+    size_t i = size_t(seq_entries_[e - 1].hash) & mask;
+    while (seq_slots_[i] != 0) i = (i + 1) & mask;
+    seq_slots_[i] = e;
+  }
+}
+
 StackId StackTable::intern(const FrameId* f, size_t n) {
   if (n == 0) return 0;
-  uint64_t h = hash_frames(f, n);
-  auto it = seq_index_.find(h);
-  if (it != seq_index_.end()) {
-    const SeqEntry& e = it->second;
-    if (e.n == n && std::memcmp(seq_frames_.data() + e.off, f, n * sizeof(FrameId)) == 0) return e.node;
-  }
+  if (2 * (seq_entries_.size() + 1) > seq_slots_.size()) grow_seq();
+  const uint64_t h = hash_frames(f, n);
+  const size_t mask = seq_slots_.size() - 1;
+  size_t slot = size_t(h) & mask;
+  for (; seq_slots_[slot] != 0; slot = (slot + 1) & mask)
+    if (seq_entries_[seq_slots_[slot] - 1].hash == h) break;
+  SeqEntry* e = seq_slots_[slot] ? &seq_entries_[seq_slots_[slot] - 1] : nullptr;
+  if (e && e->n == n && std::memcmp(seq_frames_.data() + e->off, f, n * sizeof(FrameId)) == 0) return e->node;
   StackId node = 0;
   for (size_t i = n; i-- > 0;) node = child(node, f[i]);
-  if (it != seq_index_.end() && it->second.n == n) {
+  if (e && e->n == n) {
     // Same length: reuse the slot's storage.
-    std::memcpy(seq_frames_.data() + it->second.off, f, n * sizeof(FrameId));
-    it->second.node = node;
+    std::memcpy(seq_frames_.data() + e->off, f, n * sizeof(FrameId));
+    e->node = node;
   } else {
     size_t off = seq_frames_.size();
     seq_frames_.insert(seq_frames_.end(), f, f + n);
-    seq_index_[h] = SeqEntry{node, uint32_t(n), off};
+    if (e) {
+      *e = SeqEntry{h, node, uint32_t(n), off};
+    } else {
+      seq_entries_.push_back(SeqEntry{h, node, uint32_t(n), off});
+      seq_slots_[slot] = uint32_t(seq_entries_.size());
+    }
   }
   return node;
 }
@@ -221,12 +326,37 @@ const char* block_state_name(BlockState s) {
   return "inactive";
 }
 
+namespace {
+uint64_t hash_frame(const Frame& f) {
+  return mix64(((uint64_t(f.name) << 32) | f.file) ^ (uint64_t(f.line) * kMul));
+}
+}  // namespace
+
+void Trace::grow_frames() {
+  std::vector<FrameId> old(frame_slots_.size() < 1024 ? 2048 : 2 * frame_slots_.size(), 0);
+  old.swap(frame_slots_);
+  const size_t mask = frame_slots_.size() - 1;
+  for (FrameId e : old) {
+    if (e == 0) continue;
+    size_t i = size_t(hash_frame(frames[e - 1])) & mask;
+    while (frame_slots_[i] != 0) i = (i + 1) & mask;
+    frame_slots_[i] = e;
+  }
+}
+
 FrameId Trace::intern_frame(const Frame& f) {
-  auto it = frame_index_.find(f);
-  if (it != frame_index_.end()) return it->second;
+  // Sized by `frames` (every frame is interned here): at most half full.
+  if (2 * (frames.size() + 1) > frame_slots_.size()) grow_frames();
+  const size_t mask = frame_slots_.size() - 1;
+  size_t i = size_t(hash_frame(f)) & mask;
+  for (;; i = (i + 1) & mask) {
+    const FrameId e = frame_slots_[i];
+    if (e == 0) break;
+    if (frames[e - 1] == f) return e - 1;
+  }
   FrameId id = FrameId(frames.size());
   frames.push_back(f);
-  frame_index_.emplace(f, id);
+  frame_slots_[i] = id + 1;
   return id;
 }
 

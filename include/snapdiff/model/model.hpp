@@ -49,12 +49,16 @@ class StringTable {
   uint64_t memory_bytes() const { return stored_ + uint64_t(views_.size()) * kBytesPerString; }
 
  private:
-  static constexpr uint64_t kBytesPerString = 72;  // view 16, index node 48 (malloc'd), bucket 8
+  static constexpr uint64_t kBytesPerString = 72;  // view 16, index slots 16 (an upper estimate)
+  size_t slot_of(std::string_view s, uint64_t h) const;
+  void grow_index();
   std::vector<std::unique_ptr<char[]>> chunks_;
   size_t chunk_used_ = 0, chunk_cap_ = 0;
   uint64_t stored_ = 0;
   std::vector<std::string_view> views_;
-  std::unordered_map<std::string_view, StrId> index_;
+  // Open addressing, linear probing, at most half full: each slot holds the
+  // string's hash (high 32 bits) and its id + 1 (low 32; 0 = empty).
+  std::vector<uint64_t> slots_;
 };
 
 struct Frame {
@@ -85,21 +89,28 @@ class StackTable {
   // Resident bytes (nodes, their index, the interned sequences), an upper
   // estimate for the memory bound.
   uint64_t memory_bytes() const {
-    return uint64_t(nodes_.size()) * 48 + uint64_t(seq_index_.size()) * 64 + uint64_t(seq_frames_.size()) * 4;
+    return uint64_t(nodes_.size()) * 48 + uint64_t(seq_entries_.size()) * 64 + uint64_t(seq_frames_.size()) * 4;
   }
 
  private:
   std::vector<Node> nodes_;
-  std::unordered_map<uint64_t, StackId> index_;
+  // (parent, frame) -> node: open addressing, linear probing, at most half
+  // full; a slot holds the node id (0 = empty: the root is no child).
+  std::vector<StackId> child_slots_;
   // intern(): sequence hash -> the last stack interned with that hash, and
-  // where its frames are kept in seq_frames_ (compared on a hit).
+  // where its frames are kept in seq_frames_ (compared on a hit). Open
+  // addressing over seq_entries_ (slot = entry index + 1, 0 = empty).
   struct SeqEntry {
+    uint64_t hash;
     StackId node;
     uint32_t n;
     size_t off;
   };
-  std::unordered_map<uint64_t, SeqEntry> seq_index_;
+  std::vector<SeqEntry> seq_entries_;
+  std::vector<uint32_t> seq_slots_;
   std::vector<FrameId> seq_frames_;
+  void grow_children();
+  void grow_seq();
 };
 
 enum class EventKind : uint8_t {
@@ -326,12 +337,10 @@ struct Trace {
   // in linear time; rebuilt when `devices` was reordered (the readers sort it).
   mutable std::unordered_map<int, size_t> device_pos_;
   const Device* lookup_device(int index) const;
-  struct FrameHash {
-    size_t operator()(const Frame& f) const {
-      return (size_t(f.name) * 0x9E3779B97F4A7C15ull) ^ (size_t(f.file) << 20) ^ size_t(f.line);
-    }
-  };
-  std::unordered_map<Frame, FrameId, FrameHash> frame_index_;
+  // Frame -> id: open addressing, linear probing, at most half full; a
+  // slot holds the id + 1 (0 = empty).
+  std::vector<FrameId> frame_slots_;
+  void grow_frames();
 };
 
 }  // namespace snapdiff
