@@ -108,6 +108,72 @@ assert r["summary"] == {"thresholds": 3, "passed": 2, "warned": 0, "failed": 1},
 print("ok   json: measured increase is the truth difference")
 PY
 
+# --- headline, findings, github-action-benchmark output ---------------------
+check "findings vs a baseline" 1 "$BIN" check --format json --max-increase 1% --github-benchmark "$T/gb.json" --name run \
+  "$BF16" "$FP8"
+check "github-benchmark on stdout" 1 "$BIN" check --format github-benchmark --max-increase 1% --name run "$BF16" "$FP8"
+cp "$T/out" "$T/gb_stdout.json"
+check "findings alone" 1 "$BIN" check --format json --max-peak 100MiB --limit activation=1MiB "$FP8"
+cp "$T/out" "$T/alone.json"
+"$BIN" check --format json --max-increase 1% "$BF16" "$FP8" >"$T/base.json" 2>/dev/null
+python3 - "$T" "$DATA" "$SRC/schemas" <<'PY' || fails=$((fails+1))
+import json, sys
+T, D, S = sys.argv[1:4]
+ms = lambda stem: json.load(open(f"{D}/{stem}.truth.json"))["memory_stats"]
+a, b = ms("small_bf16"), ms("small_fp8")
+r = json.load(open(f"{T}/base.json"))
+cand, base = r["candidate"], r["baseline"]
+# Categories at the peak sum to PyTorch's requested peak, so the changes do too.
+assert sum(cand["categories"].values()) == b["requested_bytes.all.peak"]
+change = {k: v - max(base["categories"].get(k, 0), 0) for k, v in cand["categories"].items()}
+f = r["findings"]
+assert 1 <= len(f) <= 3, f
+assert f[0]["category"] == max(change, key=change.get), (f, change)
+for x in f:
+    assert x["change_bytes"] == change[x["category"]] > 0, x
+    assert x["bytes"] == cand["categories"][x["category"]]
+    first = [s for s in cand["sites"] if s["category"] == x["category"]]
+    if first:
+        assert x["site_bytes"] == first[0]["bytes"] and x["site"] == first[0]["site"], (x, first[0])
+    assert x["text"].startswith(x["category"] + " +"), x
+assert r["headline"].startswith("allocated peak +"), r["headline"]
+assert "over the baseline > +1%" in r["headline"], r["headline"]
+assert r["headline"].endswith(f[0]["text"]), r["headline"]
+assert [s["bytes"] for s in cand["sites"]] == sorted((s["bytes"] for s in cand["sites"]), reverse=True)
+# Without a baseline: the failed limit's category first, no change.
+al = json.load(open(f"{T}/alone.json"))
+assert al["findings"][0]["category"] == "activation" and al["findings"][0]["change_bytes"] is None, al["findings"]
+assert al["headline"].startswith("allocated peak ") and "; activation " in al["headline"], al["headline"]
+# github-action-benchmark: the file and stdout agree; values are PyTorch's peaks.
+gb = json.load(open(f"{T}/gb.json"))
+assert gb == json.load(open(f"{T}/gb_stdout.json"))
+sch = json.load(open(f"{S}/github_benchmark.schema.json"))
+for e in gb:
+    assert set(e) <= set(sch["items"]["properties"]) and set(sch["items"]["required"]) <= set(e), e
+    assert e["unit"] == "bytes" and isinstance(e["value"], int) and e["name"].startswith("run: ")
+v = {e["name"]: e for e in gb}
+assert v["run: allocated peak"]["value"] == b["allocated_bytes.all.peak"]
+assert v["run: reserved peak"]["value"] == b["reserved_bytes.all.peak"]
+assert v["run: allocated peak"]["range"].endswith("(+1% over the baseline)"), v
+print("ok   headline, findings and github-benchmark against the truth")
+PY
+check "github-benchmark, many ranks" 1 "$BIN" check --format github-benchmark --metric requested --max-peak 1400000000 \
+  "$DATA/ranks/fsdp_gpt2_uneven"
+python3 - "$T/out" "$DATA/ranks/fsdp_gpt2_uneven" <<'PY' || fails=$((fails+1))
+import json, sys, glob, os, re
+gb = json.load(open(sys.argv[1]))
+truth = {}
+for t in glob.glob(os.path.join(sys.argv[2], "**", "*.truth.json"), recursive=True):
+    j = json.load(open(t))
+    truth[j["rank"]] = j["memory_stats"]["requested_bytes.all.peak"]
+got = {}
+for e in gb:
+    m = re.search(r" rank (\d+): requested peak$", e["name"])
+    if m: got[int(m.group(1))] = e["value"]
+assert got == truth, (got, truth)
+print("ok   github-benchmark: one requested peak per rank, PyTorch's")
+PY
+
 # --- absolute peak and category limits ---------------------------------------
 check "max-peak passes" 0 "$BIN" check --max-peak 60GiB "$FP8"
 check "max-peak fails" 1 "$BIN" check --max-peak 300MiB "$FP8"

@@ -752,3 +752,47 @@ TEST_CASE("GitHub annotations", "[report][check]") {
   CHECK(lines == 2);
   CHECK(render_check_github(evaluate_check(fp8, bf16, "snapshot", increase("50%"))).empty());
 }
+
+TEST_CASE("check findings: failed limits first, then the largest rise, each with its site at the peak", "[check]") {
+  PeakFigures base, cand;
+  base.name = "base";
+  cand.name = "cand";
+  base.requested = base.allocated = base.reserved = 100;
+  cand.requested = cand.allocated = cand.reserved = 160;
+  base.categories = {{"parameter", 50}, {"activation", 40}, {"temporary", 10}, {"gradient", 0}};
+  cand.categories = {{"parameter", 50}, {"activation", 90}, {"temporary", 20}, {"gradient", 0}};
+  cand.sites = {{"temporary", 15, 1, "step (train.py:9)", ""}, {"activation", 60, 4, "fwd (model.py:88)", "gelu (act.py:3)"}};
+  CheckOptions o = increase("1%");
+  SECTION("against a baseline: what rose, largest rise first; unchanged categories are not findings") {
+    const CheckResult r = evaluate_check(cand, base, "snapshot", o);
+    REQUIRE(r.findings.size() == 2);
+    CHECK(r.findings[0].category == "activation");
+    CHECK(r.findings[0].change == 50);
+    REQUIRE(r.findings[0].site);
+    CHECK(r.findings[0].site->site == "fwd (model.py:88)");
+    CHECK(r.findings[1].category == "temporary");
+    CHECK(r.findings[1].change == 10);
+    const std::string h = render_check_headline(r);
+    CHECK(h.rfind("allocated peak +60 B (+60.00%) over the baseline > +1%: activation +50 B at the peak; its largest site "
+                  "holds 60 B: fwd (model.py:88) [in gelu (act.py:3)]", 0) == 0);
+  }
+  SECTION("a failed category limit comes first even when it rose less") {
+    o.limits.push_back(CategoryLimit("temporary", 5, "5B"));
+    const CheckResult r = evaluate_check(cand, base, "snapshot", o);
+    REQUIRE(r.findings.size() == 2);
+    CHECK(r.findings[0].category == "temporary");
+    CHECK(r.findings[1].category == "activation");
+  }
+  SECTION("without a baseline: the largest at the peak, no change, and a category without a listed site has none") {
+    CheckOptions abs;
+    abs.max_peak = 1000;
+    abs.max_peak_text = "1000B";
+    const CheckResult r = evaluate_check(cand, std::nullopt, "", abs);
+    REQUIRE(r.findings.size() == 3);
+    CHECK(r.findings[0].category == "activation");
+    CHECK(!r.findings[0].change);
+    CHECK(r.findings[1].category == "parameter");
+    CHECK(!r.findings[1].site);
+    CHECK(render_check_headline(r).rfind("within every threshold: allocated peak 160 B", 0) == 0);
+  }
+}

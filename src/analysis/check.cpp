@@ -99,6 +99,17 @@ PeakFigures peak_figures(const Analysis& r) {
   extent_figures(r, f);
   f.iterations = d.attr.iterations;
   if (d.growth.measured) f.growth_per_iteration = d.growth.per_iteration;
+  for (const SiteRow& s : d.sites) {
+    if (f.sites.size() == 16) break;
+    PeakSite p;
+    p.category = s.category_name.empty() ? "unknown" : s.category_name;
+    p.bytes = s.requested_bytes;
+    p.allocations = s.count;
+    if (s.site.user) p.site = s.site.user->label;
+    else if (s.stack != 0 && !s.site.path.empty()) p.site = s.site.path.front();  // 0: no stack recorded
+    p.in = s.site.callee;
+    f.sites.push_back(std::move(p));
+  }
   return f;
 }
 
@@ -281,6 +292,42 @@ CheckItem growth_item(const PeakFigures& f, int64_t limit, const std::string& te
   return it;
 }
 
+// CheckResult::findings: failed limits' categories, then the categories that
+// rose most against the baseline's peak (without a baseline with
+// categories: the largest at the peak); none of zero bytes or no change.
+std::vector<CheckFinding> check_findings(const CheckResult& r) {
+  const PeakFigures& c = r.candidate;
+  const bool base = r.baseline && !r.baseline->categories.empty();
+  std::vector<std::pair<std::string, int64_t>> order;  // category, sort key
+  for (const auto& [name, v] : c.categories) {
+    const int64_t key = base ? v - std::max<int64_t>(r.baseline->category(name), 0) : v;
+    if (key > 0) order.emplace_back(name, key);
+  }
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<std::string> chosen;
+  for (const CheckItem& it : r.items)
+    if (it.kind == "category_limit" && it.status == CheckStatus::Fail &&
+        std::find(chosen.begin(), chosen.end(), it.category) == chosen.end())
+      chosen.push_back(it.category);
+  for (const auto& [name, key] : order)
+    if (std::find(chosen.begin(), chosen.end(), name) == chosen.end()) chosen.push_back(name);
+  std::vector<CheckFinding> out;
+  for (const std::string& name : chosen) {
+    if (out.size() == 3) break;
+    CheckFinding f;
+    f.category = name;
+    f.bytes = std::max<int64_t>(c.category(name), 0);
+    if (base) f.change = f.bytes - std::max<int64_t>(r.baseline->category(name), 0);
+    for (const PeakSite& s : c.sites)
+      if (s.category == name) {
+        f.site = s;
+        break;
+      }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 }  // namespace
 
 CheckResult evaluate_check(const PeakFigures& candidate, const std::optional<PeakFigures>& baseline,
@@ -377,6 +424,7 @@ CheckResult evaluate_check(const PeakFigures& candidate, const std::optional<Pea
     r.items.push_back(it);
   }
   if (opts.max_growth) r.items.push_back(growth_item(candidate, *opts.max_growth, opts.max_growth_text));
+  r.findings = check_findings(r);
   r.status = r.count(CheckStatus::Fail) ? CheckStatus::Fail
              : r.count(CheckStatus::Warn) ? CheckStatus::Warn
                                           : CheckStatus::Pass;

@@ -78,7 +78,7 @@ PeakFigures analyze(const std::string& path, const LoadOptions& lo, const RuleSe
   if (!kernels.empty()) kj = join_kernels(t, path, kernels, lo);
   ReportOptions ro;
   if (kj.joined()) ro.kernel_join = &kj;
-  ro.top_sites = 1;
+  ro.top_sites = 16;
   ro.input_name = path;
   ro.rules = &rules;
   ro.threads = pair ? 1 : 2;  // two runs at once are the parallelism
@@ -135,7 +135,7 @@ const char* kCheckHelpTail =
 void annotate(const std::string& ann, const std::string& fmt, const std::string& out) {
   const char* gha = std::getenv("GITHUB_ACTIONS");
   if (!gha || std::string(gha) != "true") return;
-  const bool json_on_stdout = fmt == "json" && (out.empty() || out == "-");
+  const bool json_on_stdout = fmt != "text" && (out.empty() || out == "-");
   if (json_on_stdout) {
     std::fwrite(ann.data(), 1, ann.size(), stderr);
     std::fflush(stderr);
@@ -163,7 +163,7 @@ int check_ranks(const po::variables_map& vm, const std::vector<std::string>& inp
         paths, jobs, lo,
         [&](size_t i, Trace& t) {
           ReportOptions ro;
-          ro.top_sites = 1;
+          ro.top_sites = 16;
           ro.input_name = paths[i];
           ro.rules = &rules;
           ro.threads = jobs > 1 ? 1 : 2;  // the ranks are the parallelism
@@ -246,8 +246,14 @@ int check_ranks(const po::variables_map& vm, const std::vector<std::string>& inp
   }
   RanksCheck c = combine_rank_checks(std::move(rows), skip_bad);
   const std::string out = vm.count("output") ? vm["output"].as<std::string>() : "";
+  const std::string name = vm.count("name") ? vm["name"].as<std::string>() : inputs.back();
   if (vm.count("junit")) write_output(render_ranks_check_junit(c), vm["junit"].as<std::string>());
-  write_output(fmt == "json" ? render_ranks_check_json(c) : render_ranks_check_text(c), out);
+  if (vm.count("github-benchmark"))
+    write_output(render_ranks_check_github_benchmark(c, name), vm["github-benchmark"].as<std::string>());
+  write_output(fmt == "json"               ? render_ranks_check_json(c)
+               : fmt == "github-benchmark" ? render_ranks_check_github_benchmark(c, name)
+                                           : render_ranks_check_text(c),
+               out);
   annotate(render_ranks_check_github(c), fmt, out);
   if (unreadable) {
     for (const RankCheck& r : c.ranks)
@@ -271,7 +277,10 @@ int cmd_check(const std::vector<std::string>& args) {
       "budget", po::value<std::string>(), "a budget file (schemas/budget.schema.json) instead of a BASELINE snapshot")(
       "write-budget", po::value<std::string>(), "write a budget file from CANDIDATE (its peaks, categories, phase peaks, the tolerances given) and exit")(
       "allow-truncated", "check a candidate whose history is truncated (the peak of the recorded window only)")(
-      "format,f", po::value<std::string>()->default_value("text"), "verdict format: text | json")(
+      "format,f", po::value<std::string>()->default_value("text"), "verdict format: text | json | github-benchmark "
+                                                                   "(github-action-benchmark's customSmallerIsBetter JSON)")(
+      "github-benchmark", po::value<std::string>(), "also write github-action-benchmark's customSmallerIsBetter JSON to this file")(
+      "name", po::value<std::string>(), "the run's name in github-benchmark entries (default: CANDIDATE as given)")(
       "output,o", po::value<std::string>(), "write the verdict to this file instead of stdout")(
       "junit", po::value<std::string>(), "also write JUnit XML (one testcase per threshold) to this file")(
       "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable; tried before the built-in rules)")(
@@ -291,7 +300,8 @@ int cmd_check(const std::vector<std::string>& args) {
 
   // Everything the command line says is checked before any file is read.
   std::string fmt = vm["format"].as<std::string>();
-  if (fmt != "text" && fmt != "json") throw UsageError("unknown --format '" + fmt + "' (text, json)");
+  if (fmt != "text" && fmt != "json" && fmt != "github-benchmark")
+    throw UsageError("unknown --format '" + fmt + "' (text, json, github-benchmark)");
   std::vector<std::string> inputs;
   if (vm.count("input")) inputs = vm["input"].as<std::vector<std::string>>();
   bool budget_in = vm.count("budget") > 0, budget_out = vm.count("write-budget") > 0;
@@ -411,8 +421,13 @@ int cmd_check(const std::vector<std::string>& args) {
   CheckResult r = evaluate_check(candidate, baseline, baseline_kind, opts);
 
   std::string out = vm.count("output") ? vm["output"].as<std::string>() : "";
+  const std::string name = vm.count("name") ? vm["name"].as<std::string>() : inputs.back();
   if (vm.count("junit")) write_output(render_check_junit(r), vm["junit"].as<std::string>());
-  write_output(fmt == "json" ? render_check_json(r) : render_check_text(r), out);
+  if (vm.count("github-benchmark")) write_output(render_check_github_benchmark(r, name), vm["github-benchmark"].as<std::string>());
+  write_output(fmt == "json"               ? render_check_json(r)
+               : fmt == "github-benchmark" ? render_check_github_benchmark(r, name)
+                                           : render_check_text(r),
+               out);
   annotate(render_check_github(r), fmt, out);
   return r.status == CheckStatus::Fail ? kExitCheckFailed : kExitOk;
 }

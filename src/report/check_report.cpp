@@ -152,9 +152,56 @@ std::string peak_line(const PeakFigures& f, Metric m) {
   return s;
 }
 
+// A threshold that did not pass, in a few words: "allocated peak 411.3 MiB >
+// 100.0 MiB", "activation 157.1 MiB > 10.0 MiB".
+std::string short_item(const CheckItem& it, const CheckResult& r) {
+  const std::string m = metric_name(r.metric);
+  const char* over = it.status == CheckStatus::Fail ? " > " : " above the warning level ";
+  if (it.kind == "history") return "history " + dn(r.candidate.history) + " (its peak cannot be established)";
+  if (it.kind == "max_peak") return m + " peak " + human_bytes(it.measured_bytes) + over + human_bytes(it.limit_bytes);
+  if (it.kind == "increase") {
+    const bool warn = it.status == CheckStatus::Warn && it.warn_bytes >= 0;
+    const std::string lim = warn ? it.warn_text : it.limit_text;
+    return m + " peak " + human_delta(it.measured_bytes) + " (" + pct_change(it.measured_bytes, it.baseline_bytes) +
+           ") over the " + (r.baseline_kind == "budget" ? "budget" : "baseline") + over +
+           (is_percent(lim) ? "+" + lim : human_delta(warn ? it.warn_bytes : it.limit_bytes));
+  }
+  if (it.kind == "max_growth") {
+    if (it.status == CheckStatus::Warn) return "growth not measured";
+    return "growth " + human_delta(it.measured_bytes) + "/iteration" + over + human_bytes(it.limit_bytes);
+  }
+  if (it.kind == "category_limit" && it.status == CheckStatus::Warn) return dn(it.message);
+  return dn(it.category) + (it.phase.empty() ? "" : " in " + dn(it.phase)) + " " + human_bytes(it.measured_bytes) + over +
+         human_bytes(it.limit_bytes);
+}
+
+// "activation +1.8 GiB at the peak; its largest site holds 64.0 MiB: train
+// (model.py:88) [in scaled_dot_product_attention (functional.py:5601)]"
+std::string finding_text(const CheckFinding& f) {
+  std::string s = dn(f.category) + " " + (f.change ? human_delta(*f.change) : human_bytes(f.bytes)) + " at the peak";
+  if (f.site) {
+    s += "; its largest site holds " + human_bytes(f.site->bytes) + ": " +
+         (f.site->site.empty() ? "<no stack recorded>" : dn(f.site->site));
+    if (!f.site->in.empty()) s += " [in " + dn(f.site->in) + "]";
+  }
+  return s;
+}
+
 }  // namespace
 
 std::string xml_escape(const std::string& s) { return detail::escape(s, detail::Markup::Xml); }
+
+std::string render_check_headline(const CheckResult& r) {
+  std::string s;
+  for (CheckStatus want : {CheckStatus::Fail, CheckStatus::Warn}) {
+    for (const CheckItem& it : r.items)
+      if (it.status == want) s += (s.empty() ? "" : "; ") + short_item(it, r);
+    if (!s.empty()) break;
+  }
+  if (s.empty()) s = "within every threshold: " + peak_line(r.candidate, r.metric);
+  if (!r.findings.empty()) s += ": " + finding_text(r.findings.front());
+  return detail::terminal_safe(s);
+}
 
 
 std::string render_check_text(const CheckResult& r) {
@@ -187,6 +234,11 @@ std::string render_check_text(const CheckResult& r) {
     if (!any) o += "\n";
     any = true;
     o += std::string("  ") + status_cell(it.status) + " " + dn(it.name) + ": " + dn(describe(it, r)) + "\n";
+  }
+  if (!r.findings.empty()) {
+    o += std::string("\n  ") + (r.baseline && !r.baseline->categories.empty() ? "what rose most at the peak, vs the baseline"
+                                                                                : "largest at the peak") + ":\n";
+    for (const CheckFinding& f : r.findings) o += "    " + finding_text(f) + "\n";
   }
   // Each phase kind's peak of the metric, against the baseline's where it
   // has them (budgets written before phase peaks were kept do not).
@@ -270,6 +322,15 @@ std::string render_check_json(const CheckResult& r) {
       j["category_max"] = ordered_json::object();
       for (const auto& [k, v] : f.category_max) j["category_max"][k] = at(v);
     }
+    if (!f.sites.empty()) {
+      j["sites"] = ordered_json::array();
+      for (const PeakSite& p : f.sites)
+        j["sites"].push_back({{"category", p.category},
+                              {"bytes", p.bytes},
+                              {"allocations", p.allocations},
+                              {"site", p.site.empty() ? ordered_json(nullptr) : ordered_json(p.site)},
+                              {"in", p.in.empty() ? ordered_json(nullptr) : ordered_json(p.in)}});
+    }
     if (!f.phases.empty()) {
       j["phases"] = ordered_json::object();
       for (const PhasePeak& p : f.phases) {
@@ -289,6 +350,7 @@ std::string render_check_json(const CheckResult& r) {
   j["schema"] = kCheckSchema;
   j["status"] = status_name(r.status);
   j["metric"] = metric_name(r.metric);
+  j["headline"] = render_check_headline(r);
   j["candidate"] = figures(r.candidate);
   if (r.baseline) {
     j["baseline"] = figures(*r.baseline);
@@ -324,6 +386,18 @@ std::string render_check_json(const CheckResult& r) {
     }
     t["message"] = describe(it, r);
     j["thresholds"].push_back(t);
+  }
+  j["findings"] = ordered_json::array();
+  for (const CheckFinding& f : r.findings) {
+    ordered_json x;
+    x["category"] = f.category;
+    x["bytes"] = f.bytes;
+    x["change_bytes"] = f.change ? ordered_json(*f.change) : ordered_json(nullptr);
+    x["site"] = f.site && !f.site->site.empty() ? ordered_json(f.site->site) : ordered_json(nullptr);
+    x["in"] = f.site && !f.site->in.empty() ? ordered_json(f.site->in) : ordered_json(nullptr);
+    x["site_bytes"] = f.site ? ordered_json(f.site->bytes) : ordered_json(nullptr);
+    x["text"] = finding_text(f);
+    j["findings"].push_back(std::move(x));
   }
   j["summary"] = {{"thresholds", r.items.size()},
                   {"passed", r.count(CheckStatus::Pass)},
@@ -392,6 +466,67 @@ std::string render_check_github(const CheckResult& r) {
   return o;
 }
 
+namespace {
+
+// The entries of render_check_github_benchmark, appended to `out`.
+void benchmark_entries(const CheckResult& r, const std::string& name, nlohmann::ordered_json& out) {
+  using nlohmann::ordered_json;
+  const PeakFigures& c = r.candidate;
+  std::string where;
+  if (!c.phase.empty() && c.phase != "pre_trace" && c.phase != "pre-trace")
+    where = "iteration " + std::to_string(c.iteration) + " " + dn(c.phase);
+  auto entry = [&](const std::string& what, int64_t value, const std::string& range, std::string extra) {
+    ordered_json e;
+    e["name"] = name + ": " + what;
+    e["unit"] = "bytes";
+    e["value"] = value;
+    if (!range.empty()) e["range"] = range;
+    e["extra"] = std::move(extra);
+    out.push_back(std::move(e));
+  };
+  auto threshold_of = [&](const std::string& kind, const std::string& category, const std::string& phase) -> const CheckItem* {
+    for (const CheckItem& it : r.items)
+      if (it.kind == kind && it.category == category && it.phase == phase) return &it;
+    return nullptr;
+  };
+  auto range_of = [&](const CheckItem* it) {
+    if (!it) return std::string();
+    if (it->kind == "increase")
+      return "<= " + human_bytes(it->baseline_bytes + it->limit_bytes) + " (+" +
+             (is_percent(it->limit_text) ? it->limit_text : human_bytes(it->limit_bytes)) + " over the " +
+             (r.baseline_kind == "budget" ? "budget" : "baseline") + ")";
+    return "<= " + human_bytes(it->limit_bytes);
+  };
+  const std::string verdict_words = std::string("snapdiff check: ") + status_name(r.status);
+  const std::string m = metric_name(r.metric);
+  const CheckItem* peak_limit = threshold_of("max_peak", "", "");
+  const CheckItem* inc = threshold_of("increase", "", "");
+  std::string range = range_of(peak_limit ? peak_limit : inc);
+  if (peak_limit && inc) range += ", " + range_of(inc);
+  std::string extra = human_bytes(c.peak(r.metric)) + (where.empty() ? "" : " at " + where) + "; " + verdict_words;
+  if (!r.findings.empty()) extra += "; " + finding_text(r.findings.front());
+  entry(m + " peak", c.peak(r.metric), range, extra);
+  if (r.metric != Metric::Reserved)
+    entry("reserved peak", c.reserved, "", human_bytes(c.reserved) + " (cached by the allocator)");
+  for (const CheckItem& it : r.items) {
+    if (it.kind == "category_limit" && (it.has_at || it.phase.empty()))
+      entry(it.category + (it.phase.empty() ? "" : " in " + it.phase) + " at its largest", it.measured_bytes,
+            range_of(&it),
+            human_bytes(it.measured_bytes) + (it.has_at ? " " + where_words(it.at, c.device) : "") + "; " +
+                status_name(it.status));
+    if (it.kind == "max_growth" && it.status != CheckStatus::Warn)
+      entry("growth per iteration", it.measured_bytes, range_of(&it),
+            human_delta(it.measured_bytes) + " per iteration; " + status_name(it.status));
+  }
+}
+
+}  // namespace
+
+std::string render_check_github_benchmark(const CheckResult& r, const std::string& name) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  benchmark_entries(r, name, out);
+  return detail::json_safe(out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)) + "\n";
+}
 
 // ---- Many ranks ------------------------------------------------------------
 
@@ -456,6 +591,18 @@ std::string render_ranks_check_json(const RanksCheck& c) {
   ordered_json j;
   j["schema"] = kRanksCheckSchema;
   j["status"] = status_name(c.status);
+  {
+    // The first failing (else warning, else any) rank's headline.
+    std::string h;
+    for (const std::vector<size_t>* idx : {&c.failing, &c.unchecked, &c.warning})
+      if (h.empty() && !idx->empty()) {
+        const RankCheck& r = c.ranks[idx->front()];
+        h = rank_label(r) + ": " + (r.result ? render_check_headline(*r.result) : dn(r.error));
+      }
+    if (h.empty() && !c.ranks.empty() && c.ranks.front().result)
+      h = "every rank within its thresholds; " + rank_label(c.ranks.front()) + ": " + render_check_headline(*c.ranks.front().result);
+    j["headline"] = h;
+  }
   auto ranks_of = [&](const std::vector<size_t>& idx) {
     ordered_json a = ordered_json::array();
     for (size_t i : idx) a.push_back(c.ranks[i].rank >= 0 ? ordered_json(c.ranks[i].rank) : ordered_json(nullptr));
@@ -529,6 +676,13 @@ std::string render_ranks_check_github(const RanksCheck& c) {
     }
   }
   return o;
+}
+
+std::string render_ranks_check_github_benchmark(const RanksCheck& c, const std::string& name) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const RankCheck& r : c.ranks)
+    if (r.result) benchmark_entries(*r.result, name + " " + rank_label(r), out);
+  return detail::json_safe(out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)) + "\n";
 }
 
 }  // namespace snapdiff

@@ -97,6 +97,17 @@ struct CheckItem {
   ExtentPoint at;
 };
 
+// What a verdict points at: a category at the candidate's peak, its change
+// against the baseline's peak (when the baseline has categories), and its
+// largest site live at the peak (PeakFigures::sites; none when it is not
+// among them).
+struct CheckFinding {
+  std::string category;
+  int64_t bytes = 0;              // requested bytes at the candidate's peak
+  std::optional<int64_t> change;  // against the baseline's peak
+  std::optional<PeakSite> site;
+};
+
 struct CheckResult {
   CheckStatus status = CheckStatus::Pass;
   Metric metric = Metric::Allocated;
@@ -104,6 +115,9 @@ struct CheckResult {
   std::string baseline_kind;  // "snapshot", "budget", "" (none)
   std::optional<PeakFigures> baseline;
   std::vector<CheckItem> items;
+  // At most three: the categories of failed limits first, then those that
+  // rose most against the baseline (without one: the largest at the peak).
+  std::vector<CheckFinding> findings;
   size_t count(CheckStatus s) const;
 };
 

@@ -43,6 +43,16 @@ struct ExtentPoint {
   int device = 0;
 };
 
+// One of the largest sites live at a run's peak: a stack (its innermost
+// user frame, and the frame inside the user's call) and a category.
+struct PeakSite {
+  std::string category;
+  int64_t bytes = 0;  // requested bytes live at the peak
+  uint64_t allocations = 0;
+  std::string site;  // the innermost user frame: "forward (model.py:88)"; "" without a stack
+  std::string in;    // the frame inside the user's call: "scaled_dot_product_attention (functional.py:5601)"; "" when none
+};
+
 // A phase kind's figures over all of its spans (every forward, every
 // optimizer step, ...).
 struct PhasePeak {
@@ -79,6 +89,9 @@ struct PeakFigures {
   // fewer than 3 iterations. Not kept in budget files.
   std::optional<int64_t> growth_per_iteration;
   int iterations = 0;
+  // The largest sites live at the peak, by bytes (at most 16; not kept in
+  // budget files).
+  std::vector<PeakSite> sites;
   int64_t peak(Metric m) const;
   // -1 when the category is absent.
   int64_t category(const std::string& name) const;
