@@ -339,5 +339,20 @@ check "no budget from a truncated run" 1 "$BIN" check --write-budget "$T/w.json"
 [[ -e $T/w.json ]] && { echo "FAIL budget written from a truncated run"; fails=$((fails+1)); }
 check "budget from a truncated run when allowed" 0 "$BIN" check --allow-truncated --write-budget "$T/w.json" "$T/wrapped.snap"
 
+# --- a late start told from a wrap by --max-entries; --allow-late-start -----
+# late_gpt2: recording started after the model was built (its truth says
+# late_start), 2,082 entries with max_entries=1,000,000.
+LATE=$DATA/late_gpt2.pickle.gz
+check "late start fails by default" 1 "$BIN" check --max-peak 100GiB --max-entries 1000000 "$LATE"
+expect "late start fails by default" "$T/out" "recording started after memory was already in use"
+check "late start accepted" 0 "$BIN" check --max-peak 100GiB --max-entries 1000000 --allow-late-start "$LATE"
+expect "late start accepted" "$T/out" "^  history .* pass$"
+check "a wrap is not a late start" 1 "$BIN" check --max-peak 100GiB --max-entries 2082 --allow-late-start "$LATE"
+expect "a wrap is not a late start" "$T/out" "ring buffer wrapped"
+check "budget from a late start" 0 "$BIN" check --write-budget "$T/late.json" --max-entries 1000000 --allow-late-start "$LATE"
+check "no budget from a wrap" 1 "$BIN" check --write-budget "$T/wrap.json" --max-entries 100 --allow-late-start "$LATE"
+check "bad --max-entries" 2 "$BIN" check --max-peak 1GiB --max-entries -5 "$LATE"
+one_error_line "bad --max-entries"
+
 if ((fails)); then echo "$fails check CLI test(s) failed"; exit 1; fi
 echo "all check CLI tests passed"

@@ -183,6 +183,7 @@ CheckOptions check_options(const CheckRequest& req) {
   o.max_peak_text = req.max_peak_text;
   o.limits = req.limits;
   o.allow_truncated = req.allow_truncated;
+  o.allow_late_start = req.allow_late_start;
   o.max_growth = req.max_growth;
   o.max_growth_text = req.max_growth_text;
   return o;
@@ -222,6 +223,7 @@ CheckOptions check_options(const CheckRequest& req, const Budget& budget, const 
   o.limits = budget.limits;
   for (const CategoryLimit& l : req.limits) add_limit(o.limits, l);
   o.allow_truncated = req.allow_truncated;
+  o.allow_late_start = req.allow_late_start;
   o.max_growth = req.max_growth;
   o.max_growth_text = req.max_growth_text;
   return o;
@@ -229,13 +231,19 @@ CheckOptions check_options(const CheckRequest& req, const Budget& budget, const 
 
 namespace {
 
-CheckItem history_item(const std::string& name, const std::string& who, const PeakFigures& f, bool allow) {
+CheckItem history_item(const std::string& name, const std::string& who, const PeakFigures& f, bool allow,
+                       bool allow_late_start) {
   CheckItem it;
   it.name = name;
   it.kind = "history";
   it.limit_text = "complete";
   if (f.history == "complete") {
     it.message = who + " history is complete: the peak is established";
+    return it;
+  }
+  if (allow_late_start && f.history == "truncated" && f.truncation == "late_start" && f.format != "chrome-trace") {
+    it.message = who + " history starts after memory was already in use (a late start, accepted by "
+                 "--allow-late-start): the peak is the recorded window's, counting the memory held at its start";
     return it;
   }
   it.status = allow ? CheckStatus::Warn : CheckStatus::Fail;
@@ -343,9 +351,10 @@ CheckResult evaluate_check(const PeakFigures& candidate, const std::optional<Pea
     throw UsageError(
         "no thresholds to check: give --max-increase, --warn-increase, --max-peak, --limit, --max-growth or --budget");
 
-  r.items.push_back(history_item("history", "candidate", candidate, opts.allow_truncated));
+  r.items.push_back(history_item("history", "candidate", candidate, opts.allow_truncated, opts.allow_late_start));
   if (baseline && baseline_kind == "snapshot" && increase)
-    r.items.push_back(history_item("baseline_history", "baseline", *baseline, opts.allow_truncated));
+    r.items.push_back(history_item("baseline_history", "baseline", *baseline, opts.allow_truncated,
+                                 opts.allow_late_start));
 
   if (increase) {
     if (!baseline) throw UsageError("--max-increase and --warn-increase need a BASELINE snapshot or a --budget");

@@ -277,6 +277,8 @@ int cmd_check(const std::vector<std::string>& args) {
       "budget", po::value<std::string>(), "a budget file (schemas/budget.schema.json) instead of a BASELINE snapshot")(
       "write-budget", po::value<std::string>(), "write a budget file from CANDIDATE (its peaks, categories, phase peaks, the tolerances given) and exit")(
       "allow-truncated", "check a candidate whose history is truncated (the peak of the recorded window only)")(
+      "allow-late-start", "accept a history that started after memory was in use (the window's peak, counting what was "
+                          "held at its start), but not one whose ring buffer wrapped; see --max-entries")(
       "format,f", po::value<std::string>()->default_value("text"), "verdict format: text | json | github-benchmark "
                                                                    "(github-action-benchmark's customSmallerIsBetter JSON)")(
       "github-benchmark", po::value<std::string>(), "also write github-action-benchmark's customSmallerIsBetter JSON to this file")(
@@ -323,6 +325,7 @@ int cmd_check(const std::vector<std::string>& args) {
   if (vm.count("limit"))
     for (const std::string& v : vm["limit"].as<std::vector<std::string>>()) add_limit(req.limits, limit_arg(v));
   req.allow_truncated = vm.count("allow-truncated") > 0;
+  req.allow_late_start = vm.count("allow-late-start") > 0;
   if (vm.count("max-growth")) {
     req.max_growth_text = vm["max-growth"].as<std::string>();
     req.max_growth = size_arg("--max-growth", req.max_growth_text);
@@ -356,7 +359,8 @@ int cmd_check(const std::vector<std::string>& args) {
   if (budget_out) {
     Truncation truncation = Truncation::None;
     PeakFigures run = analyze(inputs[0], lo, rules, &truncation, kernels);
-    if (run.history != "complete" && !req.allow_truncated) {
+    const bool late_ok = req.allow_late_start && run.truncation == "late_start" && run.format != "chrome-trace";
+    if (run.history != "complete" && !req.allow_truncated && !late_ok) {
       const auto [why, remedy] = incomplete_history_words(run, truncation);
       std::fprintf(stderr, "snapdiff: check: cannot write a budget from %s: %s, so its peak cannot be established (%s, "
                    "or pass --allow-truncated)\n",

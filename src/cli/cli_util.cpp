@@ -105,13 +105,17 @@ void add_input_options(boost::program_options::options_description& d) {
   d.add_options()("max-input-bytes", po::value<std::string>()->default_value(std::to_string(LoadOptions{}.max_decoded_bytes)),
                   "refuse inputs that decompress to more than this many bytes (at least 1; a size such as 16GiB)")(
       "max-memory", po::value<std::string>()->default_value("auto"),
-      "refuse inputs predicted to need more memory than this (a size, 'auto' = 75% of RAM, or 'none')");
+      "refuse inputs predicted to need more memory than this (a size, 'auto' = 75% of RAM, or 'none')")(
+      "max-entries", po::value<std::string>(),
+      "the max_entries the history was recorded with, for files that do not record it: a truncated history with "
+      "fewer entries per device started late, one with as many wrapped");
 }
 
 LoadOptions load_options(const boost::program_options::variables_map& vm, unsigned held_at_once) {
   LoadOptions o;
   o.max_decoded_bytes = parse_max_input_bytes(vm["max-input-bytes"].as<std::string>());
   o.max_memory_bytes = parse_max_memory(vm["max-memory"].as<std::string>()) / std::max(held_at_once, 1u);
+  if (vm.count("max-entries")) o.recorded_max_entries = int64_t(count_arg(vm, "max-entries", "--max-entries", uint64_t(1) << 40));
   return o;
 }
 

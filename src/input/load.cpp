@@ -189,6 +189,7 @@ Trace read_format(Source& src, const LoadOptions& opts) {
 // takes (the reader counted only what it built).
 Trace read_source(Source& src, const LoadOptions& opts) {
   Trace t = read_format(src, opts);
+  if (opts.recorded_max_entries >= 0 && t.settings.max_entries < 0) t.settings.max_entries = opts.recorded_max_entries;
   detail::check_memory(detail::analysis_memory_bytes(t), opts);
   return t;
 }

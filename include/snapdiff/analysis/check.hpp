@@ -41,6 +41,9 @@ struct CheckRequest {
   std::string max_peak_text;
   std::vector<CategoryLimit> limits;  // one per category and phase (add_limit)
   bool allow_truncated = false;
+  // --allow-late-start: a history that started after memory was in use
+  // (not one whose ring buffer wrapped) passes; its peak is the window's.
+  bool allow_late_start = false;
   std::optional<int64_t> max_growth;  // --max-growth: allocated bytes per iteration
   std::string max_growth_text;
 };
@@ -58,6 +61,7 @@ struct CheckOptions {
   std::string max_peak_text;
   std::vector<CategoryLimit> limits;
   bool allow_truncated = false;
+  bool allow_late_start = false;
   std::optional<int64_t> max_growth;  // --max-growth (not kept in budget files)
   std::string max_growth_text;
 };

@@ -31,6 +31,12 @@ struct LoadOptions {
   // from the machine and the input's size; 0 parses on the reading thread
   // only (tests and benchmarks set it).
   int trace_reader_workers = -1;
+  // The max_entries the history was recorded with
+  // (_record_memory_history(max_entries=N)), for files that do not record
+  // it (-1: unknown). A truncated history with fewer entries per device
+  // then started late; with N or more, its ring buffer wrapped. A value the
+  // file records itself wins.
+  int64_t recorded_max_entries = -1;
 };
 
 // Upper estimate of the peak memory of reading and analysing `decoded_bytes`
