@@ -6,6 +6,7 @@ set -euo pipefail
 PKGS=(build-essential cmake pkg-config zlib1g-dev nlohmann-json3-dev
       libboost-program-options-dev catch2 libgraphviz-dev libsimdjson-dev libre2-dev libzstd-dev xz-utils python3
       parallel  # GNU parallel: the many-ranks map step run over ranks in tests
+      python3-pytest  # the pytest plugin's tests (tests/python/)
       chromium fonts-liberation)  # the HTML report's rendering test; Arial-metric fonts for the charts
 missing=()
 for p in "${PKGS[@]}"; do
