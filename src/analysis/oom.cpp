@@ -6,6 +6,7 @@
 
 #include "analysis/analyze_parts.hpp"
 #include "analysis/report_view_build.hpp"
+#include "snapdiff/analysis/whatif.hpp"
 #include "snapdiff/analysis/analysis.hpp"
 
 namespace snapdiff {
@@ -91,6 +92,54 @@ void decide(OomView& v) {
   v.expandable_fits = v.expandable_need <= v.expandable_room;
 }
 
+// The settings the OOM section tries: those users reach for first.
+const char* const kOomSettings[] = {"expandable_segments:True", "max_split_size_mb:128", "max_split_size_mb:512",
+                                    "garbage_collection_threshold:0.8"};
+
+// OomView::whatif_*: the model, where the limit is known and the model
+// reproduces this error under the recorded settings.
+void whatif_at(const Trace& trace, OomView& v) {
+  const Device* dev = trace.find_device(v.device);
+  if (!dev) return;
+  for (const Segment& s : dev->segments)
+    if (s.pool_id[0] != 0 || s.pool_id[1] != 0) return;  // private pools: not modelled
+  int64_t low = 0, high = 0;  // the limit lies in [low, high]
+  if (v.capped) {
+    if (v.cap_below <= v.cap_at_least) return;
+    low = v.cap_at_least;
+    high = v.cap_below - 1;
+  } else {
+    if (v.device_free == 0) return;
+    low = high = v.held.reserved + int64_t(v.device_free);
+  }
+  const AllocConf recorded = alloc_conf_of(trace.settings);
+  std::vector<AllocConf> confs;
+  for (const char* c : kOomSettings) {
+    AllocConf a = parse_alloc_conf(c);
+    if (a.expandable_segments == recorded.expandable_segments && a.max_split_size == recorded.max_split_size &&
+        a.garbage_collection_threshold == recorded.garbage_collection_threshold)
+      continue;
+    if (a.garbage_collection_threshold > 0 && !v.capped) continue;  // acts only under a cap
+    confs.push_back(a);
+  }
+  WhatIfOptions o;
+  o.threads = 1;
+  o.limit_is_fraction = v.capped;
+  o.memory_limit = high;
+  v.whatif_run = true;
+  // Under the largest limit possible the recorded settings must still fail here.
+  const WhatIfResult hi = what_if(trace, {}, o);
+  if (hi.device != v.device) return;  // the model takes the device with the most allocations
+  if (!hi.calibration.oom || hi.calibration.oom->event_index != v.event_index) return;
+  v.whatif_reproduced = true;
+  o.memory_limit = low;
+  const WhatIfResult lo = what_if(trace, confs, o);
+  for (const WhatIfScenario& s : lo.scenarios) {
+    v.whatif_tried.push_back(s.alloc_conf);
+    if (!s.oom || s.oom->event_index > v.event_index) v.whatif_fit.push_back(s.alloc_conf);
+  }
+}
+
 OomView explain_device(const Trace& trace, const Device& dev, const DeviceAnalysis& d, const Analysis& r,
                        size_t top) {
   OomView v;
@@ -151,6 +200,7 @@ OomView explain_device(const Trace& trace, const Device& dev, const DeviceAnalys
   v.max_reserved = d.replay.baseline.reserved;
   for (int64_t i = 0; i <= v.event_index; ++i) v.max_reserved = std::max(v.max_reserved, d.replay.reserved[size_t(i)]);
   decide(v);
+  whatif_at(trace, v);
   // Live at the oom entry, by category and site.
   v.category_names = d.attr.categories;
   v.categories = d.attr.categories_at({v.event_index})[0];

@@ -30,5 +30,7 @@ int cmd_ranks(const std::vector<std::string>& args);
 int cmd_convert(const std::vector<std::string>& args);
 // `snapdiff chart FILE [B] --kind KIND -o OUT` (src/cli/chart_cmd.cpp).
 int cmd_chart(const std::vector<std::string>& args);
+// `snapdiff whatif RUN --alloc-conf CONF ...` (src/cli/whatif_cmd.cpp).
+int cmd_whatif(const std::vector<std::string>& args);
 
 }  // namespace snapdiff::cli

@@ -35,6 +35,9 @@ const char* kTopHelp =
     "                                     `report --format json` (the reduce step)\n"
     "  snapdiff check [BASELINE] CANDIDATE [thresholds]\n"
     "                                     CI gate on peak memory (exit 1 when a threshold fails)\n"
+    "  snapdiff whatif RUN --alloc-conf CONF | --sweep\n"
+    "                                     the run's peaks and OOMs predicted under other\n"
+    "                                     PYTORCH_CUDA_ALLOC_CONF settings\n"
     "  snapdiff convert IN -o OUT         write any input as OUT.snap, OUT.pickle (the pickle\n"
     "                                     PyTorch's _dump_snapshot writes) or OUT.pickle.gz\n"
     "  snapdiff chart FILE [B] --kind flame|lifetime|timeline -o OUT.svg|.png|.pdf|.dot\n"
@@ -80,6 +83,7 @@ int run(int argc, char** argv) {
   if (a0 == "check") return cmd_check(rest);
   if (a0 == "diff") return cmd_diff(rest);
   if (a0 == "ranks") return cmd_ranks(rest);
+  if (a0 == "whatif") return cmd_whatif(rest);
   // `snapdiff A B` is a diff, `snapdiff FILE` a report (options may come first).
   static const char* with_value[] = {"-n", "--top", "-f", "--format", "-o", "--output", "--rules", "--explain",
                                      "--max-input-bytes", "--max-memory", "--top-sites", "--trace",

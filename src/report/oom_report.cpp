@@ -90,6 +90,21 @@ std::string expandable_sentence(const OomView& v) {
          ".";
 }
 
+// What the allocator model says, where it reproduces this very error under
+// the recorded settings (OomView::whatif_*).
+std::string whatif_sentence(const OomView& v) {
+  auto list = [](const std::vector<std::string>& l) {
+    std::string o;
+    for (size_t i = 0; i < l.size(); ++i) o += (i ? (i + 1 == l.size() ? " or " : ", ") : "") + l[i];
+    return o;
+  };
+  std::string s = "The allocator model (snapdiff whatif), which runs out of memory at this very request under the "
+                  "recorded settings" +
+                  std::string(v.capped ? " and any cap in that range" : "") + ", ";
+  if (!v.whatif_fit.empty()) return s + "says it would have fit with PYTORCH_CUDA_ALLOC_CONF=" + list(v.whatif_fit) + ".";
+  return s + "finds it would not have fit with " + list(v.whatif_tried) + " either.";
+}
+
 }  // namespace
 
 std::string bytes_apart(int64_t bytes, int64_t other) {
@@ -121,6 +136,7 @@ std::vector<std::string> oom_sentences(const OomView& v) {
                   hb(v.stream_free) + ", enough for the " + req + " asked for, but the largest is " +
                   hb(v.stream_largest_free) + ": no block was large enough (fragmentation).");
       s.push_back(expandable_sentence(v));
+      if (!v.whatif_fit.empty() || v.whatif_reproduced) s.push_back(whatif_sentence(v));
       if (v.capped)
         s.push_back("A new " + seg + " segment was refused although CUDA reported " + free +
                     " free: the process is also capped (" + kCapWho + "), " + cap_range(v, "") + ".");
@@ -160,6 +176,7 @@ std::vector<std::string> oom_sentences(const OomView& v) {
                     "processes held is not known).");
       break;
   }
+  if (v.cause != OomCause::Fragmentation && v.whatif_reproduced) s.push_back(whatif_sentence(v));
   s.push_back(cache_sentence(v));
   if (v.expandable && v.free_cached > 0)
     s.push_back("The allocator already ran with expandable_segments:True: it maps and unmaps whole pages, so its " +
@@ -286,6 +303,8 @@ J oom_view_json(const OomView& v) {
                       : J(nullptr);
   j["outside_allocator_bytes"] = v.others >= 0 ? J(v.others) : J(nullptr);
   j["expandable"] = {{"need_bytes", v.expandable_need}, {"room_bytes", v.expandable_room}, {"fits", v.expandable_fits}};
+  j["whatif"] = v.whatif_run ? J{{"reproduced", v.whatif_reproduced}, {"tried", v.whatif_tried}, {"fit", v.whatif_fit}}
+                             : J(nullptr);
   j["explanation"] = oom_sentences(v);
   J live;
   live["allocations"] = v.live_allocations;

@@ -809,6 +809,13 @@ OomView read_oom(const In& j) {
   v.expandable_need = e["need_bytes"].i64();
   v.expandable_room = e["room_bytes"].i64();
   v.expandable_fits = e["fits"].b();
+  if (j.has("whatif") && !j["whatif"].null()) {
+    const In w = j["whatif"];
+    v.whatif_run = true;
+    v.whatif_reproduced = w["reproduced"].b();
+    w["tried"].each([&](const In& x) { v.whatif_tried.push_back(x.s()); });
+    w["fit"].each([&](const In& x) { v.whatif_fit.push_back(x.s()); });
+  }
   const In live = j["live"];
   v.live_allocations = live["allocations"].u64();
   v.live_requested = live["requested_bytes"].i64();

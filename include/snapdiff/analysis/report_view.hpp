@@ -426,6 +426,14 @@ struct OomView {
   int64_t expandable_need = 0;
   int64_t expandable_room = 0;       // what it is known it could hold: max_reserved under a cap, else reserved + device_free
   bool expandable_fits = false;      // need <= room
+  // The allocator model (whatif.hpp) at this error: run only where the
+  // limit is known (CUDA's free bytes, or a cap's range), and trusted only
+  // where the model under the recorded settings runs out of memory at this
+  // very request (whatif_reproduced). Then the settings tried, and those
+  // under which this request would have fit (for a cap: under the smallest
+  // cap the range allows).
+  bool whatif_run = false, whatif_reproduced = false;
+  std::vector<std::string> whatif_tried, whatif_fit;
   // Live at the oom entry, like live at the peak.
   std::vector<std::string> category_names;
   std::vector<int64_t> categories;           // requested bytes per category
