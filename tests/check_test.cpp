@@ -753,7 +753,7 @@ TEST_CASE("GitHub annotations", "[report][check]") {
   CHECK(render_check_github(evaluate_check(fp8, bf16, "snapshot", increase("50%"))).empty());
 }
 
-TEST_CASE("check findings: failed limits first, then the largest rise, each with its site at the peak", "[check]") {
+TEST_CASE("check findings: failed limits first, then the largest rise, each with its site at the peak", "[report][check]") {
   PeakFigures base, cand;
   base.name = "base";
   cand.name = "cand";
