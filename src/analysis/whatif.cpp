@@ -501,7 +501,8 @@ class Model {
     const uint64_t lo = ((b.addr + s.page - 1) / s.page) * s.page, hi = ((b.addr + b.size) / s.page) * s.page;
     if (hi <= lo) return;
     erase_free(i);
-    auto cut = [&](int32_t at, uint64_t addr, bool before) {  // splits block `at` at addr; returns the part kept free+mapped
+    // Splits block `at` at `addr`; returns the part from `addr` on.
+    auto cut = [&](int32_t at, uint64_t addr) {
       Blk& a = b_[size_t(at)];
       const int32_t n = new_block(addr, a.addr + a.size - addr, a.seg, a.stream, a.small);
       Blk& nb = b_[size_t(n)];
@@ -511,16 +512,15 @@ class Model {
       if (ab.next >= 0) b_[size_t(ab.next)].prev = n;
       ab.next = n;
       ab.size = addr - ab.addr;
-      (void)before;
       return n;
     };
     int32_t mid = i;
     if (lo > b_[size_t(i)].addr) {
-      mid = cut(i, lo, true);
+      mid = cut(i, lo);
       insert_free(i);  // the mapped part before
     }
     if (hi < b_[size_t(mid)].addr + b_[size_t(mid)].size) {
-      const int32_t after = cut(mid, hi, false);
+      const int32_t after = cut(mid, hi);
       insert_free(after);  // the mapped part after
     }
     Blk& m = b_[size_t(mid)];

@@ -79,7 +79,7 @@ int cmd_whatif(const std::vector<std::string>& args) {
   const Trace t = load_input(inputs[0], lo);
   const WhatIfResult r = what_if(t, confs, o);
   const std::string out = vm.count("output") ? vm["output"].as<std::string>() : "";
-  write_output(fmt == "json"       ? render_whatif_json(r, inputs[0], sweep)
+  write_output(fmt == "json"       ? render_whatif_json(r, inputs[0])
                : fmt == "markdown" ? render_whatif_markdown(r, inputs[0], sweep)
                                    : render_whatif_text(r, inputs[0], sweep),
                out);

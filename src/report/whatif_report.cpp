@@ -98,7 +98,7 @@ std::string render_whatif_text(const WhatIfResult& r, const std::string& input, 
   return detail::terminal_safe(o);
 }
 
-std::string render_whatif_json(const WhatIfResult& r, const std::string& input, bool ranked) {
+std::string render_whatif_json(const WhatIfResult& r, const std::string& input) {
   using J = nlohmann::ordered_json;
   auto scenario = [&](const WhatIfScenario& s) {
     J j;
@@ -140,7 +140,6 @@ std::string render_whatif_json(const WhatIfResult& r, const std::string& input, 
   for (const WhatIfScenario& s : r.scenarios) j["scenarios"].push_back(scenario(s));
   j["ranking"] = J::array();
   for (size_t i : order(r, true)) j["ranking"].push_back(i);
-  (void)ranked;
   return detail::json_safe(j.dump(2, ' ', false, J::error_handler_t::replace)) + "\n";
 }
 

@@ -10,9 +10,10 @@ namespace snapdiff {
 
 constexpr const char* kWhatIfSchema = "snapdiff/whatif/1";
 // `input`: the file as given. `ranked`: list the scenarios by predicted
-// reserved peak (those that run out of memory last), as --sweep does.
+// reserved peak (those that run out of memory last), as --sweep does; the
+// JSON keeps the order asked and gives that ranking in "ranking".
 std::string render_whatif_text(const WhatIfResult& r, const std::string& input, bool ranked);
-std::string render_whatif_json(const WhatIfResult& r, const std::string& input, bool ranked);
+std::string render_whatif_json(const WhatIfResult& r, const std::string& input);
 std::string render_whatif_markdown(const WhatIfResult& r, const std::string& input, bool ranked);
 
 }  // namespace snapdiff
