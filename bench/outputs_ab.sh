@@ -42,8 +42,8 @@ for p in "${pairs[@]}"; do
 done
 run explain.text report --explain _multi_tensor_adam sample_snapshots/small_bf16.pickle
 run explain.json report --format json --explain _multi_tensor_adam sample_snapshots/small_bf16.pickle
-run at.text report --at "iteration 2 backward" sample_snapshots/small_fp8.pickle
-run at.json report --format json --at "iteration 2 backward" sample_snapshots/small_fp8.pickle
+run atphase.text report --at "iteration 2 backward" sample_snapshots/small_fp8.pickle
+run atphase.json report --format json --at "iteration 2 backward" sample_snapshots/small_fp8.pickle
 run memtl.json report --format json tests/data/real/small_profile.trace.json.gz --memory-timeline tests/data/real/small_profile.memtl.raw.json.gz
 run memtl.text report tests/data/real/small_profile.trace.json.gz --memory-timeline tests/data/real/small_profile.memtl.raw.json.gz
 run joint.json report --format json tests/data/profile/joint.snapshot.pickle --trace tests/data/profile/joint.trace.json.gz
