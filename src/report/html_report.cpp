@@ -1,5 +1,6 @@
 // The HTML report and the HTML diff: one self-contained page each (no
 // network: CSS, the charts' SVG and a few lines of JavaScript are inline).
+// The report's sections are listed in sections.cpp, each a function here.
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
@@ -9,9 +10,8 @@
 #include "report/chart_canvas.hpp"
 #include "report/format.hpp"
 #include "report/html_page.hpp"
-#include "report/oom_report.hpp"
-#include "report/outside_report.hpp"
 #include "report/profiler_report.hpp"
+#include "report/sections.hpp"
 #include "report/text_util.hpp"
 #include "snapdiff/report/chart.hpp"
 
@@ -171,13 +171,45 @@ std::string phase_words(Phase p, int iteration) {
   return (iteration > 0 ? "iteration " + std::to_string(iteration) + ", " : std::string()) + phase_name(p);
 }
 
-void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSource& charts, const DeviceView& d, size_t di) {
-  const std::string id = "d" + std::to_string(di);
-  const std::string dev = "<span class=\"dev\">cuda:" + std::to_string(d.device) + "</span>";
-  const PeakPoint& pk = d.peak_requested;
+// A section of one chart of the device: its title, the drawing (the series
+// asked for through `charts`) and its caption.
+void chart_section(std::ostream& o, const detail::HtmlDevice& h, ChartKind kind, const char* name, const char* title,
+                   const char* caption) {
+  ChartOptions co;
+  co.device = h.d.device;
+  co.kind = kind;
+  co.graph_id = h.id + "-" + name + "-svg";
+  o << "<section id=\"" << h.id << "-" << name << "\"><h2>" << title << " " << h.dev << "</h2>\n"
+    << figure(inline_svg(chart_dot(h.charts(co), co)), caption) << "</section>\n";
+}
 
-  // Peak.
-  o << "<section id=\"" << id << "-peak\"><h2>Peak " << dev << "</h2>\n<div class=\"cards\">\n";
+// The navigation: a link to each section of the list (sections.cpp) that
+// has one and something to show.
+void nav_links(std::ostringstream& o, const Report& r) {
+  for (const detail::ReportSection& s : detail::report_sections()) {
+    if (!s.per_device) {
+      if (s.nav && (!s.has_content || s.has_content(r))) o << "<a href=\"#" << s.id << "\">" << s.nav << "</a>";
+      continue;
+    }
+    for (size_t i = 0; i < r.devices.size(); ++i) {
+      const std::string id = std::string(1, 'd') + std::to_string(i);
+      const std::string suffix = r.devices.size() > 1 ? " (cuda:" + std::to_string(r.devices[i].device) + ")" : "";
+      for (const detail::DeviceSection& ds : detail::device_sections())
+        if (ds.nav && (!ds.has_content || ds.has_content(r.devices[i])))
+          o << "<a href=\"#" << id << "-" << ds.id << "\">" << ds.nav << esc(suffix) << "</a>";
+    }
+  }
+}
+
+}  // namespace
+
+namespace detail::as_html {
+
+void peak(std::ostream& o, const HtmlDevice& h) {
+  const Report& r = h.r;
+  const DeviceView& d = h.d;
+  const PeakPoint& pk = d.peak_requested;
+  o << "<section id=\"" << h.id << "-peak\"><h2>Peak " << h.dev << "</h2>\n<div class=\"cards\">\n";
   auto card = [&](const char* name, const PeakPoint& p, bool main_peak) {
     o << "<div class=\"card" << (main_peak ? " peak" : "") << "\"><div class=\"k\">" << name << "</div><div class=\"v\">"
       << esc(human_bytes(p.bytes)) << "</div><div class=\"s\">" << with_commas(uint64_t(p.bytes)) << " B, "
@@ -215,12 +247,6 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSo
       << esc(detail::moment_words(d.window->first_event, d.window->first_time_us, d.first_time_us, "", 0)) << " to "
       << esc(detail::moment_words(d.window->last_event, d.window->last_time_us, d.first_time_us, "", 0))
       << " <span class=\"muted\">(--window " << esc(d.window->spec) << ": the peaks and phases are within it)</span></td></tr>\n";
-  const std::string moment_title =
-      d.at ? (d.at->event_index >= 0 ? "At event " + with_commas(uint64_t(d.at->event_index)) : std::string("Before the first event"))
-           : "At the peak";
-  const std::string live_title =
-      d.at ? (d.at->event_index >= 0 ? "at event " + with_commas(uint64_t(d.at->event_index)) : std::string("before the first event"))
-           : "at the peak";
   if (d.at)
     o << "<tr><th>at</th><td>"
       << esc(detail::moment_words(d.at->event_index, d.at->time_us, d.first_time_us, phase_name(d.at->phase), d.at->iteration))
@@ -230,30 +256,26 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSo
       << ": the categories, sites, unknown sites and fragmentation are at this moment; the explanation, the rows by "
          "op and the flame and lifetime charts are of the peak)</span></td></tr>\n";
   o << "</table></section>\n";
+}
 
-  // Explanation.
-  if (!d.findings.empty()) {
-    o << "<section id=\"" << id << "-explanation\"><h2>Explanation " << dev << "</h2><ul class=\"findings\">\n";
-    for (const Finding& f : d.findings) o << "<li>" << esc(finding_text(f)) << "</li>\n";
-    o << "</ul></section>\n";
-  }
+void explanation(std::ostream& o, const HtmlDevice& h) {
+  if (h.d.findings.empty()) return;
+  o << "<section id=\"" << h.id << "-explanation\"><h2>Explanation " << h.dev << "</h2><ul class=\"findings\">\n";
+  for (const Finding& f : h.d.findings) o << "<li>" << esc(finding_text(f)) << "</li>\n";
+  o << "</ul></section>\n";
+}
 
-  ChartOptions co;
-  co.device = d.device;
+void timeline(std::ostream& o, const HtmlDevice& h) {
+  chart_section(o, h, ChartKind::Timeline, "timeline", "Memory over time",
+                "Requested bytes by category, stacked; allocated (solid) and reserved (dashed) bytes as lines; the "
+                "phases shaded; the red line marks the peak. Hover for values.");
+}
 
-  // Timeline.
-  co.kind = ChartKind::Timeline;
-  co.graph_id = id + "-timeline-svg";
-  o << "<section id=\"" << id << "-timeline\"><h2>Memory over time " << dev << "</h2>\n"
-    << figure(inline_svg(chart_dot(charts(co), co)),
-              "Requested bytes by category, stacked; allocated (solid) and reserved (dashed) bytes as lines; the phases "
-              "shaded; the red line marks the peak. Hover for values.")
-    << "</section>\n";
-
-  // Categories.
+void categories(std::ostream& o, const HtmlDevice& h) {
+  const DeviceView& d = h.d;
   int64_t total = 0;
   for (int64_t v : d.categories) total += v;
-  o << "<section id=\"" << id << "-categories\"><h2>" << moment_title << " by category " << dev << "</h2>\n<div class=\"bar\">";
+  o << "<section id=\"" << h.id << "-categories\"><h2>" << h.moment_title << " by category " << h.dev << "</h2>\n<div class=\"bar\">";
   for (size_t k = 0; k < d.categories.size(); ++k)
     if (d.categories[k] > 0 && total > 0)
       o << "<span style=\"width:" << 100.0 * double(d.categories[k]) / double(total)
@@ -261,33 +283,30 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSo
         << esc(human_bytes(d.categories[k])) << "\"></span>";
   o << "</div>\n<table class=\"sortable\"><thead><tr><th>category</th><th class=\"n\">bytes</th><th class=\"n\">%</th>"
        "<th class=\"n\">allocations</th><th class=\"n\">sites</th></tr></thead><tbody>\n";
-  {
-    std::vector<size_t> order;
-    for (size_t k = 0; k < d.categories.size(); ++k)
-      if (d.categories[k] != 0) order.push_back(k);
-    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return d.categories[x] > d.categories[y]; });
-    for (size_t k : order)
-      o << "<tr><td>" << cat_cell(d.category_names[k]) << "</td>" << num_td(d.categories[k], human_bytes(d.categories[k]))
-        << num_td(d.categories[k], pct_of(d.categories[k], total))
-        << num_td(int64_t(d.category_allocations[k]), with_commas(d.category_allocations[k]))
-        << num_td(int64_t(d.category_sites[k]), with_commas(d.category_sites[k])) << "</tr>\n";
-    o << "<tr class=\"total\"><td>TOTAL (= requested peak)</td>" << num_td(total, human_bytes(total))
-      << num_td(total, "100%") << num_td(int64_t(d.peak_live_allocations), with_commas(d.peak_live_allocations))
-      << "<td></td></tr>\n";
-  }
+  std::vector<size_t> order;
+  for (size_t k = 0; k < d.categories.size(); ++k)
+    if (d.categories[k] != 0) order.push_back(k);
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return d.categories[x] > d.categories[y]; });
+  for (size_t k : order)
+    o << "<tr><td>" << cat_cell(d.category_names[k]) << "</td>" << num_td(d.categories[k], human_bytes(d.categories[k]))
+      << num_td(d.categories[k], pct_of(d.categories[k], total))
+      << num_td(int64_t(d.category_allocations[k]), with_commas(d.category_allocations[k]))
+      << num_td(int64_t(d.category_sites[k]), with_commas(d.category_sites[k])) << "</tr>\n";
+  o << "<tr class=\"total\"><td>TOTAL (= requested peak)</td>" << num_td(total, human_bytes(total))
+    << num_td(total, "100%") << num_td(int64_t(d.peak_live_allocations), with_commas(d.peak_live_allocations))
+    << "<td></td></tr>\n";
   o << "</tbody></table></section>\n";
+}
 
-  // Flame.
-  co.kind = ChartKind::Flame;
-  co.graph_id = id + "-flame-svg";
-  o << "<section id=\"" << id << "-flame\"><h2>What is live at the peak, by call stack " << dev << "</h2>\n"
-    << figure(inline_svg(chart_dot(charts(co), co)),
-              "Callers above callees; width = bytes; color = category (gray: several, their shares along the bottom). "
-              "Hover a box for its frame, bytes and categories.")
-    << "</section>\n";
+void flame(std::ostream& o, const HtmlDevice& h) {
+  chart_section(o, h, ChartKind::Flame, "flame", "What is live at the peak, by call stack",
+                "Callers above callees; width = bytes; color = category (gray: several, their shares along the "
+                "bottom). Hover a box for its frame, bytes and categories.");
+}
 
-  // Sites.
-  o << "<section id=\"" << id << "-sites\"><h2>Live " << live_title << ", by site " << dev << "</h2>\n"
+void sites(std::ostream& o, const HtmlDevice& h) {
+  const DeviceView& d = h.d;
+  o << "<section id=\"" << h.id << "-sites\"><h2>Live " << h.live_title << ", by site " << h.dev << "</h2>\n"
     << "<table class=\"sortable\"><thead><tr><th class=\"n\">bytes</th><th class=\"n\">%</th><th class=\"n\">count</th>"
        "<th>category</th><th>site (innermost user frame \xe2\x86\x90 callers)</th></tr></thead><tbody>\n";
   for (const SiteRow& s : d.sites)
@@ -304,114 +323,140 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSo
   o << "<tr class=\"total\">" << num_td(d.peak_live_requested, human_bytes(d.peak_live_requested))
     << num_td(d.peak_live_requested, "100%") << num_td(int64_t(d.peak_live_allocations), with_commas(d.peak_live_allocations))
     << "<td></td><td>TOTAL</td></tr>\n</tbody></table></section>\n";
+}
 
-  // Lifetimes.
-  co.kind = ChartKind::Lifetime;
-  co.graph_id = id + "-lifetime-svg";
-  o << "<section id=\"" << id << "-lifetime\"><h2>Allocation lifetimes " << dev << "</h2>\n"
-    << figure(inline_svg(chart_dot(charts(co), co)),
-              "Each bar is one allocation from its allocation to its free, as tall as its size; each band has its own "
-              "scale; thin ones are summed, lighter, on top. Hover a bar for its site and when it was allocated and "
-              "freed.")
-    << "</section>\n";
+void lifetime(std::ostream& o, const HtmlDevice& h) {
+  chart_section(o, h, ChartKind::Lifetime, "lifetime", "Allocation lifetimes",
+                "Each bar is one allocation from its allocation to its free, as tall as its size; each band has its "
+                "own scale; thin ones are summed, lighter, on top. Hover a bar for its site and when it was allocated "
+                "and freed.");
+}
 
-  // Phases.
-  if (!d.phases.empty()) {
-    auto table = [&](bool all) {
-      o << "<table class=\"sortable\"><thead><tr><th class=\"n\">iteration</th><th>phase</th><th class=\"n\">events</th>"
-           "<th class=\"n\">start</th><th class=\"n\">peak</th><th class=\"n\">end</th><th class=\"n\">rise</th>"
-           "<th class=\"n\">reserved at start</th><th class=\"n\">reserved at end</th><th>largest at the phase "
-           "peak</th></tr></thead><tbody>\n";
-      const std::set<int> shown = {0, 1, 2, d.peak_iteration, d.iterations};
-      for (const PhaseSpan& ps : d.phases) {
-        if (!all && !shown.count(ps.iteration)) continue;
-        size_t big = 0;
-        for (size_t k = 0; k < ps.categories.size(); ++k)
-          if (ps.categories[k] > ps.categories[big]) big = k;
-        const bool is_peak = ps.peak_event == pk.event_index && !ps.empty();
-        o << "<tr" << (is_peak ? " class=\"peakrow\"" : "") << ">" << num_td(ps.iteration, std::to_string(ps.iteration))
-          << "<td>" << phase_name(ps.phase) << (is_peak ? " <b>\xe2\x86\x90 the peak</b>" : "") << "</td>"
-          << num_td(ps.start_event, ps.empty() ? std::string("none")
-                                               : std::to_string(ps.start_event) + "\xe2\x80\x93" + std::to_string(ps.end_event))
-          << num_td(ps.start_requested, human_bytes(ps.start_requested))
-          << num_td(ps.peak_requested, human_bytes(ps.peak_requested))
-          << num_td(ps.end_requested, human_bytes(ps.end_requested))
-          << num_td(ps.peak_requested - ps.start_requested, human_delta(ps.peak_requested - ps.start_requested))
-          << num_td(ps.start_reserved, human_bytes(ps.start_reserved)) << num_td(ps.end_reserved, human_bytes(ps.end_reserved))
-          << "<td>"
-          << (ps.categories.empty() ? "" : cat_cell(d.category_names[big]) + " " + esc(human_bytes(ps.categories[big])))
-          << "</td></tr>\n";
-      }
-      o << "</tbody></table>\n";
-    };
-    o << "<section id=\"" << id << "-phases\"><h2>Phases " << dev << "</h2><p class=\"muted\">Found from "
-      << esc(d.phase_evidence) << ".</p>\n";
-    size_t selected = 0;
-    const std::set<int> shown = {0, 1, 2, d.peak_iteration, d.iterations};
-    for (const PhaseSpan& ps : d.phases) selected += shown.count(ps.iteration);
-    table(selected == d.phases.size());
-    if (selected < d.phases.size()) {
-      o << "<details><summary>All " << d.phases.size() << " phases (" << d.iterations << " iterations)</summary>\n";
-      table(true);
-      o << "</details>\n";
-    }
-    o << "</section>\n";
+}  // namespace detail::as_html
+
+namespace {
+
+// The phases of the first iterations, the peak's and the last (all of them
+// with `all`), one row each.
+void phase_table(std::ostream& o, const DeviceView& d, bool all) {
+  o << "<table class=\"sortable\"><thead><tr><th class=\"n\">iteration</th><th>phase</th><th class=\"n\">events</th>"
+       "<th class=\"n\">start</th><th class=\"n\">peak</th><th class=\"n\">end</th><th class=\"n\">rise</th>"
+       "<th class=\"n\">reserved at start</th><th class=\"n\">reserved at end</th><th>largest at the phase "
+       "peak</th></tr></thead><tbody>\n";
+  const std::set<int> shown = {0, 1, 2, d.peak_iteration, d.iterations};
+  for (const PhaseSpan& ps : d.phases) {
+    if (!all && !shown.count(ps.iteration)) continue;
+    size_t big = 0;
+    for (size_t k = 0; k < ps.categories.size(); ++k)
+      if (ps.categories[k] > ps.categories[big]) big = k;
+    const bool is_peak = ps.peak_event == d.peak_requested.event_index && !ps.empty();
+    o << "<tr" << (is_peak ? " class=\"peakrow\"" : "") << ">" << num_td(ps.iteration, std::to_string(ps.iteration))
+      << "<td>" << phase_name(ps.phase) << (is_peak ? " <b>\xe2\x86\x90 the peak</b>" : "") << "</td>"
+      << num_td(ps.start_event, ps.empty() ? std::string("none")
+                                           : std::to_string(ps.start_event) + "\xe2\x80\x93" + std::to_string(ps.end_event))
+      << num_td(ps.start_requested, human_bytes(ps.start_requested))
+      << num_td(ps.peak_requested, human_bytes(ps.peak_requested))
+      << num_td(ps.end_requested, human_bytes(ps.end_requested))
+      << num_td(ps.peak_requested - ps.start_requested, human_delta(ps.peak_requested - ps.start_requested))
+      << num_td(ps.start_reserved, human_bytes(ps.start_reserved)) << num_td(ps.end_reserved, human_bytes(ps.end_reserved))
+      << "<td>"
+      << (ps.categories.empty() ? "" : cat_cell(d.category_names[big]) + " " + esc(human_bytes(ps.categories[big])))
+      << "</td></tr>\n";
   }
+  o << "</tbody></table>\n";
+}
 
-  // Unknown.
-  if (!d.unknown_sites.empty()) {
-    o << "<section id=\"" << id << "-unknown\"><h2>Unknown " << live_title << " " << dev
-      << "</h2><p class=\"muted\">No rule placed these; add one with <code>--rules</code>.</p>\n"
-      << "<table class=\"sortable\"><thead><tr><th class=\"n\">bytes</th><th class=\"n\">count</th><th>allocated in</th>"
-         "<th>freed in</th><th>site</th></tr></thead><tbody>\n";
-    for (const SiteRow& s : d.unknown_sites)
-      o << "<tr>" << num_td(s.requested_bytes, human_bytes(s.requested_bytes)) << num_td(int64_t(s.count), with_commas(s.count))
-        << "<td>" << esc(phase_words(s.alloc_phase, s.alloc_iteration)) << "</td><td>"
-        << esc(s.freed ? phase_words(s.free_phase, s.free_iteration) : "never") << "</td><td class=\"site\">"
-        << esc(site_text(s.site)) << "</td></tr>\n";
-    o << "</tbody></table></section>\n";
+// One table of rows by op or by kernel, with the rows left out summed.
+struct OpTable {
+  bool by_kernel;
+  const char* anchor;
+  const char* title;
+  std::string note;
+  const char* what;
+  const char* where;
+  const std::vector<OpRow>& rows;
+  const OpRow& other;
+  uint64_t all_rows;
+  const char* others;
+};
+
+void op_table(std::ostream& o, const detail::HtmlDevice& h, const OpTable& t) {
+  const DeviceView& d = h.d;
+  const int64_t live = d.peak_live_requested;
+  o << "<section id=\"" << h.id << "-" << t.anchor << "\"><h2>" << t.title << " " << h.dev << "</h2><p class=\"muted\">"
+    << t.note << "</p>\n<table class=\"sortable\"><thead><tr><th class=\"n\">bytes</th><th class=\"n\">%</th>"
+    << "<th class=\"n\">count</th><th>category</th><th>" << t.what << "</th><th>" << t.where
+    << "</th></tr></thead><tbody>\n";
+  for (const OpRow& row : t.rows) {
+    const detail::OpRowWords w = detail::op_row_words(d, row, t.by_kernel);
+    o << "<tr>" << num_td(row.bytes, human_bytes(row.bytes)) << num_td(row.bytes, pct_of(row.bytes, live))
+      << num_td(int64_t(row.count), with_commas(row.count)) << "<td>" << cat_cell(w.category)
+      << "</td><td class=\"site\">" << esc(w.what) << "</td><td class=\"site\">" << esc(w.where) << "</td></tr>\n";
   }
+  if (t.other.count > 0)
+    o << "<tr>" << num_td(t.other.bytes, human_bytes(t.other.bytes)) << num_td(t.other.bytes, pct_of(t.other.bytes, live))
+      << num_td(int64_t(t.other.count), with_commas(t.other.count)) << "<td></td><td class=\"muted\">"
+      << with_commas(t.all_rows - t.rows.size()) << " " << t.others << "</td><td></td></tr>\n";
+  o << "</tbody></table></section>\n";
+}
 
-  // By op and by kernel (inputs with ops: profiler traces, joined snapshots).
-  if (d.has_ops || d.kernels_only) {
-    const int64_t live = d.peak_live_requested;
-    auto section = [&](bool by_kernel, const char* anchor, const char* title, const char* note, const char* what, const char* where,
-                       const std::vector<OpRow>& rows, const OpRow& other, uint64_t all_rows, const char* others) {
-      o << "<section id=\"" << id << "-" << anchor << "\"><h2>" << title << " " << dev << "</h2><p class=\"muted\">"
-        << note << "</p>\n<table class=\"sortable\"><thead><tr><th class=\"n\">bytes</th><th class=\"n\">%</th>"
-        << "<th class=\"n\">count</th><th>category</th><th>" << what << "</th><th>" << where
-        << "</th></tr></thead><tbody>\n";
-      for (const OpRow& row : rows) {
-        const detail::OpRowWords w = detail::op_row_words(d, row, by_kernel);
-        o << "<tr>" << num_td(row.bytes, human_bytes(row.bytes)) << num_td(row.bytes, pct_of(row.bytes, live))
-          << num_td(int64_t(row.count), with_commas(row.count)) << "<td>" << cat_cell(w.category)
-          << "</td><td class=\"site\">" << esc(w.what) << "</td><td class=\"site\">" << esc(w.where) << "</td></tr>\n";
-      }
-      if (other.count > 0)
-        o << "<tr>" << num_td(other.bytes, human_bytes(other.bytes)) << num_td(other.bytes, pct_of(other.bytes, live))
-          << num_td(int64_t(other.count), with_commas(other.count)) << "<td></td><td class=\"muted\">"
-          << with_commas(all_rows - rows.size()) << " " << others << "</td><td></td></tr>\n";
-      o << "</tbody></table></section>\n";
-    };
-    if (d.kernels_only)
-      section(true, "kernels", "By kernel at the peak",
-              ("Each live byte under the first kernel launched on its stream at or after its allocation: " +
-               esc(detail::kernel_coverage_words(d.kernel_coverage)) + ".")
-                  .c_str(),
-              "kernel", "made at", d.by_kernel, d.other_kernels, d.kernel_rows, "other kernels");
-    else {
-    section(false, "ops", "By op at the peak",
-            "The op that made each live byte: the innermost op around the allocation that launched a kernel.",
-            "op \xe2\x86\x92 kernel", "called from", d.by_op, d.other_ops, d.ops_rows, "other ops");
-    section(true, "kernels", "By kernel at the peak",
-            "Each live byte under the first kernel its op launched after allocating it.", "kernel", "launched by",
-            d.by_kernel, d.other_kernels, d.kernel_rows, "other kernels");
-    }
+}  // namespace
+
+namespace detail::as_html {
+
+void phases(std::ostream& o, const HtmlDevice& h) {
+  const DeviceView& d = h.d;
+  if (d.phases.empty()) return;
+  o << "<section id=\"" << h.id << "-phases\"><h2>Phases " << h.dev << "</h2><p class=\"muted\">Found from "
+    << esc(d.phase_evidence) << ".</p>\n";
+  size_t selected = 0;
+  const std::set<int> shown = {0, 1, 2, d.peak_iteration, d.iterations};
+  for (const PhaseSpan& ps : d.phases) selected += shown.count(ps.iteration);
+  phase_table(o, d, selected == d.phases.size());
+  if (selected < d.phases.size()) {
+    o << "<details><summary>All " << d.phases.size() << " phases (" << d.iterations << " iterations)</summary>\n";
+    phase_table(o, d, true);
+    o << "</details>\n";
   }
+  o << "</section>\n";
+}
 
-  // Fragmentation.
-  const Fragmentation& f = d.frag;
-  o << "<section id=\"" << id << "-fragmentation\"><h2>Fragmentation " << live_title << " " << dev << "</h2>\n<table>\n";
+void unknown(std::ostream& o, const HtmlDevice& h) {
+  const DeviceView& d = h.d;
+  if (d.unknown_sites.empty()) return;
+  o << "<section id=\"" << h.id << "-unknown\"><h2>Unknown " << h.live_title << " " << h.dev
+    << "</h2><p class=\"muted\">No rule placed these; add one with <code>--rules</code>.</p>\n"
+    << "<table class=\"sortable\"><thead><tr><th class=\"n\">bytes</th><th class=\"n\">count</th><th>allocated in</th>"
+       "<th>freed in</th><th>site</th></tr></thead><tbody>\n";
+  for (const SiteRow& s : d.unknown_sites)
+    o << "<tr>" << num_td(s.requested_bytes, human_bytes(s.requested_bytes)) << num_td(int64_t(s.count), with_commas(s.count))
+      << "<td>" << esc(phase_words(s.alloc_phase, s.alloc_iteration)) << "</td><td>"
+      << esc(s.freed ? phase_words(s.free_phase, s.free_iteration) : "never") << "</td><td class=\"site\">"
+      << esc(site_text(s.site)) << "</td></tr>\n";
+  o << "</tbody></table></section>\n";
+}
+
+// By op and by kernel (inputs with ops: profiler traces, joined snapshots).
+void ops(std::ostream& o, const HtmlDevice& h) {
+  const DeviceView& d = h.d;
+  if (d.kernels_only) {
+    op_table(o, h, {true, "kernels", "By kernel at the peak",
+                    "Each live byte under the first kernel launched on its stream at or after its allocation: " +
+                        esc(detail::kernel_coverage_words(d.kernel_coverage)) + ".",
+                    "kernel", "made at", d.by_kernel, d.other_kernels, d.kernel_rows, "other kernels"});
+  } else if (d.has_ops) {
+    op_table(o, h, {false, "ops", "By op at the peak",
+                    "The op that made each live byte: the innermost op around the allocation that launched a kernel.",
+                    "op \xe2\x86\x92 kernel", "called from", d.by_op, d.other_ops, d.ops_rows, "other ops"});
+    op_table(o, h, {true, "kernels", "By kernel at the peak",
+                    "Each live byte under the first kernel its op launched after allocating it.", "kernel",
+                    "launched by", d.by_kernel, d.other_kernels, d.kernel_rows, "other kernels"});
+  }
+}
+
+void fragmentation(std::ostream& o, const HtmlDevice& h) {
+  const Fragmentation& f = h.d.frag;
+  o << "<section id=\"" << h.id << "-fragmentation\"><h2>Fragmentation " << h.live_title << " " << h.dev << "</h2>\n<table>\n";
   auto row = [&](const std::string& name, int64_t bytes, const std::string& note) {
     o << "<tr><td>" << esc(name) << "</td>" << num_td(bytes, human_bytes(bytes)) << "<td class=\"muted\">" << esc(note)
       << "</td></tr>\n";
@@ -432,30 +477,73 @@ void device_sections(std::ostringstream& o, const Report& r, const ChartSeriesSo
       std::string("rounding and unsplit block remainders") +
           (f.pending_free_requested > 0 ? "; requested here without the pending frees" : ""));
   o << "</table></section>\n";
-
-  // End state.
-  const EndStateCheck& ck = d.end_check;
-  if (ck.have_dump) {
-    o << "<section id=\"" << id << "-endstate\"><h2>End state vs dumped segments " << dev << "</h2>\n<table><thead><tr>"
-         "<th></th><th class=\"n\">replayed</th><th class=\"n\">dumped</th><th></th></tr></thead><tbody>\n";
-    auto cmp = [&](const char* name, int64_t a, int64_t b) {
-      o << "<tr><td>" << name << "</td>" << num_td(a, human_bytes(a)) << num_td(b, human_bytes(b)) << "<td>"
-        << (a == b ? "match" : "<b>differ by " + esc(human_delta(a - b)) + "</b>") << "</td></tr>\n";
-    };
-    cmp("requested", ck.replay.requested, ck.dump.requested);
-    cmp("allocated", ck.replay.allocated, ck.dump.allocated);
-    cmp("active", ck.replay.active, ck.dump.active);
-    cmp("reserved", ck.replay.reserved, ck.dump.reserved);
-    o << "<tr><td>segments</td>" << num_td(int64_t(ck.replay_segments), with_commas(ck.replay_segments))
-      << num_td(int64_t(ck.dump_segments), with_commas(ck.dump_segments)) << "<td></td></tr>\n</tbody></table></section>\n";
-  }
 }
 
-}  // namespace
+void end_state(std::ostream& o, const HtmlDevice& h) {
+  const EndStateCheck& ck = h.d.end_check;
+  if (!ck.have_dump) return;
+  o << "<section id=\"" << h.id << "-endstate\"><h2>End state vs dumped segments " << h.dev << "</h2>\n<table><thead><tr>"
+       "<th></th><th class=\"n\">replayed</th><th class=\"n\">dumped</th><th></th></tr></thead><tbody>\n";
+  auto cmp = [&](const char* name, int64_t a, int64_t b) {
+    o << "<tr><td>" << name << "</td>" << num_td(a, human_bytes(a)) << num_td(b, human_bytes(b)) << "<td>"
+      << (a == b ? "match" : "<b>differ by " + esc(human_delta(a - b)) + "</b>") << "</td></tr>\n";
+  };
+  cmp("requested", ck.replay.requested, ck.dump.requested);
+  cmp("allocated", ck.replay.allocated, ck.dump.allocated);
+  cmp("active", ck.replay.active, ck.dump.active);
+  cmp("reserved", ck.replay.reserved, ck.dump.reserved);
+  o << "<tr><td>segments</td>" << num_td(int64_t(ck.replay_segments), with_commas(ck.replay_segments))
+    << num_td(int64_t(ck.dump_segments), with_commas(ck.dump_segments)) << "<td></td></tr>\n</tbody></table></section>\n";
+}
+
+void device_memory(std::ostream& o, const Report& r) {
+  if (r.device_memory.empty()) return;
+  o << "<section id=\"device-memory\"><h2>Device memory outside the allocator</h2>\n<table><thead><tr><th>device</th>"
+       "<th class=\"n\">t</th><th class=\"n\">used</th><th class=\"n\">reserved</th><th class=\"n\">outside</th>"
+       "<th>label</th></tr></thead><tbody>\n";
+  for (const DeviceMemoryRow& m : r.device_memory)
+    o << "<tr><td>cuda:" << m.device << "</td><td class=\"n\">"
+      << (m.since_first_event_us != kNoTime ? esc(seconds(m.since_first_event_us)) : std::string("?")) << "</td>"
+      << num_td(m.used_bytes, human_bytes(m.used_bytes)) << num_td(m.reserved_bytes, human_bytes(m.reserved_bytes))
+      << num_td(m.outside_bytes, human_bytes(m.outside_bytes)) << "<td>" << esc(m.label.empty() ? "-" : m.label)
+      << "</td></tr>\n";
+  o << "</tbody></table><p class=\"muted\">Outside the allocator: min " << esc(human_bytes(r.outside_min_bytes))
+    << ", max " << esc(human_bytes(r.outside_max_bytes)) << " (CUDA context, library handles and modules).</p></section>\n";
+}
+
+void explain(std::ostream& o, const Report& r) {
+  if (r.explain_query.empty()) return;
+  o << "<section id=\"explain\"><h2>Explain <code>" << esc(r.explain_query) << "</code></h2>\n";
+  if (r.explain.empty()) o << "<p>Nothing matches.</p>\n";
+  else
+    o << "<table><thead><tr><th>category</th><th>rule</th><th>why</th><th>allocated</th><th>freed</th><th>site</th>"
+         "</tr></thead><tbody>\n";
+  for (const ExplainItem& it : r.explain)
+    o << "<tr><td>" << cat_cell(it.category) << "</td><td>" << esc(it.rule) << "</td><td>" << esc(it.evidence) << "</td><td>"
+      << (it.alloc_event < 0 ? "before the history" : "event " + std::to_string(it.alloc_event) + ", " +
+                                                          esc(phase_words(it.alloc_phase, it.alloc_iteration)))
+      << "</td><td>"
+      << (it.free_event == INT64_MAX ? "never" : "event " + std::to_string(it.free_event) + ", " +
+                                                     esc(phase_words(it.free_phase, it.free_iteration)))
+      << "</td><td class=\"site\">" << esc(site_text(it.site)) << "</td></tr>\n";
+  if (!r.explain.empty()) o << "</tbody></table>\n";
+  o << "</section>\n";
+}
+
+void warnings(std::ostream& o, const Report& r) {
+  if (r.warnings.empty()) return;
+  o << "<section id=\"warnings\"><h2>Warnings</h2>\n";
+  for (const Warning& w : r.warnings) o << "<div class=\"warn\"><b>" << esc(code_name(w.code)) << "</b>: " << esc(warning_text(w)) << "</div>\n";
+  o << "</section>\n";
+}
+
+}  // namespace detail::as_html
 
 std::string detail::html_page_start(const std::string& title) { return page_start(title); }
 std::string detail::html_page_end() { return page_end(); }
 
+// The frame: the page with its header (the input) and navigation, then the
+// sections (sections.cpp) in order.
 std::string render_html(const Report& r, const ChartSeriesSource& charts) {
   std::ostringstream o;
   o << page_start("snapdiff report: " + detail::base_name(r.input_name));
@@ -467,59 +555,27 @@ std::string render_html(const Report& r, const ChartSeriesSource& charts) {
   if (r.devices.empty()) o << "none";
   if (r.kernel_launches > 0) o << " \xc2\xb7 " << with_commas(r.kernel_launches) << " kernel launches";
   o << " \xc2\xb7 history " << esc(detail::history_words(r)) << "</p></header>\n<nav>";
-  if (!r.ooms.empty()) o << "<a href=\"#oom\">Out of memory</a>";
-  for (size_t i = 0; i < r.devices.size(); ++i) {
-    const std::string id = std::string(1, 'd') + std::to_string(i);
-    const std::string suffix = r.devices.size() > 1 ? " (cuda:" + std::to_string(r.devices[i].device) + ")" : "";
-    for (const auto& [anchor, name] : std::vector<std::pair<std::string, std::string>>{
-             {"peak", "Peak"}, {"explanation", "Explanation"}, {"timeline", "Timeline"}, {"categories", "Categories"},
-             {"flame", "Flame chart"}, {"sites", "Sites"}, {"lifetime", "Lifetimes"}, {"phases", "Phases"},
-             {"fragmentation", "Fragmentation"}}) {
-      if (anchor == "explanation" && r.devices[i].findings.empty()) continue;
-      if (anchor == "phases" && r.devices[i].phases.empty()) continue;
-      o << "<a href=\"#" << id << "-" << anchor << "\">" << name << esc(suffix) << "</a>";
-    }
-  }
-  if (!r.warnings.empty()) o << "<a href=\"#warnings\">Warnings</a>";
+  nav_links(o, r);
   o << "</nav>\n<main>\n";
-  o << detail::oom_html(r);
-  if (r.devices.empty()) o << "<section><p>No device data in this input.</p></section>\n";
-  for (size_t i = 0; i < r.devices.size(); ++i) device_sections(o, r, charts, r.devices[i], i);
-  if (!r.device_memory.empty()) {
-    o << "<section id=\"device-memory\"><h2>Device memory outside the allocator</h2>\n<table><thead><tr><th>device</th>"
-         "<th class=\"n\">t</th><th class=\"n\">used</th><th class=\"n\">reserved</th><th class=\"n\">outside</th>"
-         "<th>label</th></tr></thead><tbody>\n";
-    for (const DeviceMemoryRow& m : r.device_memory)
-      o << "<tr><td>cuda:" << m.device << "</td><td class=\"n\">"
-        << (m.since_first_event_us != kNoTime ? esc(seconds(m.since_first_event_us)) : std::string("?")) << "</td>"
-        << num_td(m.used_bytes, human_bytes(m.used_bytes)) << num_td(m.reserved_bytes, human_bytes(m.reserved_bytes))
-        << num_td(m.outside_bytes, human_bytes(m.outside_bytes)) << "<td>" << esc(m.label.empty() ? "-" : m.label)
-        << "</td></tr>\n";
-    o << "</tbody></table><p class=\"muted\">Outside the allocator: min " << esc(human_bytes(r.outside_min_bytes))
-      << ", max " << esc(human_bytes(r.outside_max_bytes)) << " (CUDA context, library handles and modules).</p></section>\n";
-  }
-  o << detail::outside_html(r);
-  if (!r.explain_query.empty()) {
-    o << "<section id=\"explain\"><h2>Explain <code>" << esc(r.explain_query) << "</code></h2>\n";
-    if (r.explain.empty()) o << "<p>Nothing matches.</p>\n";
-    else
-      o << "<table><thead><tr><th>category</th><th>rule</th><th>why</th><th>allocated</th><th>freed</th><th>site</th>"
-           "</tr></thead><tbody>\n";
-    for (const ExplainItem& it : r.explain)
-      o << "<tr><td>" << cat_cell(it.category) << "</td><td>" << esc(it.rule) << "</td><td>" << esc(it.evidence) << "</td><td>"
-        << (it.alloc_event < 0 ? "before the history" : "event " + std::to_string(it.alloc_event) + ", " +
-                                                            esc(phase_words(it.alloc_phase, it.alloc_iteration)))
-        << "</td><td>"
-        << (it.free_event == INT64_MAX ? "never" : "event " + std::to_string(it.free_event) + ", " +
-                                                       esc(phase_words(it.free_phase, it.free_iteration)))
-        << "</td><td class=\"site\">" << esc(site_text(it.site)) << "</td></tr>\n";
-    if (!r.explain.empty()) o << "</tbody></table>\n";
-    o << "</section>\n";
-  }
-  if (!r.warnings.empty()) {
-    o << "<section id=\"warnings\"><h2>Warnings</h2>\n";
-    for (const Warning& w : r.warnings) o << "<div class=\"warn\"><b>" << esc(code_name(w.code)) << "</b>: " << esc(warning_text(w)) << "</div>\n";
-    o << "</section>\n";
+  for (const detail::ReportSection& s : detail::report_sections()) {
+    if (!s.per_device) {
+      if (s.html) s.html(o, r);
+      continue;
+    }
+    if (r.devices.empty()) o << "<section><p>No device data in this input.</p></section>\n";
+    for (size_t i = 0; i < r.devices.size(); ++i) {
+      const DeviceView& d = r.devices[i];
+      const std::string moment_title =
+          d.at ? (d.at->event_index >= 0 ? "At event " + with_commas(uint64_t(d.at->event_index)) : std::string("Before the first event"))
+               : "At the peak";
+      const std::string live_title =
+          d.at ? (d.at->event_index >= 0 ? "at event " + with_commas(uint64_t(d.at->event_index)) : std::string("before the first event"))
+               : "at the peak";
+      const detail::HtmlDevice h{r, charts, d, "d" + std::to_string(i),
+                                 "<span class=\"dev\">cuda:" + std::to_string(d.device) + "</span>", moment_title, live_title};
+      for (const detail::DeviceSection& ds : detail::device_sections())
+        if (ds.html) ds.html(o, h);
+    }
   }
   o << "</main>\n" << page_end();
   return o.str();
