@@ -9,6 +9,7 @@
 #include "snapdiff/analysis/analysis.hpp"
 #include "snapdiff/analysis/diff.hpp"
 #include "snapdiff/report/chart.hpp"
+#include "snapdiff/report/diff_report.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input/input.hpp"
 
