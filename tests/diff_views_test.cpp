@@ -6,6 +6,7 @@
 
 #include "snapdiff/analysis/diff.hpp"
 #include "snapdiff/input/input.hpp"
+#include "snapdiff/report/diff_report.hpp"
 #include "test_util.hpp"
 
 using namespace snapdiff;

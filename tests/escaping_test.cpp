@@ -16,6 +16,7 @@
 #include "snapdiff/input/input.hpp"
 #include "snapdiff/report/chart.hpp"
 #include "snapdiff/report/check_report.hpp"
+#include "snapdiff/report/diff_report.hpp"
 #include "snapdiff/report/report.hpp"
 #include "test_util.hpp"
 

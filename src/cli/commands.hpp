@@ -1,6 +1,7 @@
 // Internal: the CLI's subcommands, one file each; main.cpp dispatches.
 #pragma once
 
+#include <boost/program_options/options_description.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,12 +19,16 @@ constexpr uint64_t kMaxTopSites = 10000000;
 
 // `snapdiff report FILE` / `snapdiff FILE` (src/cli/report_cmd.cpp).
 int cmd_report(const std::vector<std::string>& args);
+// The options report takes (its --help; main() reads which take a value).
+boost::program_options::options_description report_options();
 
 // `snapdiff check ...` (src/cli/check_cmd.cpp). Returns the exit code;
 // throws snapdiff::InputError / UsageError like the other commands.
 int cmd_check(const std::vector<std::string>& args);
 // `snapdiff diff A B` / `snapdiff A B` (src/cli/diff_cmd.cpp).
 int cmd_diff(const std::vector<std::string>& args);
+// The options diff takes.
+boost::program_options::options_description diff_options();
 // `snapdiff ranks SUMMARY...`: the reduce step (src/cli/ranks_cmd.cpp).
 int cmd_ranks(const std::vector<std::string>& args);
 // `snapdiff convert IN -o OUT` (src/cli/convert_cmd.cpp).

@@ -9,6 +9,7 @@
 #include "snapdiff/analysis/analysis.hpp"
 #include "snapdiff/analysis/diff.hpp"
 #include "snapdiff/report/chart.hpp"
+#include "snapdiff/report/diff_report.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input/input.hpp"
 
@@ -16,7 +17,7 @@ namespace po = boost::program_options;
 
 namespace snapdiff::cli {
 
-int cmd_diff(const std::vector<std::string>& args) {
+po::options_description diff_options() {
   po::options_description d("snapdiff diff A B [options]   (or: snapdiff A B)\n\nOptions");
   d.add_options()("help,h", "show this help")(
       "format,f", po::value<std::string>()->default_value("text"), "output format: text | json | markdown | html")(
@@ -30,6 +31,11 @@ int cmd_diff(const std::vector<std::string>& args) {
   add_rank_options(ranks);
   d.add(ranks);
   add_input_options(d);
+  return d;
+}
+
+int cmd_diff(const std::vector<std::string>& args) {
+  const po::options_description d = diff_options();
   po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
     std::ostringstream help;

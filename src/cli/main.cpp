@@ -61,6 +61,30 @@ const char* kTopHelp =
     "  4  internal error (a bug in snapdiff; please report it)\n"
     "  5  Graphviz could not draw a chart (chart, or an HTML report's charts)\n";
 
+// How many inputs `snapdiff ARGS...` names: its arguments parsed as report
+// and diff parse them (their option tables: which options take a value,
+// --opt=VALUE, -fVALUE, abbreviations), other options ignored. A command
+// line that does not parse counts as a report, whose parse then says why.
+size_t guess_inputs(const std::vector<std::string>& args) {
+  po::options_description all;
+  all.add(report_options());
+  const po::options_description diff = diff_options();
+  for (const auto& o : diff.options())
+    if (!all.find_nothrow(o->long_name(), false)) all.add(o);
+  all.add_options()("input", po::value<std::vector<std::string>>());
+  po::positional_options_description pos;
+  pos.add("input", -1);
+  try {
+    const po::parsed_options parsed = po::command_line_parser(args).options(all).positional(pos).allow_unregistered().run();
+    size_t n = 0;
+    for (const po::option& o : parsed.options)
+      if (o.string_key == "input") n += o.value.size();
+    return n;
+  } catch (const po::error&) {
+    return 1;
+  }
+}
+
 int run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
@@ -85,21 +109,7 @@ int run(int argc, char** argv) {
   if (a0 == "ranks") return cmd_ranks(rest);
   if (a0 == "whatif") return cmd_whatif(rest);
   // `snapdiff A B` is a diff, `snapdiff FILE` a report (options may come first).
-  static const char* with_value[] = {"-n", "--top", "-f", "--format", "-o", "--output", "--rules", "--explain",
-                                     "--max-input-bytes", "--max-memory", "--top-sites", "--trace",
-                                     "--memory-timeline", "-j", "--jobs", "--rank", "--depth", "--at",
-                                     "--window"};
-  size_t positional = 0;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a.empty() || a[0] != '-') {
-      ++positional;
-      continue;
-    }
-    for (const char* w : with_value)
-      if (a == w) ++i;  // skip the option's value
-  }
-  if (positional == 2) return cmd_diff(args);
+  if (guess_inputs(args) == 2) return cmd_diff(args);
   return cmd_report(args);
 }
 

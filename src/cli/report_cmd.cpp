@@ -24,7 +24,7 @@ namespace po = boost::program_options;
 
 namespace snapdiff::cli {
 
-int cmd_report(const std::vector<std::string>& args) {
+po::options_description report_options() {
   po::options_description d(
       "snapdiff report FILE [options]\n"
       "snapdiff report DIR | FILE... | 'PATTERN' [options]   many ranks (docs/ranks.md)\n\nOptions");
@@ -53,6 +53,11 @@ int cmd_report(const std::vector<std::string>& args) {
   po::options_description input("Input options");
   add_input_options(input);
   d.add(input);
+  return d;
+}
+
+int cmd_report(const std::vector<std::string>& args) {
+  const po::options_description d = report_options();
   po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
     std::ostringstream help;

@@ -8,6 +8,7 @@
 #include "report/format.hpp"
 #include "report/text_util.hpp"
 #include "snapdiff/analysis/diff.hpp"
+#include "snapdiff/report/diff_report.hpp"
 #include "snapdiff/report/report.hpp"
 
 namespace snapdiff {

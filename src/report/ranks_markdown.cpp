@@ -4,6 +4,7 @@
 
 #include "report/format.hpp"
 #include "report/ranks_parts.hpp"
+#include "snapdiff/report/diff_report.hpp"
 #include "snapdiff/report/ranks_report.hpp"
 #include "snapdiff/report/report.hpp"
 

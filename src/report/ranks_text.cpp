@@ -6,6 +6,7 @@
 #include "report/format.hpp"
 #include "report/ranks_parts.hpp"
 #include "report/text_util.hpp"
+#include "snapdiff/report/diff_report.hpp"
 #include "snapdiff/report/ranks_report.hpp"
 #include "snapdiff/report/report.hpp"
 

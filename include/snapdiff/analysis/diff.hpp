@@ -93,8 +93,4 @@ Diff diff_reports(const Analysis& a, const Analysis& b, const DiffOptions& opts)
 // --depth deeper than the views' shows what they kept).
 Diff diff_views(const Report& a, const Report& b, const DiffOptions& opts);
 
-std::string render_diff_text(const Diff& d);
-std::string render_diff_json(const Diff& d);      // schemas/diff.schema.json
-std::string render_diff_markdown(const Diff& d);  // for a pull-request comment
-
 }  // namespace snapdiff

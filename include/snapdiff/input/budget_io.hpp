@@ -1,11 +1,12 @@
 // snapdiff/input/budget_io.hpp — budget files (schemas/budget.schema.json), the
 // committed baseline of `snapdiff check --budget`: reading and writing them.
-// What a budget means is in snapdiff/analysis/check.hpp.
+// The Budget itself is in snapdiff/model/budget.hpp; what it means for a
+// run, in snapdiff/analysis/check.hpp.
 #pragma once
 
 #include <string>
 
-#include "snapdiff/analysis/check.hpp"
+#include "snapdiff/model/budget.hpp"
 
 namespace snapdiff {
 
