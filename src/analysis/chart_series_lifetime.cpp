@@ -8,7 +8,6 @@
 #include <unordered_map>
 
 #include "analysis/chart_series.hpp"
-#include "snapdiff/model/frame_names.hpp"
 
 namespace snapdiff {
 
@@ -214,7 +213,7 @@ void LifetimeBuilder::site_bands() {
       if (other == UINT32_MAX) {
         other = uint32_t(ld_.bands.size());
         LifetimeBand b;
-        b.name = "other sites (" + detail::with_commas(ns - shown) + ")";
+        b.other_sites = ns - shown;
         b.category = -1;
         ld_.bands.push_back(std::move(b));
       }
