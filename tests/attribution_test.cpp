@@ -33,7 +33,7 @@ void check_within_1pct(int64_t got, int64_t want) {
 
 }  // namespace
 
-TEST_CASE("parameters, gradients and optimizer state at the peak match PyTorch's byte totals", "[analysis][attribution]") {
+TEST_CASE("parameters, gradients and optimizer state at the peak match PyTorch's byte totals", "[analysis][attribution][rules]") {
   for (const char* stem : {"small_bf16", "small_bf16_cpp", "small_bf16_expandable", "small_fp8", "small_fp8_pw",
                            "small_oom", "med_bf16_cpp"}) {
     INFO(stem);
@@ -47,7 +47,7 @@ TEST_CASE("parameters, gradients and optimizer state at the peak match PyTorch's
   }
 }
 
-TEST_CASE("categories sum exactly to the requested bytes, at the peak and at every phase's peak", "[analysis][attribution]") {
+TEST_CASE("categories sum exactly to the requested bytes, at the peak and at every phase's peak", "[analysis][attribution][phases]") {
   for (const char* stem : {"small_bf16", "small_fp8_pw", "small_oom", "med_bf16_cpp"}) {
     INFO(stem);
     Trace t = load_trace(test::real_data(std::string(stem) + ".pickle"));
@@ -68,7 +68,7 @@ TEST_CASE("categories sum exactly to the requested bytes, at the peak and at eve
   }
 }
 
-TEST_CASE("iterations and phases are found: init, then forward, backward, optimizer per iteration", "[analysis][attribution]") {
+TEST_CASE("iterations and phases are found: init, then forward, backward, optimizer per iteration", "[analysis][attribution][phases]") {
   for (const char* stem : {"small_bf16", "small_bf16_cpp", "small_fp8", "small_fp8_pw", "med_bf16_cpp"}) {
     INFO(stem);
     Trace t = load_trace(test::real_data(std::string(stem) + ".pickle"));
@@ -87,7 +87,7 @@ TEST_CASE("iterations and phases are found: init, then forward, backward, optimi
   }
 }
 
-TEST_CASE("foreach steps hold one model-sized temporary; the per-parameter loop does not", "[analysis][attribution]") {
+TEST_CASE("foreach steps hold one model-sized temporary; the per-parameter loop does not", "[analysis][attribution][rules]") {
   struct Case {
     const char* stem;
     bool foreach_step;
@@ -169,7 +169,7 @@ TEST_CASE("user rules come first and can name new categories; bad rules files ar
   CHECK(ok.rules.front().facts_any == (kFactGraphPool | kFactInputSite));
 }
 
-TEST_CASE("--explain gives the run's own evidence for an inference", "[analysis]") {
+TEST_CASE("--explain gives the run's own evidence for an inference", "[analysis][infer]") {
   // cat_late_llama: recording after the model, optimizer and two steps; the
   // parameters and Adam states from before it are placed by their sizes
   // against the gradients the recording makes.
@@ -192,7 +192,7 @@ TEST_CASE("--explain gives the run's own evidence for an inference", "[analysis]
   CHECK(r.explain[0].evidence.find("size-matched to the ") != std::string::npos);
 }
 
-TEST_CASE("--explain names the rule and the evidence", "[analysis][attribution]") {
+TEST_CASE("--explain names the rule and the evidence", "[analysis][attribution][rules]") {
   Trace t = load_trace(test::real_data("small_bf16.pickle"));
   ReportOptions o;
   o.explain = "_multi_tensor_adam";
@@ -267,7 +267,7 @@ TEST_CASE("other optimizers, AMP, torch.compile, torchvision: peaks exact, class
   }
 }
 
-TEST_CASE("without any stacks, phases come from optimizer annotations and lifetimes", "[analysis][attribution]") {
+TEST_CASE("without any stacks, phases come from optimizer annotations and lifetimes", "[analysis][attribution][phases]") {
   Trace t = load_trace(test::real_data("small_bf16.pickle"));
   for (Device& d : t.devices) {
     for (Event& e : d.events) e.stack = 0;

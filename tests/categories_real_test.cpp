@@ -19,7 +19,7 @@ using namespace snapdiff;
 
 using test::category_at_peak;
 
-TEST_CASE("categories at the peak match PyTorch's tensors on real runs of every shape", "[analysis]") {
+TEST_CASE("categories at the peak match PyTorch's tensors on real runs of every shape", "[analysis][infer]") {
   // Late starts (Llama, FSDP1, kept gradients), steps that allocate nothing
   // (ResNet-50 with SGD momentum), torch.compile with fused Adam, autocast,
   // plain FP8 linears, FSDP2, make_graphed_callables.
@@ -61,7 +61,7 @@ TEST_CASE("categories at the peak match PyTorch's tensors on real runs of every 
   }
 }
 
-TEST_CASE("the FP8 run with bf16 primary weights: parameter_copy is its FP8 weight transposes", "[analysis]") {
+TEST_CASE("the FP8 run with bf16 primary weights: parameter_copy is its FP8 weight transposes", "[analysis][infer]") {
   // small_fp8 (the reference workload): each forward casts every weight to
   // FP8 and keeps the transpose for the backward, one byte per parameter
   // element (param_count from PyTorch). The transposes are made at one line;

@@ -215,6 +215,12 @@ ChartSeries series_of(const Analysis& r, const ChartOptions& o, std::string labe
   return s;
 }
 
+// A band's identity across runs: its name; the other sites' band, by how
+// many sites it sums (as the report names it).
+std::string band_key(const LifetimeBand& b) {
+  return b.other_sites > 0 ? "\x1fother sites\x1f" + std::to_string(b.other_sites) : b.name;
+}
+
 // One scale per band name, shared by every run of the chart: the bytes at its
 // top (the most any run holds there) and its height (band_heights()).
 void share_band_scales(const std::vector<LifetimeData*>& runs, double plot_height) {
@@ -222,8 +228,8 @@ void share_band_scales(const std::vector<LifetimeData*>& runs, double plot_heigh
   std::map<std::string, int64_t> top;
   for (const LifetimeData* ld : runs)
     for (const LifetimeBand& b : ld->bands) {
-      auto [it, added] = top.emplace(b.name, std::max(b.height, b.max_live));
-      if (added) names.push_back(b.name);
+      auto [it, added] = top.emplace(band_key(b), std::max(b.height, b.max_live));
+      if (added) names.push_back(band_key(b));
       else it->second = std::max({it->second, b.height, b.max_live});
     }
   std::vector<int64_t> maxes;
@@ -233,8 +239,8 @@ void share_band_scales(const std::vector<LifetimeData*>& runs, double plot_heigh
   for (size_t i = 0; i < names.size(); ++i) points[names[i]] = h[i];
   for (LifetimeData* ld : runs)
     for (LifetimeBand& b : ld->bands) {
-      b.scale_points = points[b.name];
-      b.scale_bytes = top[b.name];
+      b.scale_points = points[band_key(b)];
+      b.scale_bytes = top[band_key(b)];
     }
 }
 

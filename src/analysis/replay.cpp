@@ -185,6 +185,38 @@ bool round_count(uint64_t n) {
   return n < 10;
 }
 
+// What reconstruct_initial_state() gathers before it places anything.
+struct EarlyState {
+  static constexpr int64_t kNever = INT64_MAX;
+  static constexpr uint32_t kAllocSeen = 4;
+  struct Pre {
+    uint64_t addr, requested, size, stream;
+    StackId stack;
+    bool exact, pending;
+    int64_t completes;  // event index of its free_completed; kNever: still active at the dump
+  };
+  std::vector<Pre> pre;
+  detail::AddrMap pre_open;  // address -> index into pre, while its free has not completed
+  // Per block address: 1 allocated in the history, 2 freed there (pending),
+  // 3 completed-free there; kAllocSeen added once the history allocated it.
+  detail::AddrMap st;
+  struct PreSeg {
+    uint64_t addr, size, stream;
+  };
+  std::vector<PreSeg> pre_segs;
+  detail::AddrMap seg_live;  // segment address -> 1 while the history has it allocated
+  detail::AddrMap created;   // every address a segment_alloc names
+  RangeSet mapped, touched, pre_mapped;
+  std::vector<std::pair<uint64_t, uint64_t>> gaps;
+  std::vector<std::pair<uint64_t, int64_t>> allocs;  // (address, event index) of each address's first alloc
+  // The segments before the first event.
+  struct Seg0 {
+    uint64_t addr, size, stream;
+    bool expandable;
+  };
+  std::vector<Seg0> seg0;
+};
+
 class Replayer {
  public:
   Replayer(const Trace& t, const Device& d) : trace_(t), dev_(d) {}
@@ -295,6 +327,13 @@ class Replayer {
   int32_t expandable_seg(uint64_t addr, uint64_t size, uint64_t stream);
   void index_dump_pools();
   std::vector<PoolUsage> pool_usage() const;
+  // The steps of reconstruct_initial_state(), in order.
+  void scan_history(EarlyState& es);
+  void scan_dump(EarlyState& es);
+  void early_segments(EarlyState& es);
+  void classify_truncation(bool partial);
+  void build_early_state(EarlyState& es);
+  void place_early_blocks(EarlyState& es, int32_t sid, uint64_t lo, uint64_t hi, bool expandable, size_t& pi);
 
   void do_alloc(size_t i, const Event& e);
   void do_free_requested(size_t i, uint64_t addr, bool quiet);
@@ -552,33 +591,28 @@ void Replayer::step(size_t i) {
 // (they bound its size). Then tells a late start from a wrapped ring buffer.
 void Replayer::reconstruct_initial_state() {
   index_dump_pools();
-  const auto& ev = dev_.events;
-  constexpr int64_t kNever = INT64_MAX;
-  struct Pre {
-    uint64_t addr, requested, size, stream;
-    StackId stack;
-    bool exact, pending;
-    int64_t completes;  // event index of its free_completed; kNever: still active at the dump
-  };
-  std::vector<Pre> pre;
-  detail::AddrMap pre_open;  // address -> index into pre, while its free has not completed
-  // Per block address: 1 allocated in the history, 2 freed there (pending),
-  // 3 completed-free there; kAllocSeen added once the history allocated it.
-  detail::AddrMap st;
-  constexpr uint32_t kAllocSeen = 4;
-  auto seen_bit = [](uint32_t s) { return s == detail::AddrMap::kNone ? 0u : s & kAllocSeen; };
-  struct PreSeg {
-    uint64_t addr, size, stream;
-  };
-  std::vector<PreSeg> pre_segs;
-  detail::AddrMap seg_live;  // segment address -> 1 while the history has it allocated
-  detail::AddrMap created;   // every address a segment_alloc names
-  RangeSet mapped, touched, pre_mapped;
-  std::vector<std::pair<uint64_t, uint64_t>> gaps;
-  std::vector<std::pair<uint64_t, int64_t>> allocs;  // (address, event index) of each address's first alloc
+  EarlyState es;
   TruncationEvidence& evd = out.truncation_evidence;
-  evd.entries = ev.size();
+  evd.entries = dev_.events.size();
   evd.max_entries = trace_.settings.max_entries;
+  scan_history(es);
+  scan_dump(es);
+  early_segments(es);
+  classify_truncation(!es.pre.empty() || !es.seg0.empty());
+  out.pre_trace_allocations = 0;
+  build_early_state(es);
+  check_counters(dev_.index, "before the first event", c_);
+  out.baseline = c_;
+  if (out.pools.size() > 1) out.alloc_pool.assign(dev_.events.size(), 0);
+}
+
+// Step 1: what the history says of the state before it.
+void Replayer::scan_history(EarlyState& es) {
+  const auto& ev = dev_.events;
+  constexpr int64_t kNever = EarlyState::kNever;
+  constexpr uint32_t kAllocSeen = EarlyState::kAllocSeen;
+  auto seen_bit = [](uint32_t s) { return s == detail::AddrMap::kNone ? 0u : s & kAllocSeen; };
+  TruncationEvidence& evd = out.truncation_evidence;
   bool seen_alloc = false;
   for (size_t i = 0; i < ev.size(); ++i) {
     const Event& e = ev[i];
@@ -586,92 +620,99 @@ void Replayer::reconstruct_initial_state() {
       case EventKind::Alloc: {
         // The allocator reuses addresses: most allocs are of an address
         // seen before, and only the first matters below.
-        if (!seen_bit(st.find(e.addr))) allocs.push_back({e.addr, int64_t(i)});
-        st.put(e.addr, 1 | kAllocSeen);
+        if (!seen_bit(es.st.find(e.addr))) es.allocs.push_back({e.addr, int64_t(i)});
+        es.st.put(e.addr, 1 | kAllocSeen);
         seen_alloc = true;
         break;
       }
       case EventKind::FreeRequested: {
-        const uint32_t s = st.find(e.addr);
+        const uint32_t s = es.st.find(e.addr);
         if (s == detail::AddrMap::kNone) {
-          pre_open.put(e.addr, uint32_t(pre.size()));
-          pre.push_back({e.addr, e.size, 0, e.stream, e.stack, false, false, kNever});
+          es.pre_open.put(e.addr, uint32_t(es.pre.size()));
+          es.pre.push_back({e.addr, e.size, 0, e.stream, e.stack, false, false, kNever});
         } else if ((s & 3) == 3) {
           ++evd.dropped_mid_history;
         }
-        st.put(e.addr, 2 | seen_bit(s));
+        es.st.put(e.addr, 2 | seen_bit(s));
         break;
       }
       case EventKind::FreeCompleted: {
-        const uint32_t s = st.find(e.addr);
+        const uint32_t s = es.st.find(e.addr);
         if (s == detail::AddrMap::kNone) {
-          pre.push_back({e.addr, e.size, 0, e.stream, e.stack, false, true, int64_t(i)});
+          es.pre.push_back({e.addr, e.size, 0, e.stream, e.stack, false, true, int64_t(i)});
           if (!seen_alloc) evd.head_orphan_free = true;
         } else if ((s & 3) == 3) {
           ++evd.dropped_mid_history;
-        } else if (uint32_t p = pre_open.find(e.addr); p != detail::AddrMap::kNone) {
-          pre[p].completes = int64_t(i);
+        } else if (uint32_t p = es.pre_open.find(e.addr); p != detail::AddrMap::kNone) {
+          es.pre[p].completes = int64_t(i);
         }
-        pre_open.erase(e.addr);
-        st.put(e.addr, 3 | seen_bit(s));
+        es.pre_open.erase(e.addr);
+        es.st.put(e.addr, 3 | seen_bit(s));
         break;
       }
       case EventKind::SegmentAlloc:
-        seg_live.put(e.addr, 1);
-        created.put(e.addr, 1);
+        es.seg_live.put(e.addr, 1);
+        es.created.put(e.addr, 1);
         break;
       case EventKind::SegmentFree:
-        if (seg_live.find(e.addr) == detail::AddrMap::kNone && created.find(e.addr) == detail::AddrMap::kNone)
-          pre_segs.push_back({e.addr, e.size, e.stream});
-        seg_live.erase(e.addr);
+        if (es.seg_live.find(e.addr) == detail::AddrMap::kNone && es.created.find(e.addr) == detail::AddrMap::kNone)
+          es.pre_segs.push_back({e.addr, e.size, e.stream});
+        es.seg_live.erase(e.addr);
         break;
       case EventKind::SegmentMap:
-        mapped.add(e.addr, e.addr + e.size);
-        touched.add(e.addr, e.addr + e.size);
+        es.mapped.add(e.addr, e.addr + e.size);
+        es.touched.add(e.addr, e.addr + e.size);
         break;
       case EventKind::SegmentUnmap: {
         // Pages the history never touched must have been mapped before it.
-        gaps.clear();
-        touched.missing(e.addr, e.addr + e.size, &gaps);
-        for (auto& g : gaps) pre_mapped.add(g.first, g.second);
-        mapped.remove(e.addr, e.addr + e.size);
-        touched.add(e.addr, e.addr + e.size);
+        es.gaps.clear();
+        es.touched.missing(e.addr, e.addr + e.size, &es.gaps);
+        for (auto& g : es.gaps) es.pre_mapped.add(g.first, g.second);
+        es.mapped.remove(e.addr, e.addr + e.size);
+        es.touched.add(e.addr, e.addr + e.size);
         break;
       }
       default: break;
     }
   }
-  // Dumped state the history did not make.
+}
+
+// Step 2: dumped state the history did not make.
+void Replayer::scan_dump(EarlyState& es) {
+  constexpr int64_t kNever = EarlyState::kNever;
+  TruncationEvidence& evd = out.truncation_evidence;
   for (const Segment& sg : dev_.segments) {
     if (sg.expandable) {
-      gaps.clear();
-      touched.missing(sg.addr, sg.addr + sg.total_size, &gaps);
-      for (auto& g : gaps) pre_mapped.add(g.first, g.second);
-    } else if (created.find(sg.addr) == detail::AddrMap::kNone) {
-      pre_segs.push_back({sg.addr, sg.total_size, sg.stream});
+      es.gaps.clear();
+      es.touched.missing(sg.addr, sg.addr + sg.total_size, &es.gaps);
+      for (auto& g : es.gaps) es.pre_mapped.add(g.first, g.second);
+    } else if (es.created.find(sg.addr) == detail::AddrMap::kNone) {
+      es.pre_segs.push_back({sg.addr, sg.total_size, sg.stream});
     }
     for (uint32_t k = 0; k < sg.block_count; ++k) {
       const Block& b = dev_.blocks[sg.first_block + k];
       if (b.state == BlockState::Inactive) continue;
-      const uint32_t s = st.find(b.addr);
+      const uint32_t s = es.st.find(b.addr);
       if (s == detail::AddrMap::kNone) {
-        pre.push_back({b.addr, b.requested_size, b.size, sg.stream, b.stack, true,
-                       b.state == BlockState::ActivePendingFree, kNever});
+        es.pre.push_back({b.addr, b.requested_size, b.size, sg.stream, b.stack, true,
+                          b.state == BlockState::ActivePendingFree, kNever});
         if (b.stack != 0) ++evd.framed_early_blocks;
-      } else if (uint32_t p = pre_open.find(b.addr); p != detail::AddrMap::kNone) {
+      } else if (uint32_t p = es.pre_open.find(b.addr); p != detail::AddrMap::kNone) {
         // Freed in the history but still waiting at the dump: the dump has its size.
-        pre[p].size = b.size;
-        pre[p].exact = true;
+        es.pre[p].size = b.size;
+        es.pre[p].exact = true;
       }
     }
   }
-  // The segments before the first event, in address order.
-  struct Seg0 {
-    uint64_t addr, size, stream;
-    bool expandable;
-  };
-  std::vector<Seg0> seg0;
-  for (const PreSeg& p : pre_segs) seg0.push_back({p.addr, p.size, p.stream, false});
+}
+
+// Step 3: the segments before the first event, in address order, and the
+// early blocks and the history's allocations by address (each address once,
+// with its earliest event).
+void Replayer::early_segments(EarlyState& es) {
+  using Seg0 = EarlyState::Seg0;
+  using Pre = EarlyState::Pre;
+  for (const EarlyState::PreSeg& p : es.pre_segs) es.seg0.push_back({p.addr, p.size, p.stream, false});
   {
     // The stream of each early mapped range: that of the dumped mapped range
     // holding its start (0 when none does).
@@ -679,21 +720,23 @@ void Replayer::reconstruct_initial_state() {
     for (const Segment& sg : dev_.segments)
       if (sg.expandable) exp_dump.push_back({sg.addr, &sg});
     std::sort(exp_dump.begin(), exp_dump.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (auto& r : pre_mapped.ranges()) {
+    for (auto& r : es.pre_mapped.ranges()) {
       uint64_t stream = 0;
       auto it = std::upper_bound(exp_dump.begin(), exp_dump.end(), r.first,
                                  [](uint64_t a, const auto& e) { return a < e.first; });
       if (it != exp_dump.begin() && r.first < std::prev(it)->second->addr + std::prev(it)->second->total_size)
         stream = std::prev(it)->second->stream;
-      seg0.push_back({r.first, r.second - r.first, stream, true});
+      es.seg0.push_back({r.first, r.second - r.first, stream, true});
     }
   }
-  std::sort(seg0.begin(), seg0.end(), [](const Seg0& a, const Seg0& b) { return a.addr < b.addr; });
-  std::sort(pre.begin(), pre.end(), [](const Pre& a, const Pre& b) { return a.addr < b.addr; });
-  // Allocations by address, each address once with its earliest event.
-  std::sort(allocs.begin(), allocs.end());
+  std::sort(es.seg0.begin(), es.seg0.end(), [](const Seg0& a, const Seg0& b) { return a.addr < b.addr; });
+  std::sort(es.pre.begin(), es.pre.end(), [](const Pre& a, const Pre& b) { return a.addr < b.addr; });
+  std::sort(es.allocs.begin(), es.allocs.end());
+}
 
-  const bool partial = !pre.empty() || !seg0.empty();
+// Step 4: a late start, a wrapped ring buffer, or unknown.
+void Replayer::classify_truncation(bool partial) {
+  TruncationEvidence& evd = out.truncation_evidence;
   out.truncated = partial && dev_.has_trace;
   evd.entries_round = round_count(evd.entries);
   if (!out.truncated) out.truncation = Truncation::None;
@@ -709,61 +752,68 @@ void Replayer::reconstruct_initial_state() {
   else if (evd.entries_round) out.truncation = Truncation::Wrapped;
   else if (evd.framed_early_blocks > 0 || evd.dropped_mid_history > 0) out.truncation = Truncation::Unknown;
   else out.truncation = Truncation::LateStart;
-  out.pre_trace_allocations = 0;
+}
 
+// Step 5: the early blocks of one segment [lo, hi), from es.pre[pi] on,
+// with the free blocks between them.
+void Replayer::place_early_blocks(EarlyState& es, int32_t sid, uint64_t lo, uint64_t hi, bool expandable, size_t& pi) {
+  using Pre = EarlyState::Pre;
   const int64_t mss = trace_.settings.max_split_size;
-  auto place = [&](int32_t sid, uint64_t lo, uint64_t hi, bool expandable, size_t& pi) {
-    uint64_t cur = lo;
-    while (pi < pre.size() && pre[pi].addr < lo) ++pi;  // outside every segment
-    for (; pi < pre.size() && pre[pi].addr < hi; ++pi) {
-      Pre& p = pre[pi];
-      if (p.addr < cur) continue;  // overlaps the previous one: inconsistent, skip
-      const uint64_t next = (pi + 1 < pre.size() && pre[pi + 1].addr < hi) ? pre[pi + 1].addr : hi;
-      uint64_t size = p.size;
-      if (!p.exact) {
-        // The block is at least its rounded request; it also took the free
-        // bytes after it when they were too few to split off. Its end is
-        // bounded by the next block known to exist while it lived: the next
-        // early block, the segment's end, or an allocation the history makes
-        // before this block's free completes.
-        const uint64_t r = allocator_round_size(p.requested, trace_.settings);
-        uint64_t bound = next;
-        const uint64_t window = p.addr + r + kSmallSize + kMinBlock;
-        for (auto a = std::lower_bound(allocs.begin(), allocs.end(), std::make_pair(p.addr + r, int64_t(-1)));
-             a != allocs.end() && a->first < std::min(bound, window); ++a)
-          if (a->second < p.completes) {
-            bound = a->first;
-            break;
-          }
-        const uint64_t gap = bound > p.addr + r ? bound - (p.addr + r) : 0;
-        const bool small = p.requested <= kSmallSize;
-        bool split;
-        if (small || expandable || trace_.settings.expandable_segments) split = gap >= kMinBlock;
-        else split = (mss < 0 || r < uint64_t(mss)) && gap > kSmallSize;
-        size = split || gap == 0 ? r : bound - p.addr;
-        out.allocated_estimated |= size != r || gap > 0;
-      }
-      if (p.addr + size > hi) size = hi - p.addr;
-      if (p.addr > cur) new_block(cur, p.addr - cur, sid, BS::Free);
-      uint32_t id = new_block(p.addr, size, sid, p.pending ? BS::Pending : BS::Alloc);
-      RBlock& b = blocks_[id];
-      b.requested = p.requested;
-      b.stack = p.stack;
-      b.stream = p.stream;
-      b.alloc_event = -1;
-      wadd(c_.requested, p.requested);
-      wadd(c_.active, size);
-      if (!p.pending) {
-        wadd(c_.allocated, size);
-        ++out.pre_trace_allocations;
-      }
-      guard_initial();
-      cur = p.addr + size;
+  uint64_t cur = lo;
+  while (pi < es.pre.size() && es.pre[pi].addr < lo) ++pi;  // outside every segment
+  for (; pi < es.pre.size() && es.pre[pi].addr < hi; ++pi) {
+    Pre& p = es.pre[pi];
+    if (p.addr < cur) continue;  // overlaps the previous one: inconsistent, skip
+    const uint64_t next = (pi + 1 < es.pre.size() && es.pre[pi + 1].addr < hi) ? es.pre[pi + 1].addr : hi;
+    uint64_t size = p.size;
+    if (!p.exact) {
+      // The block is at least its rounded request; it also took the free
+      // bytes after it when they were too few to split off. Its end is
+      // bounded by the next block known to exist while it lived: the next
+      // early block, the segment's end, or an allocation the history makes
+      // before this block's free completes.
+      const uint64_t r = allocator_round_size(p.requested, trace_.settings);
+      uint64_t bound = next;
+      const uint64_t window = p.addr + r + kSmallSize + kMinBlock;
+      for (auto a = std::lower_bound(es.allocs.begin(), es.allocs.end(), std::make_pair(p.addr + r, int64_t(-1)));
+           a != es.allocs.end() && a->first < std::min(bound, window); ++a)
+        if (a->second < p.completes) {
+          bound = a->first;
+          break;
+        }
+      const uint64_t gap = bound > p.addr + r ? bound - (p.addr + r) : 0;
+      const bool small = p.requested <= kSmallSize;
+      bool split;
+      if (small || expandable || trace_.settings.expandable_segments) split = gap >= kMinBlock;
+      else split = (mss < 0 || r < uint64_t(mss)) && gap > kSmallSize;
+      size = split || gap == 0 ? r : bound - p.addr;
+      out.allocated_estimated |= size != r || gap > 0;
     }
-    if (cur < hi) new_block(cur, hi - cur, sid, BS::Free);
-  };
+    if (p.addr + size > hi) size = hi - p.addr;
+    if (p.addr > cur) new_block(cur, p.addr - cur, sid, BS::Free);
+    uint32_t id = new_block(p.addr, size, sid, p.pending ? BS::Pending : BS::Alloc);
+    RBlock& b = blocks_[id];
+    b.requested = p.requested;
+    b.stack = p.stack;
+    b.stream = p.stream;
+    b.alloc_event = -1;
+    wadd(c_.requested, p.requested);
+    wadd(c_.active, size);
+    if (!p.pending) {
+      wadd(c_.allocated, size);
+      ++out.pre_trace_allocations;
+    }
+    guard_initial();
+    cur = p.addr + size;
+  }
+  if (cur < hi) new_block(cur, hi - cur, sid, BS::Free);
+}
+
+// Step 6: the segments and blocks before the first event, and the early
+// allocations outside every known segment.
+void Replayer::build_early_state(EarlyState& es) {
   size_t pi = 0;
-  for (const Seg0& s0 : seg0) {
+  for (const EarlyState::Seg0& s0 : es.seg0) {
     int32_t sid;
     if (s0.expandable) {
       sid = expandable_seg(s0.addr, s0.size, s0.stream);
@@ -777,10 +827,10 @@ void Replayer::reconstruct_initial_state() {
     }
     wadd(c_.reserved, s0.size);
     guard_initial();
-    place(sid, s0.addr, s0.addr + s0.size, s0.expandable, pi);
+    place_early_blocks(es, sid, s0.addr, s0.addr + s0.size, s0.expandable, pi);
   }
   // Early allocations outside every known segment: kept as orphans.
-  for (const Pre& p : pre) {
+  for (const EarlyState::Pre& p : es.pre) {
     if (by_start_.find(p.addr) != detail::AddrMap::kNone) continue;
     uint64_t size = p.exact ? p.size : allocator_round_size(p.requested, trace_.settings);
     uint32_t id = new_block(p.addr, size, -1, p.pending ? BS::Pending : BS::Alloc);
@@ -795,9 +845,6 @@ void Replayer::reconstruct_initial_state() {
     }
     guard_initial();
   }
-  check_counters(dev_.index, "before the first event", c_);
-  out.baseline = c_;
-  if (out.pools.size() > 1) out.alloc_pool.assign(ev.size(), 0);
 }
 
 void Replayer::finish_end_check() {

@@ -1,6 +1,6 @@
 // Internal: what a rule set's phase hints and frame conditions say about one
 // trace's frames and stacks, worked out once per trace and shared by all of
-// its devices (attribution.cpp).
+// its devices (attribution_rules.cpp).
 //
 // Linear in the trace: each distinct frame is matched once against every
 // pattern of the rule set together (PatternSet: one pass over its name and

@@ -30,6 +30,17 @@ class TraceBuilder {
   void build();
 
  private:
+  // The steps of build(), in order.
+  void sort_records();
+  void nest_ranges();
+  void build_ops();
+  void place_points();
+  void link_kernels();
+  void group_op_kernels();
+  void build_events();
+  void op_stacks();
+  void annotations();
+  void describe_source();
   StackId stack_of(uint32_t r);
   FrameId range_frame(const RangeRec& r);
 
@@ -48,6 +59,9 @@ class TraceBuilder {
   HugeVec<uint32_t> parent_;   // per sorted range
   HugeVec<StackId> stack_;     // per sorted range (UINT32_MAX: not yet)
   HugeVec<uint32_t> near_op_;  // per sorted range: the innermost op at or above it
+  HugeVec<uint32_t> op_of_range_;  // per sorted range: its op (kNoOp: not an op)
+  // Per memory event, launch and flow start: its innermost range (UINT32_MAX: none).
+  HugeVec<uint32_t> mem_range_, launch_range_, flow_range_;
   std::vector<std::pair<std::string, std::string>> meta_;
   std::string schema_version_;
 };
@@ -81,9 +95,9 @@ StackId TraceBuilder::stack_of(uint32_t r) {
   return s;
 }
 
-void TraceBuilder::build() {
-  // GPU activities in file order, launches in a fixed one (shards hand
-  // them over in any order).
+// Records in a fixed order: GPU activities in file order, launches and flow
+// starts by id (shards hand them over in any order).
+void TraceBuilder::sort_records() {
   std::sort(gpu_.begin(), gpu_.end(), [](const GpuRec& a, const GpuRec& b) { return a.order < b.order; });
   std::sort(launches_.begin(), launches_.end(), [](const LaunchRec& a, const LaunchRec& b) {
     if (a.corr != b.corr) return a.corr < b.corr;
@@ -94,7 +108,10 @@ void TraceBuilder::build() {
   std::sort(flows_.begin(), flows_.end(), [](const FlowRec& a, const FlowRec& b) {
     return a.id != b.id ? a.id < b.id : a.ts < b.ts;
   });
-  // 1. Nesting per thread.
+}
+
+// 1. Nesting per thread.
+void TraceBuilder::nest_ranges() {
   std::sort(ranges_.begin(), ranges_.end(), [](const RangeRec& a, const RangeRec& b) {
     if (a.thread != b.thread) return a.thread < b.thread;
     if (a.start != b.start) return a.start < b.start;
@@ -117,8 +134,13 @@ void TraceBuilder::build() {
       open.push_back(i);
     }
   }
-  // 2. Ops in pre-order (the sorted order), with their op parents.
-  HugeVec<uint32_t> op_of_range(nr, kNoOp);
+}
+
+
+// 2. Ops in pre-order (the sorted order), with their op parents.
+void TraceBuilder::build_ops() {
+  const size_t nr = ranges_.size();
+  op_of_range_.assign(nr, kNoOp);
   t_.ops.clear();
   {
     size_t nops = 0;
@@ -135,8 +157,8 @@ void TraceBuilder::build() {
       op.duration_ns = wrap_sub(r.end, r.start);
       op.thread = r.thread;
       op.parent = up;
-      op_of_range[i] = uint32_t(t_.ops.size());
-      near_op_[i] = op_of_range[i];
+      op_of_range_[i] = uint32_t(t_.ops.size());
+      near_op_[i] = op_of_range_[i];
       t_.ops.push_back(op);
     } else {
       near_op_[i] = up;
@@ -150,8 +172,13 @@ void TraceBuilder::build() {
       if (p != kNoOp) t_.ops[p].subtree_end = std::max(t_.ops[p].subtree_end, t_.ops[i].subtree_end);
     }
   }
-  // 3. Points (memory events, launches, flow starts) into their innermost
-  // range. Memory events are put in time order first (ties: file order).
+}
+
+
+// 3. Points (memory events, launches, flow starts) into their innermost
+// range. Memory events are put in time order first (ties: file order).
+void TraceBuilder::place_points() {
+  const size_t nr = ranges_.size();
   std::sort(mem_.begin(), mem_.end(), [](const MemRec& a, const MemRec& b) {
     if (a.ts != b.ts) return a.ts < b.ts;
     return a.order < b.order;
@@ -173,8 +200,9 @@ void TraceBuilder::build() {
     if (a.which != b.which) return a.which < b.which;
     return a.idx < b.idx;
   });
-  HugeVec<uint32_t> mem_range(mem_.size(), UINT32_MAX), launch_range(launches_.size(), UINT32_MAX),
-      flow_range(flows_.size(), UINT32_MAX);
+  mem_range_.assign(mem_.size(), UINT32_MAX);
+  launch_range_.assign(launches_.size(), UINT32_MAX);
+  flow_range_.assign(flows_.size(), UINT32_MAX);
   {
     size_t ri = 0;
     std::vector<uint32_t> open;
@@ -192,12 +220,16 @@ void TraceBuilder::build() {
       }
       while (!open.empty() && ranges_[open.back()].end < p.ts) open.pop_back();
       uint32_t r = open.empty() ? UINT32_MAX : open.back();
-      (p.which == 0 ? mem_range : p.which == 1 ? launch_range : flow_range)[p.idx] = r;
+      (p.which == 0 ? mem_range_ : p.which == 1 ? launch_range_ : flow_range_)[p.idx] = r;
     }
   }
+}
 
-  // 4. GPU activities and their launches.
-  // Launches by correlation id: a sorted index (ids are unique per launch).
+
+// 4. GPU activities and their launches.
+// Launches by correlation id: a sorted index (ids are unique per launch).
+void TraceBuilder::link_kernels() {
+  const size_t nr = ranges_.size();
   HugeVec<std::pair<int64_t, uint32_t>> by_corr;
   reserve_huge(by_corr, launches_.size());
   for (uint32_t i = 0; i < launches_.size(); ++i) by_corr.push_back({launches_[i].corr, i});
@@ -232,12 +264,12 @@ void TraceBuilder::build() {
     }
     if (li != UINT32_MAX) {
       when = launches_[li].ts;
-      range = launch_range[li];
+      range = launch_range_[li];
     } else if (auto oit = g.ext >= 0 ? op_by_ext.find(g.ext) : op_by_ext.end(); oit != op_by_ext.end()) {
       range = oit->second;
     } else if (auto fit = g.corr >= 0 ? flow_by_id.find(g.corr) : flow_by_id.end(); fit != flow_by_id.end()) {
       when = flows_[fit->second].ts;
-      range = flow_range[fit->second];
+      range = flow_range_[fit->second];
     }
     k.time_us = abs_us(base_ns_, when);
     if (range != UINT32_MAX) {
@@ -252,7 +284,10 @@ void TraceBuilder::build() {
   t_.kernels.clear();
   t_.kernels.reserve(ks.size());
   for (const K& k : ks) t_.kernels.push_back(k.k);
-  // Each op's own launches, grouped in op order, chronological within an op.
+}
+
+// Each op's own launches, grouped in op order, chronological within an op.
+void TraceBuilder::group_op_kernels() {
   {
     std::vector<uint32_t> count(t_.ops.size() + 1, 0);
     for (const KernelLaunch& k : t_.kernels)
@@ -271,8 +306,10 @@ void TraceBuilder::build() {
       t_.op_kernels[t_.ops[op].first_kernel + fill[op]++] = i;
     }
   }
+}
 
-  // 5. Memory events per device (sorted by time before step 3).
+// 5. Memory events per device (sorted by time before step 3).
+void TraceBuilder::build_events() {
   StackId before_stack = 0;
   {
     Frame f;
@@ -294,7 +331,7 @@ void TraceBuilder::build() {
   for (size_t i = 0; i < mem_.size(); ++i) {
     const MemRec& m = mem_[i];
     const int64_t t_us = abs_us(base_ns_, m.ts);
-    const uint32_t r = mem_range[i];
+    const uint32_t r = mem_range_[i];
     if (m.device < 0) {
       HostMemoryEvent h;
       h.time_us = t_us;
@@ -324,13 +361,17 @@ void TraceBuilder::build() {
     d.reported_reserved.push_back(m.has_res ? m.total_res : prev_res);
     d.event_op.push_back(r == UINT32_MAX ? kNoOp : near_op_[r]);
   }
+}
 
-  // Stacks of the ops that launched a kernel or enclose an event, and of
-  // their enclosing ops (the rest are never looked at).
+
+// Stacks of the ops that launched a kernel or enclose an event, and of
+// their enclosing ops (the rest are never looked at).
+void TraceBuilder::op_stacks() {
+  const size_t nr = ranges_.size();
   {
     std::vector<uint32_t> range_of_op(t_.ops.size(), UINT32_MAX);
     for (uint32_t i = 0; i < nr; ++i)
-      if (op_of_range[i] != kNoOp) range_of_op[op_of_range[i]] = i;
+      if (op_of_range_[i] != kNoOp) range_of_op[op_of_range_[i]] = i;
     std::vector<char> need(t_.ops.size(), 0);
     auto mark = [&](uint32_t op) {
       for (; op != kNoOp && !need[op]; op = t_.ops[op].parent) need[op] = 1;
@@ -341,9 +382,11 @@ void TraceBuilder::build() {
     for (uint32_t i = 0; i < t_.ops.size(); ++i)
       if (need[i]) t_.ops[i].stack = stack_of(range_of_op[i]);
   }
+}
 
-  // 6. record_function ranges as annotations (the attribution reads
-  // Optimizer.step#... spans from them).
+// 6. record_function ranges as annotations (the attribution reads
+// Optimizer.step#... spans from them).
+void TraceBuilder::annotations() {
   {
     std::vector<Annotation> an;
     for (const RangeRec& r : ranges_) {
@@ -357,8 +400,10 @@ void TraceBuilder::build() {
     });
     t_.annotations = std::move(an);
   }
+}
 
-  // 7. What the report shows about the input.
+// 7. What the report shows about the input.
+void TraceBuilder::describe_source() {
   t_.source.format = "chrome-trace";
   t_.source.format_detail = "torch.profiler / Kineto" + (schema_version_.empty() ? std::string() : ", schemaVersion " + schema_version_);
   t_.source.shape = have_base_ ? "traceEvents, baseTimeNanoseconds" : "traceEvents, absolute timestamps";
@@ -366,7 +411,19 @@ void TraceBuilder::build() {
   t_.metadata.push_back({"profiler.trace_events", std::to_string(events_)});
   t_.metadata.push_back({"profiler.threads", std::to_string(threads_)});
   std::sort(t_.devices.begin(), t_.devices.end(), [](const Device& a, const Device& b) { return a.index < b.index; });
+}
 
+void TraceBuilder::build() {
+  sort_records();
+  nest_ranges();      // 1
+  build_ops();        // 2
+  place_points();     // 3
+  link_kernels();     // 4
+  group_op_kernels();
+  build_events();     // 5
+  op_stacks();
+  annotations();      // 6
+  describe_source();  // 7
   // The records are no longer needed.
   HugeVec<RangeRec>().swap(ranges_);
   HugeVec<MemRec>().swap(mem_);

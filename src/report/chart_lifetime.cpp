@@ -54,6 +54,7 @@ double draw_lifetime_panel(Canvas& c, const ChartSeries& p, const std::string& l
     const double scale = band_scale[i];
     const std::string cat = b.category >= 0 ? ld.categories[size_t(b.category)] : "";
     const std::string color = b.category >= 0 ? category_color(cat) : std::string(kMixedColor);
+    const std::string name = b.other_sites > 0 ? "other sites (" + with_commas(b.other_sites) + ")" : b.name;
     // Gutter: a color stripe, the name, its context, its size.
     BoxStyle sw;
     sw.fill = color;
@@ -62,7 +63,7 @@ double draw_lifetime_panel(Canvas& c, const ChartSeries& p, const std::string& l
     std::string info = "max " + human_bytes(b.max_live) + ", " + with_commas(b.allocations) +
                        (b.allocations == 1 ? " allocation" : " allocations");
     if (o_group_site && !cat.empty()) info = cat + " \xc2\xb7 " + info;
-    c.text(kMarginX + 8, by + 7, fit_text(b.name, gutter - 14, name_st.size, true), name_st, b.name);
+    c.text(kMarginX + 8, by + 7, fit_text(name, gutter - 14, name_st.size, true), name_st, name);
     if (band_h[i] >= 24) c.text(kMarginX + 8, by + 18, fit_text(info, gutter - 14, info_st.size), info_st);
     if (!b.context.empty() && band_h[i] >= 34)
       c.text(kMarginX + 8, by + 28, fit_text(b.context, gutter - 14, info_st.size), info_st, b.context);
@@ -109,7 +110,7 @@ double draw_lifetime_panel(Canvas& c, const ChartSeries& p, const std::string& l
         s.stroke = light;
         s.stroke_width = 0.5;
         s.cls = "rest";
-        s.tooltip = b.name + ": smaller allocations, summed (up to " + human_bytes(most) + " live)";
+        s.tooltip = name + ": smaller allocations, summed (up to " + human_bytes(most) + " live)";
         c.box(px0 + double(k) * 2, g.second, double(e - k) * 2, g.first - g.second, s);
       }
       k = e;

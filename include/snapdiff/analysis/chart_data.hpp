@@ -165,7 +165,8 @@ struct LifetimeBar {
   std::string site;         // "run (train.py:194) in _init_group (adam.py:178)"
 };
 struct LifetimeBand {
-  std::string name;         // category, or site ("run (train.py:194)")
+  std::string name;         // category, or site ("run (train.py:194)"); empty for the other sites' band
+  uint64_t other_sites = 0;  // the band summing the sites not shown: how many (the report names it)
   std::string context;      // site: "in _init_group (adam.py:178)", "in fc1 <- layer *", "3 call paths"
   int category = 0;         // its color: the category holding the most bytes x time; -1: several sites
   std::vector<LifetimeBar> bars;

@@ -1,0 +1,556 @@
+// Category inference (see src/analysis/attribution_parts.hpp and
+// docs/attribution.md "Inferences"): what the first round of categories says
+// about the rest, as Fact bits on the allocations and the evidence of each.
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <string>
+
+#include "analysis/attribution_parts.hpp"
+
+namespace snapdiff::detail {
+
+namespace {
+
+// Each allocation's pool: the replay's for those the history made, the
+// segment's for the dump's blocks.
+void assign_pools(const Device& d, const DeviceReplay& rp,
+                  const std::vector<std::pair<uint32_t, uint32_t>>& dump_blocks, Attribution& a) {
+  for (Allocation& al : a.allocations)
+    if (al.alloc_event >= 0 && !rp.alloc_pool.empty()) al.pool = rp.alloc_pool[size_t(al.alloc_event)];
+  std::map<std::pair<int64_t, int64_t>, uint32_t> pool_of;
+  for (uint32_t p = 0; p < rp.pools.size(); ++p) pool_of.emplace(std::make_pair(rp.pools[p].id[0], rp.pools[p].id[1]), p);
+  for (const auto& [id, si] : dump_blocks) {
+    const Segment& sg = d.segments[si];
+    auto pi = pool_of.find({sg.pool_id[0], sg.pool_id[1]});
+    a.allocations[id].pool = pi == pool_of.end() ? 0 : pi->second;
+  }
+}
+
+// What decided the pre-trace inferences (--explain gives it): how many
+// blocks, and their MiB, were taken for parameters, gradients and optimizer
+// states, and why.
+void pre_trace_evidence(const uint64_t n[3], const int64_t bytes[3], int64_t grad_total, bool steps, int k,
+                        const std::string& k_from, std::string* evidence) {
+  auto mib = [](int64_t b) { return std::to_string((b + (1 << 19)) >> 20) + " MiB"; };
+  if (n[0])
+    evidence[1] = std::to_string(n[0]) + " blocks (" + mib(bytes[0]) + ") " +
+                  (grad_total > 0 ? "size-matched to the " + std::to_string(grad_total) +
+                                        " gradients one iteration makes (and the model's buffers of those sizes)"
+                   : steps ? "the first of each parameter-sized group of " + std::to_string(k + 2) +
+                                 " blocks (parameter, gradient, states; " + k_from + ")"
+                           : "never freed, with no training step recorded to match");
+  if (n[1])
+    evidence[2] = std::to_string(n[1]) + " blocks (" + mib(bytes[1]) +
+                  ") kept as gradients: none is made in the recording, one per parameter";
+  if (n[2])
+    evidence[3] = std::to_string(n[2]) + " blocks (" + mib(bytes[2]) + "): " + std::to_string(k) +
+                  " optimizer states per parameter (" + k_from + "), size-matched to the parameters";
+}
+
+}  // namespace
+
+// Does any frame of the stack have a name containing one of `needles`?
+bool Inferrer::stack_mentions(StackId s, std::initializer_list<std::string_view> needles) const {
+  for (; s != 0; s = t_.stacks.node(s).parent) {
+    const std::string_view name = t_.strings.get(t_.frames[t_.stacks.node(s).frame].name);
+    const std::string_view file = t_.strings.get(t_.frames[t_.stacks.node(s).frame].file);
+    for (std::string_view n : needles)
+      if (name.find(n) != std::string_view::npos || file.find(n) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// Private pools: a CUDA graph's unless its allocations' frames say a user
+// MemPool (torch.cuda.use_mem_pool) made them and none says a graph.
+void Inferrer::infer_pools(bool private_pools, const std::vector<std::pair<uint32_t, uint32_t>>& dump_blocks) {
+  if (!private_pools) return;
+  const DeviceReplay& rp = replay_();
+  assign_pools(d_, rp, dump_blocks, a_);
+  if (rp.pools.size() <= 1) return;
+  std::vector<int8_t> user(rp.pools.size(), 0), graph(rp.pools.size(), 0);
+  std::vector<uint32_t> seen(rp.pools.size(), 0);
+  for (const Allocation& al : a_.allocations) {
+    if (al.pool == 0 || al.pool >= rp.pools.size() || al.stack == 0 || seen[al.pool] >= 64) continue;
+    ++seen[al.pool];
+    if (stack_mentions(al.stack, {"use_mem_pool", "MemPool"})) user[al.pool] = 1;
+    if (stack_mentions(al.stack, {"torch/cuda/graphs.py", "make_graphed_callables", "capture_begin", "CUDAGraph"}))
+      graph[al.pool] = 1;
+  }
+  uint64_t n = 0, bytes = 0;
+  for (Allocation& al : a_.allocations)
+    if (al.pool != 0 && al.pool < rp.pools.size() && (graph[al.pool] || !user[al.pool])) {
+      al.facts |= kFactGraphPool;
+      ++n, bytes += al.requested;
+    }
+  if (n)
+    a_.fact_evidence[0] = "in a private pool that no torch.cuda.use_mem_pool frame made (" + std::to_string(n) +
+                          " allocations): memory of a CUDA graph's capture";
+}
+
+// Frees inside Optimizer.zero_grad annotations.
+void Inferrer::infer_zero_grad() {
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  std::vector<int64_t> starts;
+  for (const Annotation& an : t_.annotations) {
+    if (an.device != d_.index && an.device != -1) continue;
+    if (t_.strings.get(an.name).rfind("Optimizer.zero_grad", 0) != 0) continue;
+    if (an.start) starts.push_back(an.time_us);
+    else if (!starts.empty()) spans.push_back({starts.back(), an.time_us}), starts.pop_back();
+  }
+  if (spans.empty()) return;
+  std::sort(spans.begin(), spans.end());
+  uint64_t n = 0;
+  for (Allocation& al : a_.allocations) {
+    const int64_t uf = al.user_free();
+    if (uf == INT64_MAX || uf < 0) continue;
+    const int64_t t = d_.events[size_t(uf)].time_us;
+    if (t == kNoTime) continue;
+    auto it = std::upper_bound(spans.begin(), spans.end(), std::make_pair(t, INT64_MAX));
+    if (it == spans.begin()) continue;
+    --it;
+    if (it->first <= t && t <= it->second) al.facts |= kFactZeroGradFree, ++n;
+  }
+  if (n) a_.fact_evidence[6] = "freed inside an Optimizer.zero_grad annotation (" + std::to_string(n) + " allocations)";
+}
+
+// States an optimizer keeps per parameter, from its class in the
+// Optimizer.step#Class.step annotations; -1 when the class does not say.
+int Inferrer::states_per_parameter() const {
+  for (const Annotation& an : t_.annotations) {
+    std::string name(t_.strings.get(an.name));
+    if (name.rfind("Optimizer.step#", 0) != 0) continue;
+    for (char& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
+    if (name.find("adafactor") != std::string::npos) return -1;
+    if (name.find("adam") != std::string::npos || name.find("lamb") != std::string::npos) return 2;
+    if (name.find("adagrad") != std::string::npos || name.find("lion") != std::string::npos) return 1;
+    return -1;
+  }
+  return -1;
+}
+
+// Memory from before the recording that no frame explains: blocks never
+// freed, matched by size to what the recording shows of the training
+// step. A parameter has one gradient of its own size each iteration (made
+// in the backward, or freed by zero_grad) and as many optimizer states of
+// its size as its optimizer keeps; what a size class holds beyond those
+// are buffers of the model.
+bool Inferrer::infer_pre_trace() {
+  const int unknown = a_.unknown_index(), grad = cat("gradient"), state = cat("optimizer_state"),
+            workspace = cat("workspace");
+  std::map<uint64_t, std::vector<uint32_t>> pre;  // by size, in address order
+  for (uint32_t id = 0; id < a_.allocations.size(); ++id) {
+    const Allocation& al = a_.allocations[id];
+    // Unexplained, or a workspace by its size alone (1 MiB is also a
+    // parameter's size): the sizes below decide.
+    const bool size_only = al.rule >= 0 && al.category == workspace && !rs_.rules[size_t(al.rule)].sizes.empty() &&
+                           !rs_.rules[size_t(al.rule)].has_frame_name;
+    if (al.alloc_event < 0 && al.free_event == INT64_MAX && (al.category == unknown || size_only))
+      pre[al.requested].push_back(id);
+  }
+  if (pre.empty()) return false;
+  std::map<uint64_t, int64_t> grads;  // per size: the most gradients of that size one iteration makes
+  std::map<std::pair<int, uint64_t>, int64_t> per_iter;
+  std::map<uint64_t, int64_t> zeroed;
+  int64_t state_in_trace = 0, grad_total = 0;
+  for (const Allocation& al : a_.allocations) {
+    if (al.category == grad && al.alloc_event >= 0) ++per_iter[{a_.iteration_at(al.alloc_event), al.requested}];
+    if (al.alloc_event < 0 && (al.facts & kFactZeroGradFree)) ++zeroed[al.requested];
+    if (al.category == state && al.alloc_event >= 0 && al.requested > 64) ++state_in_trace;
+  }
+  for (const auto& [k, v] : per_iter) grads[k.second] = std::max(grads[k.second], v);
+  for (const auto& [k, v] : zeroed) grads[k] = std::max(grads[k], v);
+  for (const auto& [k, v] : grads) grad_total += v;
+  bool steps = false;
+  for (const PhaseSpan& sp : a_.spans) steps |= sp.phase == Phase::Optimizer;
+  // States per parameter among the blocks from before: none when the
+  // recording creates the state (its first step is recorded), else the
+  // optimizer class's, else what the size classes say.
+  int k = state_in_trace > 0 || !steps ? 0 : states_per_parameter();
+  std::string k_from = state_in_trace > 0 ? "the recording creates the optimizer state"
+                                           : k >= 0 ? "the optimizer class (Optimizer.step annotation)" : "";
+  if (k < 0 && grad_total > 0) {
+    std::map<int, uint64_t> votes;
+    for (const auto& [size, ids] : pre) {
+      auto g = grads.find(size);
+      if (g == grads.end() || g->second == 0) continue;
+      const int64_t ratio = int64_t(ids.size()) / g->second - 1;
+      if (ratio >= 0 && ratio <= 3) votes[int(ratio)] += size * uint64_t(ids.size());
+    }
+    k = 0;
+    uint64_t best = 0;
+    for (const auto& [r, b] : votes)
+      if (b > best) best = b, k = r;
+    k_from = "the blocks of each gradient's size";
+  }
+  const uint16_t fp = kFactPreParameter, fg = kFactPreGradient, fs = kFactPreOptimizerState;
+  uint64_t n[3] = {0, 0, 0};
+  int64_t bytes[3] = {0, 0, 0};
+  auto mark = [&](uint32_t id, int which) {
+    static const uint16_t bit[3] = {fp, fg, fs};
+    a_.allocations[id].facts |= bit[which];
+    ++n[which];
+    bytes[which] += int64_t(a_.allocations[id].requested);
+  };
+  std::vector<uint32_t> left;
+  if (grad_total > 0) {
+    // Gradients are made by the recording: one parameter per gradient.
+    for (const auto& [size, ids] : pre) {
+      auto g = grads.find(size);
+      size_t p = g == grads.end() ? 0 : size_t(g->second), i = 0;
+      for (; i < ids.size() && i < p; ++i) mark(ids[i], 0);
+      for (size_t s = 0; i < ids.size() && s < size_t(k) * p; ++i, ++s) mark(ids[i], 2);
+      // Beyond those, blocks of a parameter's size are the model's buffers.
+      for (; i < ids.size(); ++i)
+        if (p > 0) mark(ids[i], 0);
+        else if (a_.allocations[ids[i]].category == unknown) left.push_back(ids[i]);
+    }
+  } else if (steps) {
+    // No gradient is made in the recording: they were kept from before
+    // (zero_grad(set_to_none=False), accumulation). Each parameter brings
+    // its gradient and its states: m = 2 + k blocks of one size.
+    int m = k >= 0 ? 2 + k : 0;
+    if (m == 0) {
+      uint64_t best = 0;
+      for (int c : {4, 3, 2}) {
+        uint64_t b = 0;
+        for (const auto& [size, ids] : pre)
+          if (ids.size() % size_t(c) == 0) b += size * ids.size();
+        if (b > best) best = b, m = c;
+      }
+      k_from = "the blocks of each size";
+    }
+    for (auto [size, ids] : pre) {
+      // A class one or two blocks over a multiple of m: those are real
+      // workspaces of that size (1 MiB is cuBLASLt's and a 512x512 fp32
+      // weight's), if the sizes alone made them workspaces.
+      if (m > 0 && ids.size() % size_t(m) != 0) {
+        size_t extra = ids.size() % size_t(m);
+        std::vector<uint32_t> kept;
+        for (size_t i = ids.size(); i-- > 0;)
+          if (extra > 0 && a_.allocations[ids[i]].category != unknown) --extra;
+          else kept.push_back(ids[i]);
+        if (extra == 0) ids.assign(kept.rbegin(), kept.rend());
+      }
+      if (m == 0 || ids.size() % size_t(m) != 0) {
+        for (uint32_t id : ids)
+          if (a_.allocations[id].category == unknown) left.push_back(id);
+        continue;
+      }
+      const size_t p = ids.size() / size_t(m);
+      for (size_t i = 0; i < ids.size(); ++i) mark(ids[i], i < p ? 0 : i < 2 * p ? 1 : 2);
+    }
+    k = std::max(m - 2, 0);
+  } else {
+    // No training step in the recording: what was there is the model.
+    for (const auto& [size, ids] : pre)
+      for (uint32_t id : ids)
+        if (a_.allocations[id].category == unknown) mark(id, 0);
+  }
+  // Gradients not of a parameter's size (FSDP2 reduce-scatters each
+  // layer's gradients into one buffer): the blocks left are parameters and
+  // their k states, 1 + k blocks of each size, if the parameters among
+  // them add up to an iteration's gradients.
+  if (grad_total > 0 && k >= 0 && !left.empty()) {
+    std::map<int, int64_t> grad_bytes_per_iter;
+    for (const Allocation& al : a_.allocations)
+      if (al.category == grad && al.alloc_event >= 0)
+        grad_bytes_per_iter[a_.iteration_at(al.alloc_event)] += int64_t(al.requested);
+    int64_t g = 0;
+    for (const auto& [it, b] : grad_bytes_per_iter) g = std::max(g, b);
+    std::map<uint64_t, std::vector<uint32_t>> by_size;
+    for (uint32_t id : left) by_size[a_.allocations[id].requested].push_back(id);
+    int64_t params = 0;
+    for (const auto& [size, ids] : by_size)
+      if (ids.size() % size_t(k + 1) == 0) params += int64_t(size * (ids.size() / size_t(k + 1)));
+    const int64_t want = g - bytes[0];
+    if (want > 0 && params >= want - want / 20 && params <= want + want / 20) {
+      std::vector<uint32_t> rest;
+      for (const auto& [size, ids] : by_size) {
+        if (ids.size() % size_t(k + 1) != 0) {
+          rest.insert(rest.end(), ids.begin(), ids.end());
+          continue;
+        }
+        const size_t p = ids.size() / size_t(k + 1);
+        for (size_t i = 0; i < ids.size(); ++i) mark(ids[i], i < p ? 0 : 2);
+      }
+      left = std::move(rest);
+      k_from += k_from.empty() ? "" : "; ";
+      k_from += "parameters and states in groups of " + std::to_string(k + 1) +
+                " blocks of one size, the parameters adding up to an iteration's gradients";
+    }
+  }
+  // Optimizer state not of a parameter's size (FSDP1's flat parameters
+  // carry per-parameter states): the rest counts as state when its total
+  // is the state the parameters still lack.
+  if (!left.empty() && k > 0 && bytes[0] > 0) {
+    int64_t rest = 0;
+    for (uint32_t id : left) rest += int64_t(a_.allocations[id].requested);
+    const int64_t lack = int64_t(k) * bytes[0] - bytes[2];
+    // Blocks of a workspace's size may be states too: smallest first, as
+    // far as the lacking bytes reach.
+    std::vector<uint32_t> extra;
+    for (const auto& [size, ids] : pre)
+      for (uint32_t id : ids)
+        if (!a_.allocations[id].facts && a_.allocations[id].category != unknown) extra.push_back(id);
+    for (uint32_t id : extra) {
+      if (rest + int64_t(a_.allocations[id].requested) > lack + lack / 200) break;
+      rest += int64_t(a_.allocations[id].requested);
+      left.push_back(id);
+    }
+    if (lack > 0 && rest <= lack + lack / 20 && rest >= lack - lack / 20) {
+      for (uint32_t id : left) mark(id, 2);
+      left.clear();
+    }
+  }
+  pre_trace_evidence(n, bytes, grad_total, steps, k, k_from, a_.fact_evidence);
+  return n[0] + n[1] + n[2] > 0;
+}
+
+// The batch of one iteration allocated where phases run together (the
+// first iteration after make_graphed_callables' warm-up, a recording that
+// starts mid-forward): the site that makes the input in other iterations.
+bool Inferrer::infer_input_sites() {
+  const int input = cat("input");
+  std::unordered_set<StackId> sites;
+  for (const Allocation& al : a_.allocations)
+    if (al.category == input && al.stack != 0) sites.insert(al.stack);
+  if (sites.empty()) return false;
+  uint64_t n = 0;
+  for (Allocation& al : a_.allocations)
+    if (al.category != input && al.alloc_event >= 0 && sites.count(al.stack)) al.facts |= kFactInputSite, ++n;
+  if (n) a_.fact_evidence[7] = std::to_string(n) + " allocations at sites that make the input batch in other iterations";
+  return n > 0;
+}
+
+// Gradients a captured backward writes (make_graphed_callables' static
+// grad outputs become .grad): graph-pool memory alive into the optimizer
+// step with a parameter's size, one per parameter.
+bool Inferrer::infer_graph_gradients() {
+  const int param = cat("parameter"), graph = cat("graph_pool");
+  std::unordered_map<uint64_t, int64_t> psize;
+  for (const Allocation& al : a_.allocations)
+    if (al.category == param) ++psize[al.requested];
+  uint64_t n = 0;
+  for (Allocation& al : a_.allocations) {
+    if (al.category != graph) continue;
+    const int64_t s = spans_.next_span_start(al.alloc_event, Phase::Optimizer);
+    if (s == INT64_MAX || al.user_free() <= s) continue;
+    auto p = psize.find(al.requested);
+    if (p == psize.end() || p->second == 0) continue;
+    --p->second;
+    al.facts |= kFactGraphGradient, ++n;
+  }
+  if (n)
+    a_.fact_evidence[8] = std::to_string(n) +
+                          " graph-pool allocations alive into the optimizer step, each of a parameter's size";
+  return n > 0;
+}
+
+// A backward buffer alive into the next step that is never freed, in a
+// run whose gradients are freed (zero_grad(set_to_none=True)) and made
+// anew by later backwards: not a .grad, but a buffer the backward's code
+// keeps (a compiled backward's first run).
+bool Inferrer::infer_kept_buffers() {
+  const int grad = cat("gradient");
+  int last_backward_iter = -1;
+  for (const PhaseSpan& sp : a_.spans)
+    if (sp.phase == Phase::Backward) last_backward_iter = std::max(last_backward_iter, sp.iteration);
+  std::unordered_map<uint64_t, int> freed_grad_iter;  // size -> latest iteration a gradient of that size was made and freed
+  bool zeroed = false;
+  for (const Allocation& al : a_.allocations)
+    if (al.category == grad && al.alloc_event >= 0 && (al.facts & kFactZeroGradFree)) {
+      zeroed = true;
+      int& it = freed_grad_iter[al.requested];
+      it = std::max(it, a_.iteration_at(al.alloc_event));
+    }
+  if (!zeroed) return false;
+  uint64_t n = 0;
+  for (Allocation& al : a_.allocations) {
+    if (al.category != grad || al.alloc_event < 0 || al.free_event != INT64_MAX) continue;
+    const int it = a_.iteration_at(al.alloc_event);
+    auto f = freed_grad_iter.find(al.requested);
+    if (it < last_backward_iter && f != freed_grad_iter.end() && f->second > it) al.facts |= kFactKeptBuffer, ++n;
+  }
+  if (n)
+    a_.fact_evidence[9] = std::to_string(n) +
+                          " backward allocations never freed, though later backwards make gradients of their size anew "
+                          "and zero_grad frees them";
+  return n > 0;
+}
+
+bool Inferrer::narrow_compute(uint64_t ratio) {
+  const int grad = cat("gradient");
+  uint64_t grads = 0, cast_up = 0;
+  for (const Allocation& al : a_.allocations) {
+    if (al.category != grad || al.alloc_event < 0 || al.requested < kMinCopyBytes * ratio) continue;
+    ++grads;
+    // The narrower gradient is freed right after the cast made this one.
+    const uint64_t want = al.requested / ratio;
+    const int64_t n = int64_t(d_.events.size());
+    for (int64_t e = al.alloc_event + 1; e < n && e <= al.alloc_event + 8; ++e) {
+      const Event& ev = d_.events[size_t(e)];
+      // (the completion names the allocation; a free request does not)
+      if ((ev.kind != EventKind::FreeRequested && ev.kind != EventKind::FreeCompleted) || ev.size != want) continue;
+      const uint32_t id = a_.event_alloc[size_t(e)];
+      if (id != UINT32_MAX && a_.allocations[id].alloc_event >= 0 && a_.allocations[id].alloc_event < al.alloc_event) {
+        ++cast_up;
+        break;
+      }
+    }
+  }
+  return grads > 0 && cast_up * 2 >= grads;
+}
+
+// Copies of parameters that no frame names (plain FP8 casts, autocast's
+// cached casts with Python stacks): made in a forward and alive into the
+// backward, with a parameter's element count in a narrower dtype (a
+// parameter's bytes / 2 or / 4, whichever pairs more bytes in this run),
+// each parameter copied at most once per iteration, at sites whose such
+// allocations are at least half parameter-sized ones.
+bool Inferrer::infer_copies() {
+  const int param = cat("parameter");
+  std::unordered_map<uint64_t, int64_t> psize;
+  for (const Allocation& al : a_.allocations)
+    if (al.category == param) ++psize[al.requested];
+  if (psize.empty()) return false;
+  std::unordered_set<int> skip;
+  for (const char* c : {"parameter", "gradient", "optimizer_state", "optimizer_temporary", "workspace",
+                        "communication", "graph_pool", "parameter_copy"})
+    if (cat(c) >= 0) skip.insert(cat(c));
+  std::vector<uint32_t> cand;
+  for (uint32_t id = 0; id < a_.allocations.size(); ++id) {
+    const Allocation& al = a_.allocations[id];
+    // Copies worth the name: a bias's cast or BatchNorm's saved statistics
+    // (C floats, like the weight of a layer with 2C channels) are not.
+    if (al.alloc_event < 0 || spans_.alloc_phase(al) != Phase::Forward || skip.count(al.category) ||
+        al.requested < kMinCopyBytes)
+      continue;
+    // Kept for the backward and released by it (a KV cache or the model's
+    // output, held until the step, is not a weight's copy).
+    const int64_t b = spans_.next_span_start(al.alloc_event, Phase::Backward);
+    if (b == INT64_MAX || al.user_free() <= b || al.user_free() == INT64_MAX ||
+        a_.phase_at(al.user_free()) != Phase::Backward)
+      continue;
+    cand.push_back(id);
+  }
+  if (cand.empty()) return false;
+  std::sort(cand.begin(), cand.end(),
+            [&](uint32_t x, uint32_t y) { return a_.allocations[x].alloc_event < a_.allocations[y].alloc_event; });
+  uint64_t ratio = 0, best = 0;
+  for (uint64_t r : {2u, 4u}) {
+    uint64_t b = 0;
+    for (uint32_t id : cand)
+      if (psize.count(a_.allocations[id].requested * r)) b += a_.allocations[id].requested;
+    if (b > best) best = b, ratio = r;
+  }
+  if (ratio == 0) return false;
+  auto site = [&](const Allocation& al) -> uint64_t {
+    if (al.stack == 0) return UINT64_MAX;
+    const FrameId f = ft_.innermost_python(al.stack);
+    return f != kNoFrame ? f : t_.stacks.node(al.stack).frame;
+  };
+  // Pass 1: which sites make parameter-sized allocations, slots shared.
+  struct SiteCount {
+    uint64_t matched = 0, all = 0, iterations = 0;
+    int last_iteration = -1;
+    bool copies() const { return matched * 4 >= all * 3 && matched >= 2 * iterations && matched > 0; }
+  };
+  std::unordered_map<uint64_t, SiteCount> sites;
+  // Slots per iteration, one per parameter. A site that makes more
+  // allocations of one size in an iteration than there are parameters of
+  // the matching size makes activations of that size (a layer's outputs,
+  // once per layer): its allocations take the slots others leave.
+  std::unordered_map<uint64_t, uint32_t> per_site_size;  // (site, size, iteration) -> count
+  auto key = [&](const Allocation& al) {
+    uint64_t h = site(al) * 0x9e3779b97f4a7c15ull ^ al.requested;
+    return h * 0x100000001b3ull ^ uint64_t(a_.iteration_at(al.alloc_event));
+  };
+  for (uint32_t id : cand) ++per_site_size[key(a_.allocations[id])];
+  // Copies that frames already name (FSDP's unsharded parameters,
+  // Transformer Engine's workspaces) hold their parameters' slots.
+  const int copy = cat("parameter_copy");
+  std::unordered_map<int, std::unordered_map<uint64_t, int64_t>> taken;
+  for (const Allocation& al : a_.allocations)
+    if (al.category == copy && al.alloc_event >= 0) ++taken[a_.iteration_at(al.alloc_event)][al.requested * ratio];
+  auto match = [&](auto&& accept, auto&& on_match) {
+    size_t i = 0;
+    while (i < cand.size()) {
+      const int iter = a_.iteration_at(a_.allocations[cand[i]].alloc_event);
+      size_t j = i;
+      while (j < cand.size() && a_.iteration_at(a_.allocations[cand[j]].alloc_event) == iter) ++j;
+      std::unordered_map<uint64_t, int64_t> avail = psize;
+      for (const auto& [size, count] : taken[iter]) {
+        auto p = avail.find(size);
+        if (p != avail.end()) p->second = std::max<int64_t>(0, p->second - count);
+      }
+      for (int round = 0; round < 2; ++round)
+        for (size_t k = i; k < j; ++k) {
+          const Allocation& al = a_.allocations[cand[k]];
+          if (!accept(al)) continue;
+          auto p = avail.find(al.requested * ratio);
+          const bool clean = p != avail.end() && int64_t(per_site_size[key(al)]) <= psize[al.requested * ratio];
+          if (clean != (round == 0)) continue;
+          const bool hit = p != avail.end() && p->second > 0;
+          if (hit) --p->second;
+          on_match(cand[k], hit, clean);
+        }
+      i = j;
+    }
+  };
+  match([](const Allocation&) { return true; },
+        [&](uint32_t id, bool hit, bool clean) {
+          // A site counts its matches of sizes it makes no more often than
+          // there are parameters of that size.
+          auto& s = sites[site(a_.allocations[id])];
+          hit = hit && clean;
+          s.matched += hit, ++s.all;
+          const int iter = a_.iteration_at(a_.allocations[id].alloc_event);
+          if (hit && iter != s.last_iteration) ++s.iterations, s.last_iteration = iter;
+          if (psize.count(a_.allocations[id].requested * ratio)) a_.allocations[id].facts |= kFactParamSized;
+        });
+  // A run that copies its parameters fills nearly every parameter's slot
+  // in some iteration; coincidences of activation sizes fill few.
+  uint64_t big = 0;
+  for (const auto& [size, count] : psize)
+    if (size >= kMinCopyBytes * ratio) big += size * uint64_t(count);
+  // (Parameters of three sizes at least: a small MLP's activations can
+  // have the sizes of its one or two kinds of weights.)
+  std::unordered_map<int, uint64_t> filled;  // per iteration, parameter bytes whose slot a candidate took
+  std::unordered_map<int, std::unordered_set<uint64_t>> kinds;
+  match([](const Allocation&) { return true; },
+        [&](uint32_t id, bool hit, bool) {
+          if (!hit) return;
+          const int it = a_.iteration_at(a_.allocations[id].alloc_event);
+          const uint64_t b = a_.allocations[id].requested * ratio;
+          filled[it] += b;
+          if (b >= kMinCopyBytes * ratio) kinds[it].insert(b);
+        });
+  uint64_t best_fill = 0;
+  for (const auto& [it, b] : filled)
+    if (kinds[it].size() >= 3) best_fill = std::max(best_fill, b);
+  // And the run computes in the narrower dtype: most gradients are cast
+  // up from a gradient of that dtype made just before them (autocast's
+  // ToCopyBackward0), which a run in the parameters' own dtype never does.
+  const bool whole_model = big > 0 && best_fill * 10 >= big * 9 && narrow_compute(ratio);
+  uint64_t n = 0, nsites = 0;
+  for (const auto& [k, v] : sites) nsites += v.copies();
+  match([&](const Allocation& al) { return whole_model || sites[site(al)].copies(); },
+        [&](uint32_t id, bool hit, bool) {
+          if (hit) a_.allocations[id].facts |= kFactParamCopySite, ++n;
+        });
+  const char* dtype = ratio == 2 ? "half the bytes" : "a quarter of the bytes";
+  a_.fact_evidence[4] = "made in a forward and alive into the backward, with " + std::string(dtype) +
+                        " of a parameter (its element count in a narrower dtype)";
+  if (n && whole_model)
+    a_.fact_evidence[5] = std::to_string(n) + " allocations made in forwards and kept for the backward, one per parameter "
+                          "and iteration, with " + dtype + " of one: one iteration copies " +
+                          std::to_string(best_fill * 100 / big) + "% of the parameters' bytes this way";
+  else if (n)
+    a_.fact_evidence[5] = std::to_string(n) + " allocations at " + std::to_string(nsites) +
+                          " sites whose forward allocations kept for the backward are mostly one per parameter, with " +
+                          dtype + " of one (its element count in a narrower dtype)";
+  return true;
+}
+
+}  // namespace snapdiff::detail
