@@ -826,29 +826,29 @@ Value VM::run() {
 }  // namespace detail
 
 namespace detail {
-void read_torch_pickle_fd(int fd, uint64_t size, Trace& out, const ProgressFn& progress, const MemoryBudget& budget) {
+namespace {
+// `source`: the VM's input (a file descriptor and size, or bytes and size).
+template <class... Source>
+void read_torch_pickle(Trace& out, const ProgressFn& progress, const MemoryBudget& budget, Source... source) {
   PickleDoc doc;
   doc.budget = budget;
   Converter conv(doc, out);
-  VM vm(fd, size, doc, conv, progress);
+  VM vm(source..., doc, conv, progress);
   vm.reserve_for_input();
   doc.root = vm.run();
   out.source.format = "torch-pickle";
   out.source.format_detail = "pickle protocol " + std::to_string(doc.protocol);
   build_trace_from_doc(doc, conv, out);
 }
+}  // namespace
+
+void read_torch_pickle_fd(int fd, uint64_t size, Trace& out, const ProgressFn& progress, const MemoryBudget& budget) {
+  read_torch_pickle(out, progress, budget, fd, size);
+}
 
 void read_torch_pickle_bounded(const uint8_t* data, size_t size, Trace& out, const ProgressFn& progress,
                                const MemoryBudget& budget) {
-  PickleDoc doc;
-  doc.budget = budget;
-  Converter conv(doc, out);
-  VM vm(data, size, doc, conv, progress);
-  vm.reserve_for_input();
-  doc.root = vm.run();
-  out.source.format = "torch-pickle";
-  out.source.format_detail = "pickle protocol " + std::to_string(doc.protocol);
-  build_trace_from_doc(doc, conv, out);
+  read_torch_pickle(out, progress, budget, data, size);
 }
 }  // namespace detail
 

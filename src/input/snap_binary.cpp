@@ -421,9 +421,9 @@ class BinaryReader {
     stacks(next("STKS", ""), n_stacks);
     const J& devs = meta["devices"];
     for (size_t i = 0; i < devs.size(); ++i) device(devs[i], "$.devices[" + std::to_string(i) + "]");
-    if (meta.contains("kernels")) kernels(meta["kernels"]);
-    if (meta.contains("device_memory")) device_memory(meta["device_memory"]);
-    if (meta.contains("driver_memory")) driver_memory(meta["driver_memory"]);
+    optional_table(meta, "kernels", "KERN", t_.kernels, true);
+    optional_table(meta, "device_memory", "DMEM", t_.device_memory, false);
+    optional_table(meta, "driver_memory", "DRVM", t_.driver_memory, false);
     t_.source.format = "snap";
     t_.source.format_detail =
         "version 3" + (t_.source.format_detail.empty() ? std::string() : ", " + t_.source.format_detail);
@@ -779,29 +779,18 @@ class BinaryReader {
 
   void blocks(const InSection& s, const Where& w, Device& dev) { read_table(s, w, n_blocks_, dev.blocks); }
 
-  void kernels(const J& k) {
-    if (!k.is_object()) throw InputError("$.kernels", "expected an object");
-    const uint64_t n = count(k, "count", "$.kernels.count");
-    const std::vector<uint64_t> sv = stream_table(k, "$.kernels");
-    const InSection& s = next("KERN", "");
-    Where w{&s, ""};
-    read_table(s, w, n, t_.kernels, &sv);
-  }
-
-  void device_memory(const J& m) {
-    if (!m.is_object()) throw InputError("$.device_memory", "expected an object");
-    const uint64_t n = count(m, "count", "$.device_memory.count");
-    const InSection& s = next("DMEM", "");
-    Where w{&s, ""};
-    read_table(s, w, n, t_.device_memory);
-  }
-
-  void driver_memory(const J& m) {
-    if (!m.is_object()) throw InputError("$.driver_memory", "expected an object");
-    const uint64_t n = count(m, "count", "$.driver_memory.count");
-    const InSection& s = next("DRVM", "");
-    Where w{&s, ""};
-    read_table(s, w, n, t_.driver_memory);
+  // KERN, DMEM, DRVM: present where META has `key` ({"count": rows}, and
+  // the stream list where the table has a stream column).
+  template <class Row>
+  void optional_table(const J& meta, const char* key, const char* tag, std::vector<Row>& out, bool has_streams) {
+    if (!meta.contains(key)) return;
+    const J& m = meta[key];
+    const std::string p = std::string("$.") + key;
+    if (!m.is_object()) throw InputError(p, "expected an object");
+    const uint64_t n = count(m, "count", p + ".count");
+    const std::vector<uint64_t> sv = has_streams ? stream_table(m, p) : std::vector<uint64_t>();
+    const InSection& s = next(tag, "");
+    read_table(s, Where{&s, ""}, n, out, &sv);
   }
 
   const uint8_t* data_;

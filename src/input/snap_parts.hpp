@@ -203,34 +203,26 @@ struct ColumnNames {
   bool json;
   std::vector<std::string> names;
   size_t v2_from = SIZE_MAX;
-  template <class... A>
-  void plain(const char* n, A&&...) { names.emplace_back(n); }
-  template <class... A>
-  void size(const char* n, A&&...) { names.emplace_back(n); }
-  template <class... A>
-  void addr(const char* n, A&&...) { names.emplace_back(n); }
+  // A column of each kind but time and triple: its name.
+#define SNAPDIFF_COLUMN_NAME(kind) \
+  template <class... A>            \
+  void kind(const char* n, A&&...) { names.emplace_back(n); }
+  SNAPDIFF_COLUMN_NAME(plain)
+  SNAPDIFF_COLUMN_NAME(size)
+  SNAPDIFF_COLUMN_NAME(addr)
+  SNAPDIFF_COLUMN_NAME(integer)
+  SNAPDIFF_COLUMN_NAME(str)
+  SNAPDIFF_COLUMN_NAME(stack)
+  SNAPDIFF_COLUMN_NAME(stream)
+  SNAPDIFF_COLUMN_NAME(device)
+  SNAPDIFF_COLUMN_NAME(u32)
+  SNAPDIFF_COLUMN_NAME(flag)
+  SNAPDIFF_COLUMN_NAME(kind)
+  SNAPDIFF_COLUMN_NAME(action)
+  SNAPDIFF_COLUMN_NAME(block_count)
+#undef SNAPDIFF_COLUMN_NAME
   template <class... A>
   void time(const char* n, A&&...) { names.push_back(std::string(n) + (json ? "_delta" : "")); }
-  template <class... A>
-  void integer(const char* n, A&&...) { names.emplace_back(n); }
-  template <class... A>
-  void str(const char* n, A&&...) { names.emplace_back(n); }
-  template <class... A>
-  void stack(const char* n, A&&...) { names.emplace_back(n); }
-  template <class... A>
-  void stream(const char* n, A&&...) { names.emplace_back(n); }
-  template <class... A>
-  void device(const char* n, A&&...) { names.emplace_back(n); }
-  template <class... A>
-  void u32(const char* n, A&&...) { names.emplace_back(n); }
-  template <class... A>
-  void flag(const char* n, A&&...) { names.emplace_back(n); }
-  template <class... A>
-  void kind(const char* n, A&&...) { names.emplace_back(n); }
-  template <class... A>
-  void action(const char* n, A&&...) { names.emplace_back(n); }
-  template <class... A>
-  void block_count(const char* n, A&&...) { names.emplace_back(n); }
   template <class... A>
   void triple(const char* n, A&&...) {
     if (json) {
