@@ -576,18 +576,7 @@ class EventReader {
   void merge(std::vector<std::unique_ptr<Shard>>& shards);
 
   Trace& t_;
-  int64_t base_ns_ = 0;
-  bool have_base_ = false;
-  HugeVec<RangeRec> ranges_;
-  HugeVec<MemRec> mem_;
-  HugeVec<LaunchRec> launches_;
-  HugeVec<GpuRec> gpu_;
-  HugeVec<FlowRec> flows_;
-  size_t threads_ = 0;
-  std::vector<FrameId> py_frames_;  // python ranges' labels are indices into this
-  uint64_t events_ = 0;
-  std::vector<std::pair<std::string, std::string>> meta_;
-  std::string schema_version_;
+  Records out_;  // what take() hands over
 };
 
 void EventReader::on_member(const std::string& key, const std::string& value) {
@@ -603,15 +592,15 @@ void EventReader::on_member(const std::string& key, const std::string& value) {
     int64_t v = 0;
     uint64_t u = 0;
     if (!p.parse(ps).get(e) && !e.get_int64().get(v)) {
-      base_ns_ = v;
+      out_.base_ns = v;
     } else if (!p.parse(ps).get(e) && !e.get_uint64().get(u) && u < (uint64_t(1) << 63)) {
-      base_ns_ = int64_t(u);
+      out_.base_ns = int64_t(u);
     } else {
       throw InputError(std::string("$.baseTimeNanoseconds"), "expected an integer number of nanoseconds, found " +
                                                                   printable(value.substr(0, 40)));
     }
-    have_base_ = true;
-    meta_.push_back({"profiler.baseTimeNanoseconds", std::to_string(base_ns_)});
+    out_.have_base = true;
+    out_.meta.push_back({"profiler.baseTimeNanoseconds", std::to_string(out_.base_ns)});
   } else if (key == "deviceProperties") {
     simdjson::padded_string ps(value);
     simdjson::dom::parser p;
@@ -626,13 +615,13 @@ void EventReader::on_member(const std::string& key, const std::string& value) {
       if (d["totalGlobalMem"].get_int64().get(mem)) mem = -1;
       std::string v(name);
       if (mem > 0) v += (v.empty() ? "" : ", ") + std::to_string(mem) + " bytes";
-      meta_.push_back({"gpu." + std::to_string(id), v});
+      out_.meta.push_back({"gpu." + std::to_string(id), v});
     }
   } else if (key == "schemaVersion") {
-    schema_version_ = text();
+    out_.schema_version = text();
   } else if (key == "cuda_runtime_version" || key == "cuda_driver_version" || key == "with_stack" ||
              key == "profile_memory" || key == "record_shapes" || key == "with_flops" || key == "trace_id") {
-    meta_.push_back({"profiler." + key, text()});
+    out_.meta.push_back({"profiler." + key, text()});
   }
 }
 
@@ -849,8 +838,8 @@ void EventReader::merge(std::vector<std::unique_ptr<Shard>>& shards) {
     name_map[r.shard][r.id] = t_.strings.intern(text);
     if (sh.name_python[r.id]) {
       FrameId f = t_.intern_frame(python_frame(t_.strings, text));
-      auto [it, fresh] = py_index.emplace(f, uint32_t(py_frames_.size()));
-      if (fresh) py_frames_.push_back(f);
+      auto [it, fresh] = py_index.emplace(f, uint32_t(out_.py_frames.size()));
+      if (fresh) out_.py_frames.push_back(f);
       py_map[r.shard][r.id] = it->second;
     }
   }
@@ -873,12 +862,12 @@ void EventReader::merge(std::vector<std::unique_ptr<Shard>>& shards) {
     (void)fresh;
     thread_map[r.shard][r.id] = it->second;
   }
-  threads_ = global.size();
+  out_.threads = global.size();
   // Records: renumbered in place, then concatenated onto the largest
   // shard's array (no second copy of the bulk).
   for (uint32_t k = 0; k < shards.size(); ++k) {
     Shard& sh = *shards[k];
-    events_ += sh.events;
+    out_.events += sh.events;
     const auto& nmap = name_map[k];
     const auto& pmap = py_map[k];
     const auto& tmap = thread_map[k];
@@ -906,29 +895,14 @@ void EventReader::merge(std::vector<std::unique_ptr<Shard>>& shards) {
       std::decay_t<decltype(v)>().swap(v);
     }
   };
-  concat(&Shard::ranges, ranges_);
-  concat(&Shard::mem, mem_);
-  concat(&Shard::launches, launches_);
-  concat(&Shard::gpu, gpu_);
-  concat(&Shard::flows, flows_);
+  concat(&Shard::ranges, out_.ranges);
+  concat(&Shard::mem, out_.mem);
+  concat(&Shard::launches, out_.launches);
+  concat(&Shard::gpu, out_.gpu);
+  concat(&Shard::flows, out_.flows);
 }
 
-Records EventReader::take() {
-  Records r;
-  r.base_ns = base_ns_;
-  r.have_base = have_base_;
-  r.ranges = std::move(ranges_);
-  r.mem = std::move(mem_);
-  r.launches = std::move(launches_);
-  r.gpu = std::move(gpu_);
-  r.flows = std::move(flows_);
-  r.threads = threads_;
-  r.py_frames = std::move(py_frames_);
-  r.events = events_;
-  r.meta = std::move(meta_);
-  r.schema_version = std::move(schema_version_);
-  return r;
-}
+Records EventReader::take() { return std::move(out_); }
 
 }  // namespace
 

@@ -344,6 +344,21 @@ class VM {
     v.v = uint64_t(i);
     return v;
   }
+  // An integer beyond 64 bits: its sign only (1 positive, 2 negative).
+  static Value make_big(bool neg) {
+    Value v;
+    v.t = VT::BigInt;
+    v.x = neg ? 2 : 1;
+    return v;
+  }
+  // A non-negative integer: int64 where it fits, else uint64.
+  Value make_unsigned(uint64_t x) {
+    if (!(x >> 63)) return make_int(int64_t(x));
+    Value v;
+    v.t = VT::UInt64;
+    v.v = x;
+    return v;
+  }
   Value make_long(std::string_view bytes);
   Value parse_decimal(std::string_view s, bool is_long);
 
@@ -545,7 +560,6 @@ class VM {
 };
 
 Value VM::make_long(std::string_view b) {
-  Value v;
   size_t k = b.size();
   if (k == 0) return make_int(0);
   const uint8_t* u = reinterpret_cast<const uint8_t*>(b.data());
@@ -566,24 +580,12 @@ Value VM::make_long(std::string_view b) {
   if (sig <= 8) {
     uint64_t x = 0;
     for (size_t i = 0; i < sig; ++i) x |= uint64_t(u[i]) << (8 * i);
-    if (neg) {
-      if (sig < 8) x |= ~uint64_t(0) << (8 * sig);
-      // Representable as int64 only if the top bit is set after extension.
-      if (int64_t(x) < 0) return make_int(int64_t(x));
-      v.t = VT::BigInt;
-      v.x = 2;
-      return v;
-    }
-    if (x >> 63) {
-      v.t = VT::UInt64;
-      v.v = x;
-      return v;
-    }
-    return make_int(int64_t(x));
+    if (!neg) return make_unsigned(x);
+    if (sig < 8) x |= ~uint64_t(0) << (8 * sig);
+    // Representable as int64 only if the top bit is set after extension.
+    return int64_t(x) < 0 ? make_int(int64_t(x)) : make_big(true);
   }
-  v.t = VT::BigInt;
-  v.x = neg ? 2 : 1;
-  return v;
+  return make_big(neg);
 }
 
 Value VM::parse_decimal(std::string_view s, bool is_long) {
@@ -608,25 +610,10 @@ Value VM::parse_decimal(std::string_view s, bool is_long) {
       if (acc > u128(~uint64_t(0))) big = true;
     }
   }
-  Value v;
-  if (big) {
-    v.t = VT::BigInt;
-    v.x = neg ? 2 : 1;
-    return v;
-  }
-  uint64_t x = uint64_t(acc);
-  if (neg) {
-    if (x <= (uint64_t(1) << 63)) return make_int(int64_t(0 - x));
-    v.t = VT::BigInt;
-    v.x = 2;
-    return v;
-  }
-  if (x >> 63) {
-    v.t = VT::UInt64;
-    v.v = x;
-    return v;
-  }
-  return make_int(int64_t(x));
+  if (big) return make_big(neg);
+  const uint64_t x = uint64_t(acc);
+  if (!neg) return make_unsigned(x);
+  return x <= (uint64_t(1) << 63) ? make_int(int64_t(0 - x)) : make_big(true);
 }
 
 Value VM::run() {
@@ -839,29 +826,29 @@ Value VM::run() {
 }  // namespace detail
 
 namespace detail {
-void read_torch_pickle_fd(int fd, uint64_t size, Trace& out, const ProgressFn& progress, const MemoryBudget& budget) {
+namespace {
+// `source`: the VM's input (a file descriptor and size, or bytes and size).
+template <class... Source>
+void read_torch_pickle(Trace& out, const ProgressFn& progress, const MemoryBudget& budget, Source... source) {
   PickleDoc doc;
   doc.budget = budget;
   Converter conv(doc, out);
-  VM vm(fd, size, doc, conv, progress);
+  VM vm(source..., doc, conv, progress);
   vm.reserve_for_input();
   doc.root = vm.run();
   out.source.format = "torch-pickle";
   out.source.format_detail = "pickle protocol " + std::to_string(doc.protocol);
   build_trace_from_doc(doc, conv, out);
 }
+}  // namespace
+
+void read_torch_pickle_fd(int fd, uint64_t size, Trace& out, const ProgressFn& progress, const MemoryBudget& budget) {
+  read_torch_pickle(out, progress, budget, fd, size);
+}
 
 void read_torch_pickle_bounded(const uint8_t* data, size_t size, Trace& out, const ProgressFn& progress,
                                const MemoryBudget& budget) {
-  PickleDoc doc;
-  doc.budget = budget;
-  Converter conv(doc, out);
-  VM vm(data, size, doc, conv, progress);
-  vm.reserve_for_input();
-  doc.root = vm.run();
-  out.source.format = "torch-pickle";
-  out.source.format_detail = "pickle protocol " + std::to_string(doc.protocol);
-  build_trace_from_doc(doc, conv, out);
+  read_torch_pickle(out, progress, budget, data, size);
 }
 }  // namespace detail
 

@@ -41,6 +41,10 @@ constexpr int kZstdLevel = 3;
 // Sections smaller than this are stored as they are.
 constexpr size_t kCompressFrom = 64;
 
+constexpr const char* kTooLarge = "implausibly large size: more than any device holds (2^50 bytes)";
+constexpr const char* kSumTooLarge =
+    "the device's dumped sizes sum to more than any device holds (2^50 bytes): the file is corrupt";
+
 uint64_t zigzag(int64_t v) { return (uint64_t(v) << 1) ^ uint64_t(v >> 63); }
 int64_t unzigzag(uint64_t u) { return int64_t(u >> 1) ^ -int64_t(u & 1); }
 
@@ -51,17 +55,17 @@ int64_t unzigzag(uint64_t u) { return int64_t(u >> 1) ^ -int64_t(u & 1); }
 class Column {
  public:
   explicit Column(size_t rows) : cap_(rows * 10 + 16), buf_(new char[cap_]), p_(buf_.get()) {}
-  void u(uint64_t v) {
+  [[gnu::always_inline]] void u(uint64_t v) {
     while (v >= 0x80) {
       *p_++ = char(v | 0x80);
       v >>= 7;
     }
     *p_++ = char(v);
   }
-  void s(int64_t v) { u(zigzag(v)); }
+  [[gnu::always_inline]] void s(int64_t v) { u(zigzag(v)); }
   // The difference from the previous row's value (wrapping): kNoTime and
   // any other value round-trip exactly.
-  void delta(uint64_t v, uint64_t& last) {
+  [[gnu::always_inline]] void delta(uint64_t v, uint64_t& last) {
     u(zigzag(int64_t(v - last)));
     last = v;
   }
@@ -135,13 +139,6 @@ void compress_section(OutSection& s) {
   s.codec = kZstd;
 }
 
-size_t stream_index(std::vector<uint64_t>& streams, uint64_t s) {
-  size_t i = 0;
-  while (i < streams.size() && streams[i] != s) ++i;
-  if (i == streams.size()) streams.push_back(s);
-  return i;
-}
-
 OutSection section(const char* tag, std::string payload) {
   OutSection s;
   std::memcpy(s.tag, tag, 4);
@@ -149,54 +146,55 @@ OutSection section(const char* tag, std::string payload) {
   return s;
 }
 
-OutSection events_section(const Device& d, std::vector<uint64_t>& streams) {
-  const size_t n = d.events.size();
-  std::vector<Column> c = columns(9, n);
-  uint64_t last_t = 0, last_a = 0;
-  for (const Event& e : d.events) {
-    c[0].u(uint64_t(e.kind));
-    c[1].delta(uint64_t(e.time_us), last_t);
-    c[2].delta(e.addr, last_a);
-    c[3].u(e.size);
-    c[4].u(stream_index(streams, e.stream));
-    c[5].u(e.stack);
-    c[6].u(e.compile_context);
-    c[7].u(e.user_metadata);
-    c[8].u(e.kind == EventKind::Other ? e.action : 0);
+// One row into the table's columns, through its column list (snap_parts.hpp).
+struct RowWriter {
+  Column* c;
+  uint64_t* last;                 // per column: the previous row's value (delta columns)
+  std::vector<uint64_t>* streams; // the table's stream list, filled as streams come
+  size_t i = 0;
+  [[gnu::always_inline]] void plain(const char*, uint64_t v) { c[i++].u(v); }
+  [[gnu::always_inline]] void size(const char*, uint64_t v) { c[i++].u(v); }
+  [[gnu::always_inline]] void addr(const char*, uint64_t v) { delta(v); }
+  [[gnu::always_inline]] void time(const char*, int64_t v) { delta(uint64_t(v)); }
+  [[gnu::always_inline]] void integer(const char*, int64_t v) { c[i++].s(v); }
+  [[gnu::always_inline]] void str(const char*, StrId v) { c[i++].u(v); }
+  [[gnu::always_inline]] void stack(const char*, StackId v) { c[i++].u(v); }
+  [[gnu::always_inline]] void stream(const char*, uint64_t v) { c[i++].u(detail::stream_index(*streams, v)); }
+  [[gnu::always_inline]] void device(const char*, int v) { c[i++].s(v); }
+  [[gnu::always_inline]] void u32(const char*, uint32_t v) { c[i++].u(v); }
+  [[gnu::always_inline]] void flag(const char*, bool v) { c[i++].u(v ? 1 : 0); }
+  template <class E>
+  [[gnu::always_inline]] void kind(const char*, E v) {
+    c[i++].u(uint64_t(v));
   }
-  return section("EVTS", table_payload(c));
-}
+  [[gnu::always_inline]] void triple(const char*, const uint32_t (&v)[3]) {
+    for (uint32_t x : v) c[i++].u(x);
+  }
+  [[gnu::always_inline]] void action(const char*, StrId a, EventKind k) { c[i++].u(k == EventKind::Other ? a : 0); }
+  [[gnu::always_inline]] void block_count(const char*, uint32_t, uint32_t n) { c[i++].u(n); }
+  [[gnu::always_inline]] void device_total(const char*, uint64_t) {}
+  [[gnu::always_inline]] void at_most(const char*, uint64_t, uint64_t, const char*) {}
+  [[gnu::always_inline]] void since_json_v2() {}
 
-OutSection segments_section(const Device& d) {
-  std::vector<Column> c = columns(12, d.segments.size());
-  for (const Segment& s : d.segments) {
-    c[0].u(s.addr);
-    c[1].u(s.total_size);
-    c[2].u(s.allocated_size);
-    c[3].u(s.active_size);
-    c[4].u(s.requested_size);
-    c[5].u(s.stream);
-    c[6].u(s.small_pool ? 1 : 0);
-    c[7].u(s.expandable ? 1 : 0);
-    c[8].s(s.pool_id[0]);
-    c[9].s(s.pool_id[1]);
-    c[10].u(s.stack);
-    c[11].u(s.block_count);
+ private:
+  [[gnu::always_inline]] void delta(uint64_t v) {
+    c[i].delta(v, last[i]);
+    ++i;
   }
-  return section("SEGS", table_payload(c));
-}
+};
 
-OutSection blocks_section(const Device& d) {
-  std::vector<Column> c = columns(5, d.blocks.size());
-  uint64_t last_a = 0;
-  for (const Block& b : d.blocks) {
-    c[0].delta(b.addr, last_a);
-    c[1].u(b.size);
-    c[2].u(b.requested_size);
-    c[3].u(b.stack);
-    c[4].u(uint64_t(b.state));
+// A table section of `rows`; `streams` collects the stream values its stream
+// column indexes.
+template <class Row>
+OutSection table_section(const char* tag, const std::vector<Row>& rows, std::vector<uint64_t>* streams = nullptr) {
+  const size_t ncols = detail::column_names<Row>(false).names.size();
+  std::vector<Column> c = columns(ncols, rows.size());
+  std::vector<uint64_t> last(ncols, 0);
+  for (const Row& r : rows) {
+    RowWriter w{c.data(), last.data(), streams};
+    detail::columns(w, r);
   }
-  return section("BLKS", table_payload(c));
+  return section(tag, table_payload(c));
 }
 
 }  // namespace
@@ -225,15 +223,7 @@ std::string write_snap_binary(const Trace& t) {
     p += bytes;
     secs.push_back(section("STRS", std::move(p)));
   }
-  {
-    std::vector<Column> c = columns(3, t.frames.size());
-    for (const Frame& f : t.frames) {
-      c[0].u(f.name);
-      c[1].u(f.file);
-      c[2].s(f.line);
-    }
-    secs.push_back(section("FRMS", table_payload(c)));
-  }
+  secs.push_back(table_section("FRMS", t.frames));
   {
     std::vector<Column> c = columns(2, t.stacks.size());
     for (size_t i = 1; i < t.stacks.size(); ++i) {
@@ -246,9 +236,9 @@ std::string write_snap_binary(const Trace& t) {
   J devs = J::array();
   for (const Device& d : t.devices) {
     std::vector<uint64_t> streams;
-    secs.push_back(events_section(d, streams));
-    secs.push_back(segments_section(d));
-    secs.push_back(blocks_section(d));
+    secs.push_back(table_section("EVTS", d.events, &streams));
+    secs.push_back(table_section("SEGS", d.segments));
+    secs.push_back(table_section("BLKS", d.blocks));
     devs.push_back({{"device", d.index},
                     {"has_trace", d.has_trace},
                     {"streams", streams},
@@ -259,56 +249,15 @@ std::string write_snap_binary(const Trace& t) {
   meta["devices"] = std::move(devs);
   if (!t.kernels.empty()) {
     std::vector<uint64_t> streams;
-    std::vector<Column> c = columns(14, t.kernels.size());
-    uint64_t last_t = 0;
-    for (const KernelLaunch& k : t.kernels) {
-      c[0].s(k.device);
-      c[1].delta(uint64_t(k.time_us), last_t);
-      c[2].u(k.name);
-      c[3].u(k.stack);
-      c[4].u(stream_index(streams, k.stream));
-      c[5].u(k.pid);
-      c[6].u(k.thread);
-      for (int i = 0; i < 3; ++i) c[7 + i].u(k.grid[i]);
-      for (int i = 0; i < 3; ++i) c[10 + i].u(k.block[i]);
-      c[13].u(k.graph ? 1 : 0);
-    }
-    secs.push_back(section("KERN", table_payload(c)));
+    secs.push_back(table_section("KERN", t.kernels, &streams));
     meta["kernels"] = {{"count", t.kernels.size()}, {"streams", streams}};
   }
   if (!t.device_memory.empty()) {
-    std::vector<Column> c = columns(7, t.device_memory.size());
-    uint64_t last_t = 0;
-    for (const DeviceMemorySample& m : t.device_memory) {
-      c[0].s(m.device);
-      c[1].delta(uint64_t(m.time_us), last_t);
-      c[2].u(m.free_bytes);
-      c[3].u(m.total_bytes);
-      c[4].u(m.reserved_bytes);
-      c[5].u(m.label);
-      c[6].u(m.pid);
-    }
-    secs.push_back(section("DMEM", table_payload(c)));
+    secs.push_back(table_section("DMEM", t.device_memory));
     meta["device_memory"] = {{"count", t.device_memory.size()}};
   }
   if (!t.driver_memory.empty()) {
-    std::vector<Column> c = columns(12, t.driver_memory.size());
-    uint64_t last_t = 0;
-    for (const DriverMemoryEvent& e : t.driver_memory) {
-      c[0].s(e.device);
-      c[1].delta(uint64_t(e.time_us), last_t);
-      c[2].u(e.pid);
-      c[3].u(e.thread);
-      c[4].u(uint64_t(e.kind));
-      c[5].u(uint64_t(e.caller));
-      c[6].u(e.addr);
-      c[7].u(e.size);
-      c[8].u(e.handle);
-      c[9].u(e.stream);
-      c[10].u(e.api);
-      c[11].u(e.library);
-    }
-    secs.push_back(section("DRVM", table_payload(c)));
+    secs.push_back(table_section("DRVM", t.driver_memory));
     meta["driver_memory"] = {{"count", t.driver_memory.size()}};
   }
   // Names that are not UTF-8 are written with U+FFFD in META, as in the JSON
@@ -400,22 +349,25 @@ class ColumnReader {
       if (b < 0x80) return v;
     }
   }
-  int64_t s() { return unzigzag(u()); }
+  [[gnu::always_inline]] int64_t s() { return unzigzag(u()); }
   const uint8_t* pos() const { return p_; }
-  uint64_t delta(uint64_t& last) {
+  [[gnu::always_inline]] uint64_t delta(uint64_t& last) {
     last += uint64_t(s());
     return last;
   }
-  uint64_t max(uint64_t limit, const char* what) {
+  [[gnu::always_inline]] uint64_t max(uint64_t limit, const char* what) {
     const uint64_t v = u();
-    if (v > limit) bad_row(std::string(what) + " (" + std::to_string(v) + ")");
+    if (v > limit) [[unlikely]] bad_value(what, v);
     return v;
   }
   void done() const {
     if (p_ != end_) w_->fail(std::string("column ") + name_ + ": " + std::to_string(end_ - p_) + " bytes after its last row");
   }
+  [[noreturn, gnu::cold, gnu::noinline]] void bad_value(const char* what, uint64_t v) const {
+    bad_row(std::string(what) + " (" + std::to_string(v) + ")");
+  }
   // The value just read was wrong.
-  [[noreturn]] void bad_row(const std::string& msg) const {
+  [[noreturn, gnu::cold, gnu::noinline]] void bad_row(const std::string& msg) const {
     w_->fail(std::string("column ") + name_ + ", row " + std::to_string(rows_before(p_) - 1) + ": " + msg);
   }
 
@@ -440,7 +392,9 @@ class BinaryReader {
  public:
   BinaryReader(std::string_view bytes, Trace& t, uint64_t max_decoded, uint64_t max_memory)
       : data_(reinterpret_cast<const uint8_t*>(bytes.data())), size_(bytes.size()), t_(t), max_decoded_(max_decoded),
-        max_memory_(max_memory) {}
+        max_memory_(max_memory) {
+    std::fill(std::begin(kind_action_), std::end(kind_action_), UINT32_MAX);
+  }
 
   void read() {
     sections();
@@ -467,9 +421,9 @@ class BinaryReader {
     stacks(next("STKS", ""), n_stacks);
     const J& devs = meta["devices"];
     for (size_t i = 0; i < devs.size(); ++i) device(devs[i], "$.devices[" + std::to_string(i) + "]");
-    if (meta.contains("kernels")) kernels(meta["kernels"]);
-    if (meta.contains("device_memory")) device_memory(meta["device_memory"]);
-    if (meta.contains("driver_memory")) driver_memory(meta["driver_memory"]);
+    optional_table(meta, "kernels", "KERN", t_.kernels, true);
+    optional_table(meta, "device_memory", "DMEM", t_.device_memory, false);
+    optional_table(meta, "driver_memory", "DRVM", t_.driver_memory, false);
     t_.source.format = "snap";
     t_.source.format_detail =
         "version 3" + (t_.source.format_detail.empty() ? std::string() : ", " + t_.source.format_detail);
@@ -632,21 +586,13 @@ class BinaryReader {
   }
 
   void frames(const InSection& s, uint64_t n) {
-    Where w{&s, ""};
-    Table tb;
-    table(s, w, 3, n, tb);
-    ColumnReader name(tb.cols[0].first, tb.cols[0].second, &w, "name"), file(tb.cols[1].first, tb.cols[1].second, &w, "file"),
-        line(tb.cols[2].first, tb.cols[2].second, &w, "line");
+    std::vector<Frame> frames;
+    read_table(s, Where{&s, ""}, n, frames);
     frame_map_.resize(size_t(n));
-    for (uint64_t i = 0; i < n; ++i) {
-      Frame f;
-      f.name = str(name);
-      f.file = str(file);
-      f.line = line.s();
-      if (f.line < 0) f.line = kNoLine;
-      frame_map_[size_t(i)] = t_.intern_frame(f);
+    for (size_t i = 0; i < frames.size(); ++i) {
+      if (frames[i].line < 0) frames[i].line = kNoLine;
+      frame_map_[i] = t_.intern_frame(frames[i]);
     }
-    name.done(), file.done(), line.done();
   }
 
   void stacks(const InSection& s, uint64_t n) {
@@ -664,6 +610,104 @@ class BinaryReader {
     }
     parent.done(), frame.done();
   }
+
+  // A table's columns, opened from its section, and the state its rows
+  // share (the previous row's values of the delta columns).
+  template <class Row>
+  class Rows {
+   public:
+    Rows(BinaryReader& r, const InSection& s, const Where& w, uint64_t n, const std::vector<uint64_t>* sv = nullptr)
+        : names_(detail::column_names<Row>(false)), r_(r), sv_(sv) {
+      static_assert(kMaxColumns >= 14);  // KERN's
+      r.table(s, w, names_.names.size(), n, tb_);
+      cols_.reserve(names_.names.size());
+      for (size_t i = 0; i < names_.names.size(); ++i)
+        cols_.emplace_back(tb_.cols[i].first, tb_.cols[i].second, &w, names_.names[i].c_str());
+    }
+    // Every row. The delta columns' previous values are this function's
+    // locals: the compiler keeps them in registers.
+    void read(std::vector<Row>& out) {
+      uint64_t last[kMaxColumns] = {};
+      for (Row& x : out) {
+        Reader v{*this, last};
+        detail::columns(v, x);
+      }
+    }
+    void done() const {
+      for (const ColumnReader& c : cols_) c.done();
+    }
+
+   private:
+    // One row, through the table's column list (snap_parts.hpp).
+    struct Reader {
+      Rows& t;
+      uint64_t* last;
+      size_t i = 0;
+      [[gnu::always_inline]] ColumnReader& next() { return t.cols_[i++]; }
+      ColumnReader& col(const char* name) { return t.cols_[t.names_.index(name)]; }
+      [[gnu::always_inline]] void plain(const char*, uint64_t& x) { x = next().u(); }
+      [[gnu::always_inline]] void size(const char*, uint64_t& x) { x = next().max(kMaxDeviceBytes, kTooLarge); }
+      [[gnu::always_inline]] void addr(const char*, uint64_t& x) { x = delta(); }
+      [[gnu::always_inline]] void time(const char*, int64_t& x) { x = int64_t(delta()); }
+      [[gnu::always_inline]] void integer(const char*, int64_t& x) { x = next().s(); }
+      [[gnu::always_inline]] void str(const char*, StrId& x) { x = t.r_.str(next()); }
+      [[gnu::always_inline]] void stack(const char*, StackId& x) { x = t.r_.stack(next()); }
+      [[gnu::always_inline]] void stream(const char*, uint64_t& x) {
+        ColumnReader& c = next();
+        const uint64_t si = c.u();
+        if (si >= t.sv_->size()) c.bad_row("stream index out of range");
+        x = (*t.sv_)[size_t(si)];
+      }
+      [[gnu::always_inline]] void device(const char*, int& x) { x = device_index(next()); }
+      [[gnu::always_inline]] void u32(const char*, uint32_t& x) { x = BinaryReader::u32(next()); }
+      [[gnu::always_inline]] void flag(const char*, bool& x) { x = next().max(1, "expected 0 or 1") == 1; }
+      template <class E>
+      [[gnu::always_inline]] void kind(const char*, E& x) {
+        x = E(next().max(detail::KindColumn<E>::kMax, detail::KindColumn<E>::kUnknown));
+      }
+      [[gnu::always_inline]] void triple(const char*, uint32_t (&x)[3]) {
+        for (uint32_t& v : x) v = BinaryReader::u32(next());
+      }
+      // The action text of a known kind is its name, interned when first
+      // seen (as the other readers do: a kind that never occurs adds no string).
+      [[gnu::always_inline]] void action(const char*, StrId& x, EventKind k) {
+        x = t.r_.str(next());
+        if (k != EventKind::Other) {
+          StrId& a = t.r_.kind_action_[size_t(k)];
+          if (a == UINT32_MAX) a = t.r_.t_.strings.intern(event_kind_name(k));
+          x = a;
+        }
+      }
+      [[gnu::always_inline]] void block_count(const char*, uint32_t& first, uint32_t& count) {
+        ColumnReader& c = next();
+        const uint64_t bc = c.u();
+        if (bc > t.r_.n_blocks_ - t.r_.blocks_owned_) c.bad_row("more blocks than the device's blocks");
+        first = uint32_t(t.r_.blocks_owned_);
+        count = uint32_t(bc);
+        t.r_.blocks_owned_ += bc;
+      }
+      [[gnu::always_inline]] void device_total(const char* name, uint64_t x) {
+        t.sum_ += x;
+        if (t.sum_ > kMaxDeviceBytes) col(name).bad_row(kSumTooLarge);
+      }
+      [[gnu::always_inline]] void at_most(const char* name, uint64_t x, uint64_t limit, const char* msg) {
+        if (x > limit) col(name).bad_row(msg);
+      }
+      [[gnu::always_inline]] void since_json_v2() {}
+      [[gnu::always_inline]] uint64_t delta() {
+        const uint64_t v = t.cols_[i].delta(last[i]);
+        ++i;
+        return v;
+      }
+    };
+    static constexpr size_t kMaxColumns = 16;
+    detail::ColumnNames names_;
+    BinaryReader& r_;
+    const std::vector<uint64_t>* sv_;
+    Table tb_;
+    std::vector<ColumnReader> cols_;
+    uint64_t sum_ = 0;  // of the device_total column
+  };
 
   StrId str(ColumnReader& c) const {
     const uint64_t id = c.u();
@@ -710,190 +754,43 @@ class BinaryReader {
     blocks(sb, Where{&sb, what}, dev);
   }
 
+  // A table of rows read into `out`, column by column.
+  template <class Row>
+  void read_table(const InSection& s, const Where& w, uint64_t n, std::vector<Row>& out,
+                  const std::vector<uint64_t>* sv = nullptr) {
+    Rows<Row> rows(*this, s, w, n, sv);
+    out.reserve(size_t(n));
+    detail::advise_hugepages(out.data(), size_t(n) * sizeof(Row));
+    out.resize(size_t(n));
+    rows.read(out);
+    rows.done();
+  }
+
   void events(const InSection& s, const Where& w, uint64_t n, const std::vector<uint64_t>& sv, Device& dev) {
-    Table tb;
-    table(s, w, 9, n, tb);
-    const auto& c = tb.cols;
-    ColumnReader kind(c[0].first, c[0].second, &w, "kind"), time(c[1].first, c[1].second, &w, "time_us"),
-        addr(c[2].first, c[2].second, &w, "addr"), size(c[3].first, c[3].second, &w, "size"),
-        stream(c[4].first, c[4].second, &w, "stream"), stk(c[5].first, c[5].second, &w, "stack"),
-        cc(c[6].first, c[6].second, &w, "compile_context"), um(c[7].first, c[7].second, &w, "user_metadata"),
-        action(c[8].first, c[8].second, &w, "action");
-    // The action text of each known kind, interned when first seen (as the
-    // other readers do: a kind that never occurs adds no string).
-    StrId kind_action[size_t(EventKind::Other)];
-    std::fill(std::begin(kind_action), std::end(kind_action), UINT32_MAX);
-    dev.events.reserve(size_t(n));
-    detail::advise_hugepages(dev.events.data(), size_t(n) * sizeof(Event));
-    dev.events.resize(size_t(n));
-    uint64_t last_t = 0, last_a = 0;
-    for (Event& e : dev.events) {
-      e.kind = EventKind(kind.max(uint64_t(EventKind::Other), "unknown event kind"));
-      e.time_us = int64_t(time.delta(last_t));
-      e.addr = addr.delta(last_a);
-      e.size = size.max(kMaxDeviceBytes, "implausibly large size: more than any device holds (2^50 bytes)");
-      const uint64_t si = stream.u();
-      if (si >= sv.size()) stream.bad_row("stream index out of range");
-      e.stream = sv[size_t(si)];
-      e.stack = stack(stk);
-      e.compile_context = str(cc);
-      e.user_metadata = str(um);
-      e.action = str(action);
-      if (e.kind != EventKind::Other) {
-        StrId& a = kind_action[size_t(e.kind)];
-        if (a == UINT32_MAX) a = t_.strings.intern(event_kind_name(e.kind));
-        e.action = a;
-      }
-    }
-    kind.done(), time.done(), addr.done(), size.done(), stream.done(), stk.done(), cc.done(), um.done(), action.done();
+    read_table(s, w, n, dev.events, &sv);
   }
 
   void segments(const InSection& s, const Where& w, uint64_t n, uint64_t n_blocks, Device& dev) {
-    Table tb;
-    table(s, w, 12, n, tb);
-    const auto& c = tb.cols;
-    static constexpr const char* kNames[12] = {"addr",   "total_size", "allocated_size", "active_size",
-                                               "requested_size", "stream", "small_pool", "expandable",
-                                               "pool_id_0", "pool_id_1", "stack", "block_count"};
-    std::vector<ColumnReader> r;
-    for (size_t i = 0; i < 12; ++i) r.emplace_back(c[i].first, c[i].second, &w, kNames[i]);
-    dev.segments.resize(size_t(n));
-    uint64_t sum_total = 0, blocks = 0;
-    const char* kTooLarge = "implausibly large size: more than any device holds (2^50 bytes)";
-    for (Segment& sg : dev.segments) {
-      sg.addr = r[0].u();
-      sg.total_size = r[1].max(kMaxDeviceBytes, kTooLarge);
-      sg.allocated_size = r[2].max(kMaxDeviceBytes, kTooLarge);
-      sg.active_size = r[3].max(kMaxDeviceBytes, kTooLarge);
-      sg.requested_size = r[4].max(kMaxDeviceBytes, kTooLarge);
-      sum_total += sg.total_size;
-      if (sum_total > kMaxDeviceBytes)
-        r[1].bad_row("the device's dumped sizes sum to more than any device holds (2^50 bytes): the file is corrupt");
-      sg.stream = r[5].u();
-      sg.small_pool = r[6].max(1, "expected 0 or 1") == 1;
-      sg.expandable = r[7].max(1, "expected 0 or 1") == 1;
-      sg.pool_id[0] = r[8].s();
-      sg.pool_id[1] = r[9].s();
-      sg.stack = stack(r[10]);
-      const uint64_t bc = r[11].u();
-      if (bc > n_blocks - blocks) r[11].bad_row("more blocks than the device's blocks");
-      sg.first_block = uint32_t(blocks);
-      sg.block_count = uint32_t(bc);
-      blocks += bc;
-    }
-    for (const ColumnReader& x : r) x.done();
-    if (blocks != n_blocks) w.fail("blocks not owned by any segment");
     n_blocks_ = n_blocks;
+    blocks_owned_ = 0;
+    read_table(s, w, n, dev.segments);
+    if (blocks_owned_ != n_blocks) w.fail("blocks not owned by any segment");
   }
 
-  void blocks(const InSection& s, const Where& w, Device& dev) {
-    Table tb;
-    table(s, w, 5, n_blocks_, tb);
-    const auto& c = tb.cols;
-    ColumnReader addr(c[0].first, c[0].second, &w, "addr"), size(c[1].first, c[1].second, &w, "size"),
-        req(c[2].first, c[2].second, &w, "requested_size"), stk(c[3].first, c[3].second, &w, "stack"),
-        state(c[4].first, c[4].second, &w, "state");
-    dev.blocks.resize(size_t(n_blocks_));
-    uint64_t last_a = 0, sum = 0;
-    const char* kTooLarge = "implausibly large size: more than any device holds (2^50 bytes)";
-    for (Block& b : dev.blocks) {
-      b.addr = addr.delta(last_a);
-      b.size = size.max(kMaxDeviceBytes, kTooLarge);
-      b.requested_size = req.max(kMaxDeviceBytes, kTooLarge);
-      sum += b.size;
-      if (sum > kMaxDeviceBytes)
-        size.bad_row("the device's dumped sizes sum to more than any device holds (2^50 bytes): the file is corrupt");
-      b.stack = stack(stk);
-      b.state = BlockState(state.max(2, "unknown block state"));
-    }
-    addr.done(), size.done(), req.done(), stk.done(), state.done();
-  }
+  void blocks(const InSection& s, const Where& w, Device& dev) { read_table(s, w, n_blocks_, dev.blocks); }
 
-  void kernels(const J& k) {
-    if (!k.is_object()) throw InputError("$.kernels", "expected an object");
-    const uint64_t n = count(k, "count", "$.kernels.count");
-    const std::vector<uint64_t> sv = stream_table(k, "$.kernels");
-    const InSection& s = next("KERN", "");
-    Where w{&s, ""};
-    Table tb;
-    table(s, w, 14, n, tb);
-    static constexpr const char* kNames[14] = {"device", "time_us", "name",    "stack",   "stream",  "pid",     "thread",
-                                               "grid_x", "grid_y",  "grid_z",  "block_x", "block_y", "block_z", "graph"};
-    std::vector<ColumnReader> r;
-    for (size_t i = 0; i < 14; ++i) r.emplace_back(tb.cols[i].first, tb.cols[i].second, &w, kNames[i]);
-    t_.kernels.resize(size_t(n));
-    uint64_t last_t = 0;
-    for (KernelLaunch& x : t_.kernels) {
-      x.device = device_index(r[0]);
-      x.time_us = int64_t(r[1].delta(last_t));
-      x.name = str(r[2]);
-      x.stack = stack(r[3]);
-      const uint64_t si = r[4].u();
-      if (si >= sv.size()) r[4].bad_row("stream index out of range");
-      x.stream = sv[size_t(si)];
-      x.pid = u32(r[5]);
-      x.thread = u32(r[6]);
-      for (int i = 0; i < 3; ++i) x.grid[i] = u32(r[7 + size_t(i)]);
-      for (int i = 0; i < 3; ++i) x.block[i] = u32(r[10 + size_t(i)]);
-      x.graph = r[13].max(1, "expected 0 or 1") == 1;
-    }
-    for (const ColumnReader& x : r) x.done();
-  }
-
-  void device_memory(const J& m) {
-    if (!m.is_object()) throw InputError("$.device_memory", "expected an object");
-    const uint64_t n = count(m, "count", "$.device_memory.count");
-    const InSection& s = next("DMEM", "");
-    Where w{&s, ""};
-    Table tb;
-    table(s, w, 7, n, tb);
-    static constexpr const char* kNames[7] = {"device", "time_us", "free_bytes", "total_bytes", "reserved_bytes", "label", "pid"};
-    std::vector<ColumnReader> r;
-    for (size_t i = 0; i < 7; ++i) r.emplace_back(tb.cols[i].first, tb.cols[i].second, &w, kNames[i]);
-    t_.device_memory.resize(size_t(n));
-    uint64_t last_t = 0;
-    const char* kTooLarge = "implausibly large size: more than any device holds (2^50 bytes)";
-    for (DeviceMemorySample& x : t_.device_memory) {
-      x.device = device_index(r[0]);
-      x.time_us = int64_t(r[1].delta(last_t));
-      x.free_bytes = r[2].u();
-      x.total_bytes = r[3].max(kMaxDeviceBytes, kTooLarge);
-      x.reserved_bytes = r[4].max(kMaxDeviceBytes, kTooLarge);
-      if (x.free_bytes > x.total_bytes) r[2].bad_row("more free bytes than total bytes");
-      x.label = str(r[5]);
-      x.pid = u32(r[6]);
-    }
-    for (const ColumnReader& x : r) x.done();
-  }
-
-  void driver_memory(const J& m) {
-    if (!m.is_object()) throw InputError("$.driver_memory", "expected an object");
-    const uint64_t n = count(m, "count", "$.driver_memory.count");
-    const InSection& s = next("DRVM", "");
-    Where w{&s, ""};
-    Table tb;
-    table(s, w, 12, n, tb);
-    static constexpr const char* kNames[12] = {"device", "time_us", "pid",    "thread", "kind", "caller",
-                                               "addr",   "size",    "handle", "stream", "api",  "library"};
-    std::vector<ColumnReader> r;
-    for (size_t i = 0; i < 12; ++i) r.emplace_back(tb.cols[i].first, tb.cols[i].second, &w, kNames[i]);
-    t_.driver_memory.resize(size_t(n));
-    uint64_t last_t = 0;
-    for (DriverMemoryEvent& x : t_.driver_memory) {
-      x.device = device_index(r[0]);
-      x.time_us = int64_t(r[1].delta(last_t));
-      x.pid = u32(r[2]);
-      x.thread = u32(r[3]);
-      x.kind = DriverMemoryKind(r[4].max(uint64_t(DriverMemoryKind::Unmap), "unknown driver memory kind"));
-      x.caller = MemoryCaller(r[5].max(uint64_t(MemoryCaller::Other), "unknown caller"));
-      x.addr = r[6].u();
-      x.size = r[7].max(kMaxDeviceBytes, "implausibly large size: more than any device holds (2^50 bytes)");
-      x.handle = r[8].u();
-      x.stream = r[9].u();
-      x.api = str(r[10]);
-      x.library = str(r[11]);
-    }
-    for (const ColumnReader& x : r) x.done();
+  // KERN, DMEM, DRVM: present where META has `key` ({"count": rows}, and
+  // the stream list where the table has a stream column).
+  template <class Row>
+  void optional_table(const J& meta, const char* key, const char* tag, std::vector<Row>& out, bool has_streams) {
+    if (!meta.contains(key)) return;
+    const J& m = meta[key];
+    const std::string p = std::string("$.") + key;
+    if (!m.is_object()) throw InputError(p, "expected an object");
+    const uint64_t n = count(m, "count", p + ".count");
+    const std::vector<uint64_t> sv = has_streams ? stream_table(m, p) : std::vector<uint64_t>();
+    const InSection& s = next(tag, "");
+    read_table(s, Where{&s, ""}, n, out, &sv);
   }
 
   const uint8_t* data_;
@@ -902,7 +799,8 @@ class BinaryReader {
   uint64_t max_decoded_, max_memory_;
   std::vector<InSection> sections_;
   size_t next_ = 0;
-  uint64_t n_blocks_ = 0;
+  uint64_t n_blocks_ = 0, blocks_owned_ = 0;  // the device's blocks; those its segments own so far
+  StrId kind_action_[size_t(EventKind::Other)];  // the action text of each known kind, once interned
   std::vector<StrId> remap_;
   std::vector<FrameId> frame_map_;
   std::vector<StackId> stack_map_;

@@ -35,6 +35,79 @@ void push_time_delta(J& col, int64_t t, int64_t& last) {
   }
 }
 
+// How an enum column is written: event kinds and block states as numbers,
+// driver calls and callers by name.
+J json_kind(EventKind k) { return int(k); }
+J json_kind(BlockState s) { return int(s); }
+J json_kind(DriverMemoryKind k) { return driver_memory_kind_name(k); }
+J json_kind(MemoryCaller c) { return memory_caller_name(c); }
+
+// One row into the JSON form, through its table's column list
+// (snap_parts.hpp): into one array per column, or (`row`) into one array.
+struct JsonWriter {
+  J* c;
+  int64_t* last;                   // the previous known time (time columns)
+  std::vector<uint64_t>* streams;  // the table's stream list, filled as streams come
+  bool row = false;
+  size_t i = 0;
+  J& next() { return row ? (i++, *c) : c[i++]; }
+  void plain(const char*, uint64_t v) { next().push_back(v); }
+  void size(const char*, uint64_t v) { next().push_back(v); }
+  void addr(const char*, uint64_t v) { next().push_back(v); }
+  void time(const char*, int64_t v) { push_time_delta(next(), v, *last); }
+  void integer(const char*, int64_t v) { next().push_back(v); }
+  void str(const char*, StrId v) { next().push_back(v); }
+  void stack(const char*, StackId v) { next().push_back(v); }
+  void stream(const char*, uint64_t v) { next().push_back(detail::stream_index(*streams, v)); }
+  void device(const char*, int v) { next().push_back(v); }
+  void u32(const char*, uint32_t v) { next().push_back(v); }
+  void flag(const char*, bool v) { next().push_back(v ? 1 : 0); }
+  template <class E>
+  void kind(const char*, E v) {
+    next().push_back(json_kind(v));
+  }
+  void triple(const char*, const uint32_t (&v)[3]) { next().push_back(J::array({v[0], v[1], v[2]})); }
+  void action(const char*, StrId a, EventKind k) { next().push_back(k == EventKind::Other ? a : 0); }
+  void block_count(const char*, uint32_t, uint32_t n) { next().push_back(n); }
+  void device_total(const char*, uint64_t) {}
+  void at_most(const char*, uint64_t, uint64_t, const char*) {}
+  void since_json_v2() {}
+};
+
+// Whether a JSON value is a number other than 0, or holds one.
+bool nonzero(const J& v) { return v.is_array() ? std::any_of(v.begin(), v.end(), nonzero) : v != 0; }
+
+// A column table: {"count": rows, NAME: [one entry per row], ...}; the
+// columns of version 2 only where one of them is not 0 (`*v2` says so).
+template <class Row>
+J json_columns(const std::vector<Row>& rows, std::vector<uint64_t>* streams = nullptr, bool* v2 = nullptr) {
+  const detail::ColumnNames nm = detail::column_names<Row>(true);
+  std::vector<J> c(nm.names.size(), J::array());
+  int64_t last = 0;
+  for (const Row& r : rows) {
+    JsonWriter w{c.data(), &last, streams};
+    detail::columns(w, r);
+  }
+  const bool with_v2 = std::any_of(c.begin() + ptrdiff_t(nm.v2_from), c.end(), nonzero);
+  if (v2) *v2 = with_v2;
+  J o = {{"count", rows.size()}};
+  for (size_t i = 0; i < (with_v2 ? c.size() : nm.v2_from); ++i) o[nm.names[i]] = std::move(c[i]);
+  return o;
+}
+
+// A table of rows: [[a row's columns], ...].
+template <class Row>
+J json_rows(const std::vector<Row>& rows) {
+  J out = J::array();
+  for (const Row& r : rows) {
+    J row = J::array();
+    JsonWriter w{&row, nullptr, nullptr, true};
+    detail::columns(w, r);
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
 }  // namespace
 
 // The parts of a .snap document that are not tables: producer, source,
@@ -68,21 +141,11 @@ void detail::write_snap_common(const Trace& t, J& j) {
 std::string write_snap_json(const Trace& t) {
   J j;
   j["format"] = kMagic;
-  // Version 2 only when the document holds what version 2 added.
-  const bool kernel_v2 = std::any_of(t.kernels.begin(), t.kernels.end(), [](const KernelLaunch& k) {
-    return k.pid || k.thread || k.graph || k.grid[0] || k.grid[1] || k.grid[2] || k.block[0] || k.block[1] ||
-           k.block[2];
-  });
-  const bool sample_v2 = std::any_of(t.device_memory.begin(), t.device_memory.end(),
-                                     [](const DeviceMemorySample& m) { return m.pid != 0; });
-  j["version"] = kernel_v2 || sample_v2 || !t.driver_memory.empty() ? 2 : 1;
   detail::write_snap_common(t, j);
   J strings = J::array();
   for (size_t i = 0; i < t.strings.size(); ++i) strings.push_back(std::string(t.strings.get(StrId(i))));
   j["strings"] = std::move(strings);
-  J frames = J::array();
-  for (const Frame& f : t.frames) frames.push_back(J::array({f.name, f.file, f.line}));
-  j["frames"] = std::move(frames);
+  j["frames"] = json_rows(t.frames);
   J stacks = J::array();
   for (size_t i = 1; i < t.stacks.size(); ++i) {
     const auto& n = t.stacks.node(StackId(i));
@@ -95,122 +158,26 @@ std::string write_snap_json(const Trace& t) {
     dj["device"] = d.index;
     dj["has_trace"] = d.has_trace;
     std::vector<uint64_t> streams;
-    J kind = J::array(), time = J::array(), addr = J::array(), size = J::array(), stream = J::array(),
-      stack = J::array(), cc = J::array(), um = J::array(), action = J::array();
-    int64_t last_t = 0;
-    for (const Event& e : d.events) {
-      kind.push_back(int(e.kind));
-      push_time_delta(time, e.time_us, last_t);
-      addr.push_back(e.addr);
-      size.push_back(e.size);
-      size_t si = 0;
-      while (si < streams.size() && streams[si] != e.stream) ++si;
-      if (si == streams.size()) streams.push_back(e.stream);
-      stream.push_back(si);
-      stack.push_back(e.stack);
-      cc.push_back(e.compile_context);
-      um.push_back(e.user_metadata);
-      action.push_back(e.kind == EventKind::Other ? e.action : 0);
-    }
+    dj["events"] = json_columns(d.events, &streams);
     dj["streams"] = streams;
-    dj["events"] = {{"count", d.events.size()}, {"kind", kind},   {"time_us_delta", time},
-                    {"addr", addr},             {"size", size},   {"stream", stream},
-                    {"stack", stack},           {"compile_context", cc}, {"user_metadata", um},
-                    {"action", action}};
-    J segs = J::array();
-    for (const Segment& sg : d.segments)
-      segs.push_back(J::array({sg.addr, sg.total_size, sg.allocated_size, sg.active_size, sg.requested_size,
-                               sg.stream, sg.small_pool ? 1 : 0, sg.expandable ? 1 : 0, sg.pool_id[0], sg.pool_id[1],
-                               sg.stack, sg.block_count}));
-    dj["segments"] = std::move(segs);
-    J blocks = J::array();
-    for (const Block& b : d.blocks)
-      blocks.push_back(J::array({b.addr, b.size, b.requested_size, b.stack, int(b.state)}));
-    dj["blocks"] = std::move(blocks);
+    dj["segments"] = json_rows(d.segments);
+    dj["blocks"] = json_rows(d.blocks);
     devs.push_back(std::move(dj));
   }
   j["devices"] = std::move(devs);
   // Optional sections: written only when there is something in them, so a
   // trace without kernel launches or device-memory samples writes the same
   // document as before they existed.
+  bool kernel_v2 = false, sample_v2 = false;
   if (!t.kernels.empty()) {
     std::vector<uint64_t> streams;
-    J device = J::array(), time = J::array(), name = J::array(), stack = J::array(), stream = J::array();
-    int64_t last_t = 0;
-    for (const KernelLaunch& k : t.kernels) {
-      device.push_back(k.device);
-      push_time_delta(time, k.time_us, last_t);
-      name.push_back(k.name);
-      stack.push_back(k.stack);
-      size_t si = 0;
-      while (si < streams.size() && streams[si] != k.stream) ++si;
-      if (si == streams.size()) streams.push_back(k.stream);
-      stream.push_back(si);
-    }
-    j["kernels"] = {{"count", t.kernels.size()}, {"streams", streams}, {"device", device}, {"time_us_delta", time},
-                    {"name", name},              {"stack", stack},     {"stream", stream}};
-    if (kernel_v2) {
-      J pid = J::array(), thread = J::array(), grid = J::array(), block = J::array(), graph = J::array();
-      for (const KernelLaunch& k : t.kernels) {
-        pid.push_back(k.pid);
-        thread.push_back(k.thread);
-        grid.push_back(J::array({k.grid[0], k.grid[1], k.grid[2]}));
-        block.push_back(J::array({k.block[0], k.block[1], k.block[2]}));
-        graph.push_back(k.graph ? 1 : 0);
-      }
-      J& kj = j["kernels"];
-      kj["pid"] = std::move(pid);
-      kj["thread"] = std::move(thread);
-      kj["grid"] = std::move(grid);
-      kj["block"] = std::move(block);
-      kj["graph"] = std::move(graph);
-    }
+    j["kernels"] = json_columns(t.kernels, &streams, &kernel_v2);
+    j["kernels"]["streams"] = streams;
   }
-  if (!t.driver_memory.empty()) {
-    J device = J::array(), time = J::array(), pid = J::array(), thread = J::array(), kind = J::array(),
-      caller = J::array(), addr = J::array(), size = J::array(), handle = J::array(), stream = J::array(),
-      api = J::array(), library = J::array();
-    int64_t last_t = 0;
-    for (const DriverMemoryEvent& e : t.driver_memory) {
-      device.push_back(e.device);
-      push_time_delta(time, e.time_us, last_t);
-      pid.push_back(e.pid);
-      thread.push_back(e.thread);
-      kind.push_back(driver_memory_kind_name(e.kind));
-      caller.push_back(memory_caller_name(e.caller));
-      addr.push_back(e.addr);
-      size.push_back(e.size);
-      handle.push_back(e.handle);
-      stream.push_back(e.stream);
-      api.push_back(e.api);
-      library.push_back(e.library);
-    }
-    j["driver_memory"] = {{"count", t.driver_memory.size()}, {"device", device}, {"time_us_delta", time},
-                          {"pid", pid},     {"thread", thread}, {"kind", kind},   {"caller", caller},
-                          {"addr", addr},   {"size", size},     {"handle", handle}, {"stream", stream},
-                          {"api", api},     {"library", library}};
-  }
-  if (!t.device_memory.empty()) {
-    J device = J::array(), time = J::array(), free_b = J::array(), total_b = J::array(), reserved_b = J::array(),
-      label = J::array();
-    int64_t last_t = 0;
-    for (const DeviceMemorySample& m : t.device_memory) {
-      device.push_back(m.device);
-      push_time_delta(time, m.time_us, last_t);
-      free_b.push_back(m.free_bytes);
-      total_b.push_back(m.total_bytes);
-      reserved_b.push_back(m.reserved_bytes);
-      label.push_back(m.label);
-    }
-    j["device_memory"] = {{"count", t.device_memory.size()}, {"device", device},         {"time_us_delta", time},
-                          {"free_bytes", free_b},             {"total_bytes", total_b},   {"reserved_bytes", reserved_b},
-                          {"label", label}};
-    if (sample_v2) {
-      J pid = J::array();
-      for (const DeviceMemorySample& m : t.device_memory) pid.push_back(m.pid);
-      j["device_memory"]["pid"] = std::move(pid);
-    }
-  }
+  if (!t.driver_memory.empty()) j["driver_memory"] = json_columns(t.driver_memory);
+  if (!t.device_memory.empty()) j["device_memory"] = json_columns(t.device_memory, nullptr, &sample_v2);
+  // Version 2 only when the document holds what version 2 added.
+  j["version"] = kernel_v2 || sample_v2 || !t.driver_memory.empty() ? 2 : 1;
   // JSON text is UTF-8: a name holding other bytes is written with U+FFFD in
   // their place (docs/formats.md), as every JSON output of snapdiff does.
   return j.dump(-1, ' ', false, J::error_handler_t::replace);
@@ -272,12 +239,9 @@ class SnapReader {
     frame_map_.resize(frames.size());
     for (size_t i = 0; i < frames.size(); ++i) {
       std::string p = "$.frames[" + std::to_string(i) + "]";
-      const J& f = frames[i];
-      if (!f.is_array() || f.size() != 3) fail(p, "expected [name, file, line]");
+      if (!frames[i].is_array() || frames[i].size() != 3) fail(p, "expected [name, file, line]");
       Frame fr;
-      fr.name = str(f[0], p + "[0]");
-      fr.file = str(f[1], p + "[1]");
-      fr.line = num_i64(f[2], p + "[2]");
+      read_row(frames[i], p, fr);
       if (fr.line < 0) fr.line = kNoLine;
       frame_map_[i] = t_.intern_frame(fr);
     }
@@ -384,14 +348,15 @@ class SnapReader {
     return stack_map_[id];
   }
 
-  // A column section: an object with `count` and the named arrays, each of
-  // `count` entries. Returns count.
-  static size_t columns(const J& sec, const std::string& p, std::initializer_list<const char*> cols) {
+  // A column section: an object with `count` and the arrays of columns
+  // [from, to) of `nm`, each of `count` entries. Returns count.
+  static size_t columns(const J& sec, const std::string& p, const detail::ColumnNames& nm, size_t from, size_t to) {
     if (!sec.is_object()) fail(p, "expected an object");
     uint64_t n = num_u64(sec.contains("count") ? sec["count"] : J(), p + ".count");
-    for (const char* c : cols) {
-      const J& a = arr(sec, c, p + "." + c);
-      if (a.size() != n) fail(p + "." + c, "has " + std::to_string(a.size()) + " entries, expected " + std::to_string(n));
+    for (size_t c = from; c < to; ++c) {
+      const std::string& name = nm.names[c];
+      const J& a = arr(sec, name.c_str(), p + "." + name);
+      if (a.size() != n) fail(p + "." + name, "has " + std::to_string(a.size()) + " entries, expected " + std::to_string(n));
     }
     return size_t(n);
   }
@@ -436,35 +401,184 @@ class SnapReader {
   }
 
   void kernels(const J& k, const std::string& p) {
-    const size_t n = columns(k, p, {"device", "time_us_delta", "name", "stack", "stream"});
+    const detail::ColumnNames nm = detail::column_names<KernelLaunch>(true);
+    const size_t n = columns(k, p, nm, 0, nm.v2_from);
     const J& streams = arr(k, "streams", p + ".streams");
     std::vector<uint64_t> sv(streams.size());
     for (size_t i = 0; i < streams.size(); ++i) sv[i] = u64_at(streams, p, "streams", i);
-    const J &dev = k["device"], &time = k["time_us_delta"], &name = k["name"], &stk = k["stack"], &stream = k["stream"];
     t_.kernels.resize(n);
+    read_columns(k, p, nm, t_.kernels, &sv);
+  }
+
+  // The rows of a column section whose columns' lengths are checked, then,
+  // where the section has them, the columns of version 2 (all or none).
+  template <class Row>
+  void read_columns(const J& sec, const std::string& p, const detail::ColumnNames& nm, std::vector<Row>& out,
+                    const std::vector<uint64_t>* sv = nullptr, bool strict_time = true) {
+    column_pass(sec, p, nm, 0, nm.v2_from, out, sv, strict_time);
+    if (nm.v2_from == nm.names.size() || !sec.contains(nm.names[nm.v2_from])) return;
+    columns(sec, p, nm, nm.v2_from, nm.names.size());
+    column_pass(sec, p, nm, nm.v2_from, nm.names.size(), out, sv, strict_time);
+  }
+  template <class Row>
+  void column_pass(const J& sec, const std::string& p, const detail::ColumnNames& nm, size_t from, size_t to,
+                   std::vector<Row>& out, const std::vector<uint64_t>* sv, bool strict_time) {
+    std::vector<const J*> cols(nm.names.size(), nullptr);
+    for (size_t c = from; c < to; ++c) cols[c] = &sec[nm.names[c]];
     int64_t last_t = 0;
-    for (size_t i = 0; i < n; ++i) {
-      KernelLaunch& x = t_.kernels[i];
-      x.device = device_at(dev, p, i);
-      x.time_us = time_at(time, p, i, &last_t);
-      x.name = str_at(name, p, "name", i);
-      x.stack = stack_at(stk, p, "stack", i);
-      uint64_t si = u64_at(stream, p, "stream", i);
-      if (si >= sv.size()) fail(at(p, "stream", i), "stream index out of range");
-      x.stream = sv[si];
+    for (size_t i = 0; i < out.size(); ++i) {
+      JsonRow v{*this, p, nm};
+      v.cols = cols.data();
+      v.i = i;
+      v.last_t = &last_t;
+      v.sv = sv;
+      v.strict_time = strict_time;
+      detail::columns(v, out[i]);
+      v.flush();
     }
-    // Version 2: the injection library's columns, all or none.
-    if (!k.contains("pid")) return;
-    columns(k, p, {"pid", "thread", "grid", "block", "graph"});
-    const J &pid = k["pid"], &thread = k["thread"], &grid = k["grid"], &block = k["block"], &graph = k["graph"];
-    for (size_t i = 0; i < n; ++i) {
-      KernelLaunch& x = t_.kernels[i];
-      x.pid = u32_at(pid, p, "pid", i);
-      x.thread = u32_at(thread, p, "thread", i);
-      triple_at(grid, p, "grid", i, x.grid);
-      triple_at(block, p, "block", i, x.block);
-      x.graph = flag_at(graph, p, "graph", i);
+  }
+  // A row of a row table (frames, segments, blocks) at path `p`.
+  template <class Row>
+  void read_row(const J& row, const std::string& p, Row& x, uint64_t* sum = nullptr, size_t blocks_left = 0,
+                uint32_t first_block = 0) {
+    static const detail::ColumnNames nm = detail::column_names<Row>(true);
+    JsonRow v{*this, p, nm};
+    v.row = &row;
+    v.sum = sum;
+    v.blocks_left = blocks_left;
+    v.first_block = first_block;
+    detail::columns(v, x);
+    v.flush();
+  }
+
+  // One row of the JSON form, through its table's column list
+  // (snap_parts.hpp): entry `i` of each column of a column section (at
+  // `p`.NAME[i]), or the entries of a row (`row`, at `p`[k]). Errors and
+  // their paths are those of the form's first reader: a size too large is
+  // said when the run of size columns ends (in a row, at the row's path).
+  struct JsonRow {
+    JsonRow(SnapReader& reader, const std::string& path, const detail::ColumnNames& names)
+        : r(reader), p(path), nm(names) {}
+    SnapReader& r;
+    const std::string& p;
+    const detail::ColumnNames& nm;
+    const J* row = nullptr;
+    const J* const* cols = nullptr;  // null: a column this pass does not read
+    size_t i = 0;
+    int64_t* last_t = nullptr;
+    const std::vector<uint64_t>* sv = nullptr;
+    bool strict_time = true;
+    uint64_t* sum = nullptr;  // of the device_total column over the device
+    size_t blocks_left = 0;   // a segment's: the blocks array's rows not yet owned
+    uint32_t first_block = 0;
+    size_t c = 0, cur = 0;
+    std::string pending;  // where a size too large was read
+
+    // The next column; false where this pass skips it.
+    bool next(bool size_column = false) {
+      if (!size_column) flush();
+      cur = c++;
+      return row || cols[cur];
     }
+    void flush() {
+      if (!pending.empty()) fail(pending, kTooLarge);
+    }
+    const char* name() const { return nm.names[cur].c_str(); }
+    std::string path() const { return row ? p + "[" + std::to_string(cur) + "]" : at(p, name(), i); }
+    const J& v() const { return row ? (*row)[cur] : (*cols[cur])[i]; }
+    uint64_t u64() const { return row ? num_u64(v(), path()) : u64_at(*cols[cur], p, name(), i); }
+
+    void plain(const char*, uint64_t& x) {
+      if (next()) x = u64();
+    }
+    void size(const char*, uint64_t& x) {
+      if (!next(true)) return;
+      x = u64();
+      if (x > kMaxDeviceBytes && pending.empty()) pending = row ? p : path();
+    }
+    void addr(const char* n, uint64_t& x) { plain(n, x); }
+    void time(const char*, int64_t& x) {
+      if (!next()) return;
+      if (strict_time) {
+        x = time_at(*cols[cur], p, i, last_t);
+      } else if (v().is_null()) {
+        x = kNoTime;
+      } else {
+        x = *last_t + num_i64(v(), path());
+        *last_t = x;
+      }
+    }
+    void integer(const char*, int64_t& x) {
+      if (next()) x = num_i64(v(), path());
+    }
+    void str(const char*, StrId& x) {
+      if (next()) x = row ? r.str(v(), path()) : r.str_at(*cols[cur], p, name(), i);
+    }
+    void stack(const char*, StackId& x) {
+      if (next()) x = row ? r.stack(v(), path()) : r.stack_at(*cols[cur], p, name(), i);
+    }
+    void stream(const char*, uint64_t& x) {
+      if (!next()) return;
+      const uint64_t si = u64();
+      if (si >= sv->size()) fail(path(), "stream index out of range");
+      x = (*sv)[size_t(si)];
+    }
+    void device(const char*, int& x) {
+      if (next()) x = device_at(*cols[cur], p, i);
+    }
+    void u32(const char*, uint32_t& x) {
+      if (next()) x = u32_at(*cols[cur], p, name(), i);
+    }
+    void flag(const char*, bool& x) {
+      if (next()) x = row ? num_i64(v(), path()) != 0 : flag_at(*cols[cur], p, name(), i);
+    }
+    template <class E>
+    void kind(const char*, E& x) {
+      if (next()) read_kind(v(), path(), x);
+    }
+    void triple(const char*, uint32_t (&x)[3]) {
+      if (next()) triple_at(*cols[cur], p, name(), i, x);
+    }
+    void action(const char*, StrId& x, EventKind k) {
+      if (next()) x = r.str_at(*cols[cur], p, name(), i);
+      if (k != EventKind::Other) x = r.t_.strings.intern(event_kind_name(k));
+    }
+    void block_count(const char*, uint32_t& first, uint32_t& count) {
+      if (!next()) return;
+      const uint64_t bc = u64();
+      if (bc > blocks_left) fail(path(), "more blocks than the blocks array holds");
+      first = first_block;
+      count = uint32_t(bc);
+    }
+    void device_total(const char* n, uint64_t x) {
+      flush();
+      *sum += x;
+      if (*sum > kMaxDeviceBytes) fail(p + "[" + std::to_string(nm.index(n)) + "]", kSumTooLarge);
+    }
+    void at_most(const char* n, uint64_t x, uint64_t limit, const char* msg) {
+      flush();
+      if ((row || cols[nm.index(n)]) && x > limit) fail(at(p, n, i), msg);
+    }
+    void since_json_v2() {}
+  };
+
+  static void read_kind(const J& v, const std::string& p, EventKind& x) {
+    const uint64_t k = num_u64(v, p);
+    if (k > uint64_t(EventKind::Other)) fail(p, "unknown event kind " + std::to_string(k));
+    x = EventKind(k);
+  }
+  static void read_kind(const J& v, const std::string& p, BlockState& x) {
+    const uint64_t k = num_u64(v, p);
+    if (k > 2) fail(p, "unknown block state");
+    x = BlockState(k);
+  }
+  static void read_kind(const J& v, const std::string& p, DriverMemoryKind& x) {
+    if (!v.is_string() || !parse_driver_memory_kind(v.get_ref<const std::string&>(), &x))
+      fail(p, "expected one of alloc, free, alloc_async, free_async, create, release, map, unmap");
+  }
+  static void read_kind(const J& v, const std::string& p, MemoryCaller& x) {
+    if (!v.is_string() || !parse_caller(v.get_ref<const std::string&>(), &x))
+      fail(p, "expected one of unknown, pytorch, nccl, cublas, cudnn, other");
   }
 
   static uint32_t u32_at(const J& col, const std::string& p, const char* name, size_t i) {
@@ -490,31 +604,9 @@ class SnapReader {
   }
 
   void driver_memory(const J& m, const std::string& p) {
-    const size_t n = columns(m, p, {"device", "time_us_delta", "pid", "thread", "kind", "caller", "addr", "size",
-                                    "handle", "stream", "api", "library"});
-    const J &dev = m["device"], &time = m["time_us_delta"], &pid = m["pid"], &thread = m["thread"],
-            &kind = m["kind"], &caller = m["caller"], &addr = m["addr"], &size = m["size"], &handle = m["handle"],
-            &stream = m["stream"], &api = m["api"], &library = m["library"];
-    t_.driver_memory.resize(n);
-    int64_t last_t = 0;
-    for (size_t i = 0; i < n; ++i) {
-      DriverMemoryEvent& x = t_.driver_memory[i];
-      x.device = device_at(dev, p, i);
-      x.time_us = time_at(time, p, i, &last_t);
-      x.pid = u32_at(pid, p, "pid", i);
-      x.thread = u32_at(thread, p, "thread", i);
-      if (!kind[i].is_string() || !parse_driver_memory_kind(kind[i].get_ref<const std::string&>(), &x.kind))
-        fail(at(p, "kind", i), "expected one of alloc, free, alloc_async, free_async, create, release, map, unmap");
-      if (!caller[i].is_string() || !parse_caller(caller[i].get_ref<const std::string&>(), &x.caller))
-        fail(at(p, "caller", i), "expected one of unknown, pytorch, nccl, cublas, cudnn, other");
-      x.addr = u64_at(addr, p, "addr", i);
-      x.size = u64_at(size, p, "size", i);
-      if (x.size > kMaxDeviceBytes) fail(at(p, "size", i), kTooLarge);
-      x.handle = u64_at(handle, p, "handle", i);
-      x.stream = u64_at(stream, p, "stream", i);
-      x.api = str_at(api, p, "api", i);
-      x.library = str_at(library, p, "library", i);
-    }
+    const detail::ColumnNames nm = detail::column_names<DriverMemoryEvent>(true);
+    t_.driver_memory.resize(columns(m, p, nm, 0, nm.v2_from));
+    read_columns(m, p, nm, t_.driver_memory);
   }
 
   static bool parse_caller(std::string_view s, MemoryCaller* out) {
@@ -528,28 +620,9 @@ class SnapReader {
   }
 
   void device_memory(const J& m, const std::string& p) {
-    const size_t n =
-        columns(m, p, {"device", "time_us_delta", "free_bytes", "total_bytes", "reserved_bytes", "label"});
-    const J &dev = m["device"], &time = m["time_us_delta"], &free_b = m["free_bytes"], &total_b = m["total_bytes"],
-            &reserved_b = m["reserved_bytes"], &label = m["label"];
-    t_.device_memory.resize(n);
-    int64_t last_t = 0;
-    for (size_t i = 0; i < n; ++i) {
-      DeviceMemorySample& x = t_.device_memory[i];
-      x.device = device_at(dev, p, i);
-      x.time_us = time_at(time, p, i, &last_t);
-      x.free_bytes = u64_at(free_b, p, "free_bytes", i);
-      x.total_bytes = u64_at(total_b, p, "total_bytes", i);
-      x.reserved_bytes = u64_at(reserved_b, p, "reserved_bytes", i);
-      if (x.total_bytes > kMaxDeviceBytes) fail(at(p, "total_bytes", i), kTooLarge);
-      if (x.reserved_bytes > kMaxDeviceBytes) fail(at(p, "reserved_bytes", i), kTooLarge);
-      if (x.free_bytes > x.total_bytes) fail(at(p, "free_bytes", i), "more free bytes than total bytes");
-      x.label = str_at(label, p, "label", i);
-    }
-    if (m.contains("pid")) {
-      columns(m, p, {"pid"});
-      for (size_t i = 0; i < n; ++i) t_.device_memory[i].pid = u32_at(m["pid"], p, "pid", i);
-    }
+    const detail::ColumnNames nm = detail::column_names<DeviceMemorySample>(true);
+    t_.device_memory.resize(columns(m, p, nm, 0, nm.v2_from));
+    read_columns(m, p, nm, t_.device_memory);
   }
 
   void device(const J& d, const std::string& p) {
@@ -563,43 +636,10 @@ class SnapReader {
     for (size_t i = 0; i < streams.size(); ++i) sv.push_back(num_u64(streams[i], p + ".streams[" + std::to_string(i) + "]"));
     if (!d.contains("events") || !d["events"].is_object()) fail(p + ".events", "expected an object");
     const J& ev = d["events"];
-    std::string ep = p + ".events";
-    uint64_t n = num_u64(ev.contains("count") ? ev["count"] : J(), ep + ".count");
-    const char* cols[] = {"kind", "time_us_delta", "addr", "size", "stream", "stack", "compile_context", "user_metadata", "action"};
-    for (const char* c : cols) {
-      const J& a = arr(ev, c, ep + "." + c);
-      if (a.size() != n) fail(ep + "." + c, "has " + std::to_string(a.size()) + " entries, expected " + std::to_string(n));
-    }
-    const J &kind = ev["kind"], &time = ev["time_us_delta"], &addr = ev["addr"], &size = ev["size"],
-              &stream = ev["stream"], &stk = ev["stack"], &cc = ev["compile_context"], &um = ev["user_metadata"],
-              &action = ev["action"];
-    dev.events.resize(size_t(n));
-    int64_t last_t = 0;
-    for (size_t i = 0; i < n; ++i) {
-      Event& e = dev.events[i];
-      std::string ix = "[" + std::to_string(i) + "]";
-      uint64_t k = num_u64(kind[i], ep + ".kind" + ix);
-      if (k > uint64_t(EventKind::Other)) fail(ep + ".kind" + ix, "unknown event kind " + std::to_string(k));
-      e.kind = EventKind(k);
-      if (time[i].is_null()) {
-        e.time_us = kNoTime;
-      } else {
-        int64_t dt = num_i64(time[i], ep + ".time_us_delta" + ix);
-        e.time_us = last_t + dt;
-        last_t = e.time_us;
-      }
-      e.addr = num_u64(addr[i], ep + ".addr" + ix);
-      e.size = num_u64(size[i], ep + ".size" + ix);
-      if (e.size > kMaxDeviceBytes) fail(ep + ".size" + ix, kTooLarge);
-      uint64_t s = num_u64(stream[i], ep + ".stream" + ix);
-      if (s >= sv.size()) fail(ep + ".stream" + ix, "stream index out of range");
-      e.stream = sv[s];
-      e.stack = stack(stk[i], ep + ".stack" + ix);
-      e.compile_context = str(cc[i], ep + ".compile_context" + ix);
-      e.user_metadata = str(um[i], ep + ".user_metadata" + ix);
-      e.action = str(action[i], ep + ".action" + ix);
-      if (e.kind != EventKind::Other) e.action = t_.strings.intern(event_kind_name(e.kind));
-    }
+    const std::string ep = p + ".events";
+    const detail::ColumnNames nm = detail::column_names<Event>(true);
+    dev.events.resize(columns(ev, ep, nm, 0, nm.v2_from));
+    read_columns(ev, ep, nm, dev.events, &sv, false);
     const J& blocks = arr(d, "blocks", p + ".blocks");
     const J& segs = arr(d, "segments", p + ".segments");
     uint64_t next_block = 0;
@@ -608,46 +648,15 @@ class SnapReader {
     dev.segments.reserve(segs.size());
     dev.blocks.reserve(blocks.size());
     for (size_t i = 0; i < segs.size(); ++i) {
-      std::string sp = p + ".segments[" + std::to_string(i) + "]";
-      const J& s = segs[i];
-      if (!s.is_array() || s.size() != 12) fail(sp, "expected a 12-element segment row");
+      const std::string sp = p + ".segments[" + std::to_string(i) + "]";
+      if (!segs[i].is_array() || segs[i].size() != 12) fail(sp, "expected a 12-element segment row");
       Segment sg;
-      sg.addr = num_u64(s[0], sp + "[0]");
-      sg.total_size = num_u64(s[1], sp + "[1]");
-      sg.allocated_size = num_u64(s[2], sp + "[2]");
-      sg.active_size = num_u64(s[3], sp + "[3]");
-      sg.requested_size = num_u64(s[4], sp + "[4]");
-      if (sg.total_size > kMaxDeviceBytes || sg.allocated_size > kMaxDeviceBytes || sg.active_size > kMaxDeviceBytes ||
-          sg.requested_size > kMaxDeviceBytes)
-        fail(sp, kTooLarge);
-      sum_total += sg.total_size;
-      if (sum_total > kMaxDeviceBytes) fail(sp + "[1]", kSumTooLarge);
-      sg.stream = num_u64(s[5], sp + "[5]");
-      sg.small_pool = num_i64(s[6], sp + "[6]") != 0;
-      sg.expandable = num_i64(s[7], sp + "[7]") != 0;
-      sg.pool_id[0] = num_i64(s[8], sp + "[8]");
-      sg.pool_id[1] = num_i64(s[9], sp + "[9]");
-      sg.stack = stack(s[10], sp + "[10]");
-      uint64_t bc = num_u64(s[11], sp + "[11]");
-      if (bc > blocks.size() - next_block) fail(sp + "[11]", "more blocks than the blocks array holds");
-      sg.first_block = uint32_t(dev.blocks.size());
-      sg.block_count = uint32_t(bc);
-      for (uint64_t b = 0; b < bc; ++b, ++next_block) {
-        std::string bp = p + ".blocks[" + std::to_string(next_block) + "]";
+      read_row(segs[i], sp, sg, &sum_total, blocks.size() - next_block, uint32_t(dev.blocks.size()));
+      for (uint64_t b = 0; b < sg.block_count; ++b, ++next_block) {
+        const std::string bp = p + ".blocks[" + std::to_string(next_block) + "]";
         const J& bj = blocks[size_t(next_block)];
         if (!bj.is_array() || bj.size() != 5) fail(bp, "expected [addr, size, requested_size, stack, state]");
-        Block blk;
-        blk.addr = num_u64(bj[0], bp + "[0]");
-        blk.size = num_u64(bj[1], bp + "[1]");
-        blk.requested_size = num_u64(bj[2], bp + "[2]");
-        if (blk.size > kMaxDeviceBytes || blk.requested_size > kMaxDeviceBytes) fail(bp, kTooLarge);
-        sum_blocks += blk.size;
-        if (sum_blocks > kMaxDeviceBytes) fail(bp + "[1]", kSumTooLarge);
-        blk.stack = stack(bj[3], bp + "[3]");
-        uint64_t st = num_u64(bj[4], bp + "[4]");
-        if (st > 2) fail(bp + "[4]", "unknown block state");
-        blk.state = BlockState(st);
-        dev.blocks.push_back(blk);
+        read_row(bj, bp, dev.blocks.emplace_back(), &sum_blocks);
       }
       dev.segments.push_back(sg);
     }
