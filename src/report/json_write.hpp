@@ -14,15 +14,6 @@
 
 namespace snapdiff::detail {
 
-template <class T>
-struct IsVector : std::false_type {};
-template <class T>
-struct IsVector<std::vector<T>> : std::true_type {};
-template <class T>
-struct IsOptional : std::false_type {};
-template <class T>
-struct IsOptional<std::optional<T>> : std::true_type {};
-
 class JsonWriter {
  public:
   using J = nlohmann::ordered_json;
@@ -110,7 +101,7 @@ class JsonWriter {
       return oom_cause_name(m);
     } else if constexpr (std::is_same_v<T, int64_t[2]>) {
       return J::array({m[0], m[1]});
-    } else if constexpr (IsVector<T>::value) {
+    } else if constexpr (view::IsVector<T>::value) {
       using E = typename T::value_type;
       if constexpr (std::is_arithmetic_v<E> || std::is_same_v<E, std::string>) {
         return J(m);
@@ -119,7 +110,7 @@ class JsonWriter {
         for (const E& e : m) a.push_back(value(e));
         return a;
       }
-    } else if constexpr (IsOptional<T>::value) {
+    } else if constexpr (view::IsOptional<T>::value) {
       return m ? value(*m) : J(nullptr);
     } else {
       return inside([&] { fields(*this, m); });
@@ -127,11 +118,11 @@ class JsonWriter {
   }
   template <class T, class L>
   J value(const T& m, L list) {
-    if constexpr (IsVector<T>::value) {
+    if constexpr (view::IsVector<T>::value) {
       J a = J::array();
       for (const auto& e : m) a.push_back(value(e, list));
       return a;
-    } else if constexpr (IsOptional<T>::value) {
+    } else if constexpr (view::IsOptional<T>::value) {
       return m ? value(*m, list) : J(nullptr);
     } else {
       return inside([&] { list(*this, m); });

@@ -140,15 +140,6 @@ class In {
 
 // ---- The field lists' reader (snapdiff/view/fields.hpp) -------------------
 
-template <class T>
-struct IsVector : std::false_type {};
-template <class T>
-struct IsVector<std::vector<T>> : std::true_type {};
-template <class T>
-struct IsOptional : std::false_type {};
-template <class T>
-struct IsOptional<std::optional<T>> : std::true_type {};
-
 // The index of a category by its name (-1 for null).
 int category_index(const In& j, const std::vector<std::string>& names) {
   if (j.null()) return -1;
@@ -317,11 +308,11 @@ class JsonReader {
       const std::vector<In> e = x.elements(2);
       m[0] = e[0].i64();
       m[1] = e[1].i64();
-    } else if constexpr (IsVector<T>::value) {
+    } else if constexpr (view::IsVector<T>::value) {
       m.clear();
       m.reserve(x.size());
       x.each([&](const In& e) { read(e, m.emplace_back()); });
-    } else if constexpr (IsOptional<T>::value) {
+    } else if constexpr (view::IsOptional<T>::value) {
       if (x.null()) m.reset();
       else read(x, m.emplace());
     } else {
@@ -330,10 +321,10 @@ class JsonReader {
   }
   template <class T, class L>
   void read(const In& x, T& m, L list) {
-    if constexpr (IsVector<T>::value) {
+    if constexpr (view::IsVector<T>::value) {
       m.clear();
       x.each([&](const In& e) { read(e, m.emplace_back(), list); });
-    } else if constexpr (IsOptional<T>::value) {
+    } else if constexpr (view::IsOptional<T>::value) {
       if (x.null()) m.reset();
       else read(x, m.emplace(), list);
     } else {

@@ -27,7 +27,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <type_traits>
+#include <vector>
 
 #include "snapdiff/view/report.hpp"
 
@@ -41,6 +43,16 @@ struct PeakEvent {};    // the event that set a device's peak, or null
 struct Pair {};         // two ints as [first, last], or null (Growth::judged_*)
 struct OutsidePid {};   // a process id, null for 0
 struct Caller {};       // OutsideRow: "context" or memory_caller_name()
+
+// What a visitor tells apart: a list of values, a value that may be absent.
+template <class T>
+struct IsVector : std::false_type {};
+template <class T>
+struct IsVector<std::vector<T>> : std::true_type {};
+template <class T>
+struct IsOptional : std::false_type {};
+template <class T>
+struct IsOptional<std::optional<T>> : std::true_type {};
 }  // namespace view
 
 // The field list of T, for a visitor and a T or const T.
