@@ -12,6 +12,7 @@
 #include "snapdiff/error.hpp"
 #include "snapdiff/input/input.hpp"
 #include "snapdiff/input/profiler.hpp"
+#include "snapdiff/analysis/trace_join.hpp"
 #include "snapdiff/analysis/replay.hpp"
 #include "snapdiff/analysis/analysis.hpp"
 #include "snapdiff/report/report.hpp"

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "snapdiff/analysis/report_view.hpp"
+#include "snapdiff/view/report.hpp"
 
 namespace snapdiff::detail {
 

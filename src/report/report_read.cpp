@@ -6,12 +6,16 @@
 #include "snapdiff/report/report_read.hpp"
 
 #include <cstring>
+#include <functional>
+#include <type_traits>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
 #include <vector>
 
 #include "snapdiff/error.hpp"
+#include "snapdiff/report/report.hpp"
+#include "snapdiff/view/fields.hpp"
 #include "util/json_depth.hpp"
 
 namespace snapdiff {
@@ -134,58 +138,7 @@ class In {
   std::string path_;
 };
 
-// ---- Shared records -------------------------------------------------------
-
-FrameRef read_frame(const In& j) {
-  FrameRef f;
-  f.name = j["name"].s();
-  f.file = j["file"].s();
-  f.line = j["line"].i64_or(kNoLine);
-  if (j.has("label")) f.label = j["label"].s();
-  return f;
-}
-std::optional<FrameRef> read_opt_frame(const In& j) {
-  if (j.null()) return std::nullopt;
-  return read_frame(j);
-}
-std::vector<FrameRef> read_stack(const In& j) {
-  std::vector<FrameRef> v;
-  v.reserve(j.size());
-  j.each([&](const In& f) { v.push_back(read_frame(f)); });
-  return v;
-}
-void read_site_path(const In& j, SiteFrames& s) {
-  j["path"].each([&](const In& p) { s.path.push_back(p.s()); });
-  s.callee = j["callee"].s_or_empty();
-}
-
-PeakPoint read_peak_point(const In& j) {
-  PeakPoint p;
-  p.bytes = j["bytes"].i64();
-  p.event_index = j["event_index"].i64();
-  p.time_us = j["time_us"].i64_or(kNoTime);
-  return p;
-}
-
-Counters read_counters(const In& j) {
-  Counters c;
-  c.requested = j["requested_bytes"].i64();
-  c.allocated = j["allocated_bytes"].i64();
-  c.reserved = j["reserved_bytes"].i64();
-  c.active = j["active_bytes"].i64();
-  return c;
-}
-
-TruncationEvidence read_truncation_evidence(const In& j) {
-  TruncationEvidence e;
-  e.entries = j["entries"].u64();
-  e.max_entries = j["max_entries"].i64_or(-1);
-  e.entries_round = j["entries_round"].b();
-  e.head_orphan_free = j["head_orphan_free"].b();
-  e.framed_early_blocks = j["framed_early_blocks"].u64();
-  e.dropped_mid_history = j["dropped_mid_history"].u64();
-  return e;
-}
+// ---- The field lists' reader (snapdiff/view/fields.hpp) -------------------
 
 // The index of a category by its name (-1 for null).
 int category_index(const In& j, const std::vector<std::string>& names) {
@@ -206,6 +159,218 @@ std::vector<int64_t> read_categories(const In& j, const std::vector<std::string>
   });
   return v;
 }
+
+// The size classes analyze() counts free blocks in (src/analysis/analyze.cpp):
+// FreeSizeClass::label points at a name, so the names read back are these.
+constexpr struct {
+  const char* label;
+  uint64_t max_bytes;
+} kFreeSizeClasses[] = {{"< 1 MiB", uint64_t(1) << 20},
+                        {"1-20 MiB", uint64_t(20) << 20},
+                        {"20-200 MiB", uint64_t(200) << 20},
+                        {">= 200 MiB", UINT64_MAX}};
+
+class JsonReader {
+ public:
+  explicit JsonReader(const In& in) : in_(in) {}
+
+  bool labels = true;
+  const std::vector<std::string>* names = nullptr;
+
+  template <class T>
+  void operator()(const char* key, T& m) {
+    read(in_[key], m);
+  }
+  template <class T, class L>
+  void operator()(const char* key, T& m, L list) {
+    read(in_[key], m, list);
+  }
+  template <class T, class N>
+  void null_if(const char* key, T& m, const N& none) {
+    const In x = in_[key];
+    if (x.null()) m = none;
+    else read(x, m);
+  }
+  void time(const char* key, int64_t& t) { null_if(key, t, kNoTime); }
+  template <class T>
+  void null_unless(const char* key, bool ok, T& m) {
+    const In x = in_[key];
+    if (x.null()) return;
+    if (!ok) x.fail("expected null");
+    read(x, m);
+  }
+  template <class T>
+  void flag_null(const char* key, bool& flag, T& m) {
+    const In x = in_[key];
+    flag = !x.null();
+    if (flag) read(x, m);
+  }
+  template <class F>
+  void group(const char* key, F fn) {
+    inside(in_[key], fn);
+  }
+  template <class F>
+  void group_or_null(const char* key, bool& flag, F fn) {
+    const In x = in_[key];
+    flag = !x.null();
+    if (flag) inside(x, fn);
+  }
+  template <class B, class F>
+  void when(B& flag, const char* key, F fn) {
+    const bool has = in_.has(key);
+    if constexpr (!std::is_const_v<B>) flag = has;
+    if (has) fn();
+  }
+  template <class T>
+  void computed(const char*, const T&) {}
+  // Checked once the object is read: the fields it is derived from come later.
+  template <class F>
+  void derived(const char* key, F fn, const char* msg) {
+    checks_.push_back([x = in_[key], fn, msg] {
+      using T = decltype(fn());
+      bool same;
+      if constexpr (std::is_same_v<T, bool>) same = x.b() == fn();
+      else same = x.i64() == int64_t(fn());
+      if (!same) x.fail(msg);
+    });
+  }
+  template <class F>
+  void derived_time(const char* key, F fn, const char* msg) {
+    checks_.push_back([x = in_[key], fn, msg] {
+      if (x.i64_or(kNoTime) != fn()) x.fail(msg);
+    });
+  }
+  void categories(const char* key, std::vector<int64_t>& v) {
+    static const std::vector<std::string> kNone;
+    v = read_categories(in_[key], names ? *names : kNone);
+  }
+  void category(const char* key, int& index, std::string& name) {
+    static const std::vector<std::string> kNone;
+    const std::vector<std::string>& n = names ? *names : kNone;
+    index = category_index(in_[key], n);
+    if (index >= 0) name = n[size_t(index)];
+  }
+  void rule(const char* key, int& index, std::string& name) {
+    const In x = in_[key];
+    if (!x.null()) index = 0, name = x.s();  // the rule's index is the analysis's own
+  }
+
+  void special(const char* key, view::Pair, Growth& g) {
+    const In judged = in_[key];
+    if (judged.null()) return;
+    const std::vector<In> fl = judged.elements(2);
+    g.judged_first = fl[0].i32();
+    g.judged_last = fl[1].i32();
+  }
+  void special(const char* key, view::SizeClass, FreeSizeClass& fc) {
+    const In name = in_[key];
+    const std::string label = name.s();
+    fc.label = nullptr;
+    for (const auto& k : kFreeSizeClasses)
+      if (label == k.label) fc.label = k.label, fc.max_bytes = k.max_bytes;
+    if (!fc.label) name.fail("unknown size class '" + label + "'");
+  }
+  void special(const char* key, view::OutsidePid, uint32_t& pid) {
+    const In x = in_[key];
+    if (x.null()) return;
+    const uint64_t p = x.u64();
+    if (p == 0 || p > UINT32_MAX) x.fail("expected a process id");
+    pid = uint32_t(p);
+  }
+
+  template <class T>
+  void read(const In& x, T& m) {
+    if constexpr (std::is_same_v<T, bool>) {
+      m = x.b();
+    } else if constexpr (std::is_same_v<T, int>) {
+      m = x.i32();
+    } else if constexpr (std::is_same_v<T, int64_t>) {
+      m = x.i64();
+    } else if constexpr (std::is_same_v<T, uint32_t>) {
+      const uint64_t v = x.u64();
+      if (v > UINT32_MAX) x.fail("integer out of range");
+      m = uint32_t(v);
+    } else if constexpr (std::is_same_v<T, uint64_t>) {
+      m = x.u64();
+    } else if constexpr (std::is_same_v<T, double>) {
+      m = x.f64();
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      m = x.s();
+    } else if constexpr (std::is_same_v<T, Phase>) {
+      m = x.phase();
+    } else if constexpr (std::is_same_v<T, Truncation>) {
+      m = x.truncation();
+    } else if constexpr (std::is_same_v<T, Code>) {
+      m = x.code();
+    } else if constexpr (std::is_same_v<T, OomCause>) {
+      if (!oom_cause_from_name(x.s(), &m)) x.fail("unknown cause '" + x.s() + "'");
+    } else if constexpr (std::is_same_v<T, int64_t[2]>) {
+      const std::vector<In> e = x.elements(2);
+      m[0] = e[0].i64();
+      m[1] = e[1].i64();
+    } else if constexpr (view::IsVector<T>::value) {
+      m.clear();
+      m.reserve(x.size());
+      x.each([&](const In& e) { read(e, m.emplace_back()); });
+    } else if constexpr (view::IsOptional<T>::value) {
+      if (x.null()) m.reset();
+      else read(x, m.emplace());
+    } else {
+      inside(x, [&] { fields(*this, m); });
+    }
+  }
+  template <class T, class L>
+  void read(const In& x, T& m, L list) {
+    if constexpr (view::IsVector<T>::value) {
+      m.clear();
+      x.each([&](const In& e) { read(e, m.emplace_back(), list); });
+    } else if constexpr (view::IsOptional<T>::value) {
+      if (x.null()) m.reset();
+      else read(x, m.emplace(), list);
+    } else {
+      inside(x, [&] { list(*this, m); });
+    }
+  }
+
+ private:
+  template <class F>
+  void inside(const In& x, F fn) {
+    In was = in_;
+    std::vector<std::function<void()>> checks;
+    checks.swap(checks_);
+    in_ = x;
+    fn();
+    for (const auto& c : checks_) c();
+    checks_.swap(checks);
+    in_ = was;
+  }
+  In in_;
+  std::vector<std::function<void()>> checks_;
+};
+
+// A value of the view read by its field list.
+template <class T>
+T read_value(const In& x, const std::vector<std::string>* names = nullptr) {
+  T v{};
+  JsonReader r(x);
+  r.names = names;
+  r.read(x, v);
+  return v;
+}
+
+// ---- Shared records -------------------------------------------------------
+
+FrameRef read_frame(const In& j) { return read_value<FrameRef>(j); }
+std::optional<FrameRef> read_opt_frame(const In& j) { return read_value<std::optional<FrameRef>>(j); }
+std::vector<FrameRef> read_stack(const In& j) { return read_value<std::vector<FrameRef>>(j); }
+void read_site_path(const In& j, SiteFrames& s) {
+  JsonReader r(j);
+  site_path_fields(r, s);
+}
+PeakPoint read_peak_point(const In& j) { return read_value<PeakPoint>(j); }
+Counters read_counters(const In& j) { return read_value<Counters>(j); }
+TruncationEvidence read_truncation_evidence(const In& j) { return read_value<TruncationEvidence>(j); }
+
 template <class T, class Get>
 std::vector<T> read_by_category(const In& j, const std::vector<std::string>& names, Get get) {
   std::vector<T> v(names.size(), T{});
@@ -220,116 +385,6 @@ std::vector<T> read_by_category(const In& j, const std::vector<std::string>& nam
 
 // ---- Findings and warnings (facts_json.cpp) -------------------------------
 
-PeakFacts read_peak_facts(const In& j) {
-  PeakFacts x;
-  x.peak = j["peak_bytes"].i64();
-  x.phase = j["phase"].phase();
-  x.iteration = j["iteration"].i32();
-  x.truncated = j["truncated"].b();
-  j["parts"].each([&](const In& p) {
-    x.parts.push_back({p["category"].s(), p["bytes"].i64(), p["kept_from_iteration"].i32()});
-    if (p.has("kernel")) x.parts.back().kernel = p["kernel"].s(), x.parts.back().kernel_bytes = p["kernel_bytes"].i64();
-  });
-  return x;
-}
-OptimizerStepFacts read_step_facts(const In& j) {
-  OptimizerStepFacts x;
-  x.iteration = j["iteration"].i32();
-  x.rise = j["rise_bytes"].i64();
-  x.new_state = j["new_state_bytes"].i64();
-  x.similar = j["similar_steps"].size_value();
-  x.steps = j["steps"].size_value();
-  x.temporaries = j["temporaries_bytes"].i64();
-  x.gradients = j["gradients_bytes"].i64();
-  x.site = j["site"].s();
-  x.site_callee = j["site_callee"].s();
-  return x;
-}
-UnknownFacts read_unknown_facts(const In& j) {
-  UnknownFacts x;
-  x.unknown = j["unknown_bytes"].i64();
-  x.before_profiler = j["before_profiler_bytes"].i64();
-  x.timeline_placed = j["timeline_placed_bytes"].i64();
-  if (j.has("kernel")) x.kernel = j["kernel"].s(), x.kernel_bytes = j["kernel_bytes"].i64();
-  return x;
-}
-GrowthFacts read_growth_facts(const In& j) {
-  GrowthFacts x;
-  x.measured = j["measured"].b();
-  x.per_iteration = j["per_iteration_bytes"].i64();
-  x.first_iteration = j["first_iteration"].i32();
-  x.last_iteration = j["last_iteration"].i32();
-  x.judged_first = j["judged_first"].i32();
-  x.judged_last = j["judged_last"].i32();
-  x.unjudged = j["unjudged"].i32();
-  j["sites"].each([&](const In& s) {
-    GrowthFacts::Site site;
-    site.site = s["site"].s();
-    site.model_frame = s["model_frame"].s();
-    site.phase = s["phase"].phase();
-    site.bytes_per_iteration = s["bytes_per_iteration"].i64();
-    site.count_per_iteration = s["count_per_iteration"].u64();
-    site.iterations = s["iterations"].i32();
-    x.sites.push_back(std::move(site));
-  });
-  x.more_sites = j["more_sites"].size_value();
-  x.retained_per_iteration = j["retained_per_iteration_bytes"].i64();
-  x.leaked_at_peak = j["leaked_at_peak_bytes"].i64();
-  return x;
-}
-DiffPeakFacts read_diff_peak_facts(const In& j) {
-  DiffPeakFacts x;
-  x.a = j["a_bytes"].i64();
-  x.b = j["b_bytes"].i64();
-  x.a_iteration = j["a_iteration"].i32();
-  x.b_iteration = j["b_iteration"].i32();
-  x.a_phase = j["a_phase"].phase();
-  x.b_phase = j["b_phase"].phase();
-  return x;
-}
-std::vector<DiffCategoryFacts::Group> read_groups(const In& j) {
-  std::vector<DiffCategoryFacts::Group> v;
-  j.each([&](const In& g) {
-    v.push_back({g["name"].s(), g["delta_bytes"].i64(), g["sites"].size_value(), g["all_new"].b(), g["all_gone"].b()});
-  });
-  return v;
-}
-DiffCategoryFacts read_diff_category_facts(const In& j) {
-  DiffCategoryFacts x;
-  x.category = j["category"].s();
-  x.a = j["a_bytes"].i64();
-  x.b = j["b_bytes"].i64();
-  x.parameters = j["parameters"].b();
-  x.parameter_ratio = j["parameter_ratio"].f64();
-  x.a_tensors = j["a_tensors"].u64();
-  x.b_tensors = j["b_tensors"].u64();
-  x.mostly = read_groups(j["mostly"]);
-  x.offset = read_groups(j["offset"]);
-  x.has_top_site = j["has_top_site"].b();
-  x.top_delta = j["top_delta_bytes"].i64();
-  x.top_site = j["top_site"].s();
-  x.top_new = j["top_new"].b();
-  x.top_gone = j["top_gone"].b();
-  x.gradients_kept = j["gradients_kept"].b();
-  return x;
-}
-DiffStepFacts read_diff_step_facts(const In& j) {
-  return {j["a_temporaries_bytes"].i64(), j["b_temporaries_bytes"].i64(), j["a_gradients_bytes"].i64(),
-          j["b_gradients_bytes"].i64()};
-}
-DiffReservedFacts read_diff_reserved_facts(const In& j) {
-  DiffReservedFacts x;
-  x.a_reserved = j["a_reserved_bytes"].i64();
-  x.b_reserved = j["b_reserved_bytes"].i64();
-  x.a_allocated = j["a_allocated_bytes"].i64();
-  x.b_allocated = j["b_allocated_bytes"].i64();
-  x.a_free_cached = j["a_free_cached_bytes"].i64();
-  x.b_free_cached = j["b_free_cached_bytes"].i64();
-  x.a_largest_free = j["a_largest_free_block_bytes"].u64();
-  x.b_largest_free = j["b_largest_free_block_bytes"].u64();
-  return x;
-}
-
 Finding read_finding(const In& j) {
   Finding f;
   const In kind = j["kind"];
@@ -337,14 +392,14 @@ Finding read_finding(const In& j) {
   f.bytes = j["bytes"].i64();
   const In facts = j["facts"];
   switch (f.code) {
-    case Code::Peak: f.facts = read_peak_facts(facts); break;
-    case Code::OptimizerTransient: f.facts = read_step_facts(facts); break;
-    case Code::Unknown: f.facts = read_unknown_facts(facts); break;
-    case Code::Growth: f.facts = read_growth_facts(facts); break;
-    case Code::DiffPeak: f.facts = read_diff_peak_facts(facts); break;
-    case Code::DiffCategory: f.facts = read_diff_category_facts(facts); break;
-    case Code::DiffOptimizerTransient: f.facts = read_diff_step_facts(facts); break;
-    case Code::DiffReserved: f.facts = read_diff_reserved_facts(facts); break;
+    case Code::Peak: f.facts = read_value<PeakFacts>(facts); break;
+    case Code::OptimizerTransient: f.facts = read_value<OptimizerStepFacts>(facts); break;
+    case Code::Unknown: f.facts = read_value<UnknownFacts>(facts); break;
+    case Code::Growth: f.facts = read_value<GrowthFacts>(facts); break;
+    case Code::DiffPeak: f.facts = read_value<DiffPeakFacts>(facts); break;
+    case Code::DiffCategory: f.facts = read_value<DiffCategoryFacts>(facts); break;
+    case Code::DiffOptimizerTransient: f.facts = read_value<DiffStepFacts>(facts); break;
+    case Code::DiffReserved: f.facts = read_value<DiffReservedFacts>(facts); break;
     default: kind.fail("'" + kind.s() + "' is a warning, not a finding");
   }
   return f;
@@ -357,40 +412,12 @@ Warning read_warning(const In& j) {
   w.device = j["device"].i32();
   const In x = j["facts"];
   switch (w.code) {
-    case Code::ProfilerWindow: w.facts = ProfilerWindowFacts{x["allocated_before_bytes"].i64()}; break;
-    case Code::HistoryTruncated: {
-      HistoryTruncatedFacts h;
-      h.requested = x["requested_bytes"].i64();
-      h.reserved = x["reserved_bytes"].i64();
-      h.allocations = x["allocations"].u64();
-      h.allocated_estimated = x["allocated_estimated"].b();
-      h.kind = x["truncation"].truncation();
-      h.evidence = read_truncation_evidence(x["evidence"]);
-      w.facts = h;
-      break;
-    }
-    case Code::EndStateMismatch:
-      w.facts = EndStateFacts{x["truncated"].b(), read_counters(x["replay"]), read_counters(x["dump"])};
-      break;
-    case Code::ReplayInconsistent:
-      w.facts = InconsistentFacts{x["events"].u64(), x["reported_totals"].b(), x["first"].s()};
-      break;
-    case Code::Oom:
-      w.facts = OomFacts{x["errors"].u64(), x["has_first"].b(), x["first_size_bytes"].u64(), x["first_free_bytes"].u64()};
-      break;
-    case Code::OutsideAllocator: {
-      OutsideFacts o;
-      o.holder = x["holder"].s();
-      if (!x["pid"].null()) {
-        const uint64_t p = x["pid"].u64();
-        if (p == 0 || p > UINT32_MAX) x["pid"].fail("expected a process id");
-        o.pid = uint32_t(p);
-      }
-      o.bytes = x["bytes"].i64();
-      o.device_peak = x["device_peak_bytes"].i64();
-      w.facts = o;
-      break;
-    }
+    case Code::ProfilerWindow: w.facts = read_value<ProfilerWindowFacts>(x); break;
+    case Code::HistoryTruncated: w.facts = read_value<HistoryTruncatedFacts>(x); break;
+    case Code::EndStateMismatch: w.facts = read_value<EndStateFacts>(x); break;
+    case Code::ReplayInconsistent: w.facts = read_value<InconsistentFacts>(x); break;
+    case Code::Oom: w.facts = read_value<OomFacts>(x); break;
+    case Code::OutsideAllocator: w.facts = read_value<OutsideFacts>(x); break;
     case Code::NoHistory:
     case Code::NoTimestamps:
       if (!x.null()) x.fail("expected null");
@@ -402,17 +429,7 @@ Warning read_warning(const In& j) {
 
 // ---- Device sections (json_report.cpp) ------------------------------------
 
-std::optional<KernelRef> read_kernel(const In& j) {
-  if (j.null()) return std::nullopt;
-  KernelRef k;
-  k.name = j["name"].s();
-  k.time_us = j["time_us"].i64_or(kNoTime);
-  k.stream = j["stream"].u64();
-  k.display = j["display"].s();
-  k.scope = j["scope"].s();
-  k.stack = read_stack(j["stack"]);
-  return k;
-}
+std::optional<KernelRef> read_kernel(const In& j) { return read_value<std::optional<KernelRef>>(j); }
 
 void read_device_peak(const In& p, DeviceView& d) {
   d.peak_requested = read_peak_point(p["requested"]);
@@ -450,186 +467,26 @@ void read_device_peak(const In& p, DeviceView& d) {
   if (p.has("kernel_after")) d.kernel_after = read_kernel(p["kernel_after"]);
 }
 
-SiteRow read_site(const In& j, const std::vector<std::string>& names) {
-  SiteRow s;
-  s.requested_bytes = j["requested_bytes"].i64();
-  s.block_bytes = j["block_bytes"].i64();
-  s.count = j["count"].u64();
-  s.category = category_index(j["category"], names);
-  if (s.category >= 0) s.category_name = names[size_t(s.category)];
-  const In rule = j["rule"];
-  if (!rule.null()) s.rule = 0, s.rule_name = rule.s();  // the rule's index is the analysis's own
-  s.alloc_phase = j["alloc_phase"].phase();
-  s.alloc_iteration = j["alloc_iteration"].i32();
-  const In free_phase = j["free_phase"];
-  s.freed = !free_phase.null();
-  if (s.freed) {
-    s.free_phase = free_phase.phase();
-    s.free_iteration = j["free_iteration"].i32();
-  } else if (!j["free_iteration"].null()) {
-    j["free_iteration"].fail("expected null (no free_phase)");
-  }
-  s.site.user = read_opt_frame(j["user_frame"]);
-  s.site.stack = read_stack(j["stack"]);
-  read_site_path(j, s.site);
-  return s;
-}
+SiteRow read_site(const In& j, const std::vector<std::string>& names) { return read_value<SiteRow>(j, &names); }
 
 SiteRow read_other_sites(const In& j) {
   SiteRow s;
-  s.requested_bytes = j["requested_bytes"].i64();
-  s.block_bytes = j["block_bytes"].i64();
-  s.count = j["count"].u64();
+  JsonReader(j).read(j, s, OtherSites{});
   return s;
 }
 
-std::vector<PhaseSpan> read_phases(const In& j, const std::vector<std::string>& names) {
-  std::vector<PhaseSpan> v;
-  v.reserve(j.size());
-  j.each([&](const In& p) {
-    PhaseSpan s;
-    s.iteration = p["iteration"].i32();
-    s.phase = p["phase"].phase();
-    s.start_event = p["start_event"].i64();
-    s.end_event = p["end_event"].i64();
-    s.start_requested = p["start_requested_bytes"].i64();
-    s.peak_event = p["peak_event"].i64();
-    s.peak_requested = p["peak_requested_bytes"].i64();
-    s.end_requested = p["end_requested_bytes"].i64();
-    s.start_allocated = p["start_allocated_bytes"].i64();
-    s.end_allocated = p["end_allocated_bytes"].i64();
-    s.start_reserved = p["start_reserved_bytes"].i64();
-    s.end_reserved = p["end_reserved_bytes"].i64();
-    s.categories = read_categories(p["categories"], names);
-    v.push_back(std::move(s));
-  });
-  return v;
-}
+std::vector<PhaseSpan> read_phases(const In& j, const std::vector<std::string>& names) { return read_value<std::vector<PhaseSpan>>(j, &names); }
 
-Growth read_growth(const In& j) {
-  Growth g;
-  j["iteration_starts"].each([&](const In& s) {
-    IterationStart x;
-    x.iteration = s["iteration"].i32();
-    x.event_index = s["event_index"].i64();
-    x.time_us = s["time_us"].i64_or(kNoTime);
-    x.allocated = s["allocated_bytes"].i64();
-    x.requested = s["requested_bytes"].i64();
-    g.starts.push_back(x);
-  });
-  const In per = j["per_iteration_bytes"];
-  g.measured = !per.null();
-  if (g.measured) g.per_iteration = per.i64();
-  g.deltas = j["deltas"].i32();
-  const In judged = j["judged_iterations"];
-  if (!judged.null()) {
-    const std::vector<In> fl = judged.elements(2);
-    g.judged_first = fl[0].i32();
-    g.judged_last = fl[1].i32();
-  }
-  g.unjudged = j["unjudged_iterations"].i32();
-  g.retained_per_iteration = j["retained_per_iteration_bytes"].i64();
-  g.retained_count = j["retained_count_per_iteration"].u64();
-  g.leaked_at_peak = j["leaked_at_peak_bytes"].i64();
-  j["sites"].each([&](const In& s) {
-    RetainedSite r;
-    r.site = s["site"].s();
-    r.model_frame = s["model_frame"].s_or_empty();
-    r.phase = s["phase"].phase();
-    r.bytes_per_iteration = s["bytes_per_iteration"].i64();
-    r.count_per_iteration = s["count_per_iteration"].u64();
-    r.iterations = s["iterations"].i32();
-    r.leaked_allocations = s["leaked_allocations"].u64();
-    r.leaked_at_peak = s["leaked_at_peak_bytes"].i64();
-    g.sites.push_back(std::move(r));
-  });
-  return g;
-}
+Growth read_growth(const In& j) { return read_value<Growth>(j); }
 
-MomentView read_at(const In& j) {
-  MomentView m;
-  m.counters = read_counters(j);
-  m.spec = j["spec"].s();
-  m.event_index = j["event_index"].i64();
-  m.time_us = j["time_us"].i64_or(kNoTime);
-  m.phase = j["phase"].phase();
-  m.iteration = j["iteration"].i32();
-  return m;
-}
-WindowView read_window(const In& j) {
-  WindowView w;
-  w.spec = j["spec"].s();
-  w.first_event = j["first_event"].i64();
-  w.last_event = j["last_event"].i64();
-  w.first_time_us = j["first_time_us"].i64_or(kNoTime);
-  w.last_time_us = j["last_time_us"].i64_or(kNoTime);
-  return w;
-}
+MomentView read_at(const In& j) { return read_value<MomentView>(j); }
+WindowView read_window(const In& j) { return read_value<WindowView>(j); }
 
-// The size classes analyze() counts free blocks in (src/analysis/analyze.cpp):
-// FreeSizeClass::label points at a name, so the names read back are these.
-constexpr struct {
-  const char* label;
-  uint64_t max_bytes;
-} kFreeSizeClasses[] = {{"< 1 MiB", uint64_t(1) << 20},
-                        {"1-20 MiB", uint64_t(20) << 20},
-                        {"20-200 MiB", uint64_t(200) << 20},
-                        {">= 200 MiB", UINT64_MAX}};
+Fragmentation read_fragmentation(const In& j) { return read_value<Fragmentation>(j); }
 
-Fragmentation read_fragmentation(const In& j) {
-  Fragmentation f;
-  j["free_by_size"].each([&](const In& c) {
-    const In name = c["class"];
-    const std::string label = name.s();
-    FreeSizeClass fc{nullptr, 0};
-    for (const auto& k : kFreeSizeClasses)
-      if (label == k.label) fc = {k.label, k.max_bytes};
-    if (!fc.label) name.fail("unknown size class '" + label + "'");
-    fc.blocks = c["blocks"].u64();
-    fc.bytes = c["bytes"].i64();
-    f.classes.push_back(fc);
-  });
-  f.reserved = j["reserved_bytes"].i64();
-  f.allocated = j["allocated_bytes"].i64();
-  f.requested = j["requested_bytes"].i64();
-  f.free_cached = j["free_cached_bytes"].i64();
-  f.pending_free = j["pending_free_bytes"].i64();
-  f.pending_free_requested = j["pending_free_requested_bytes"].i64();
-  f.internal = j["internal_bytes"].i64();
-  f.free_blocks = j["free_blocks"].u64();
-  f.largest_free_block = j["largest_free_block_bytes"].u64();
-  f.too_small_threshold = j["too_small_threshold_bytes"].u64();
-  f.too_small_bytes = j["too_small_bytes"].i64();
-  return f;
-}
+EndStateCheck read_end_state(const In& j) { return read_value<EndStateCheck>(j); }
 
-EndStateCheck read_end_state(const In& j) {
-  EndStateCheck e;
-  e.have_dump = j["have_dump"].b();
-  e.replay = read_counters(j["replay"]);
-  e.dump = read_counters(j["dump"]);
-  e.replay_segments = j["replay_segments"].u64();
-  e.dump_segments = j["dump_segments"].u64();
-  const In matches = j["matches"];
-  if (matches.b() != e.matches()) matches.fail("disagrees with the counters");
-  return e;
-}
-
-std::vector<PoolUsage> read_pools(const In& j) {
-  std::vector<PoolUsage> v;
-  j.each([&](const In& p) {
-    PoolUsage u;
-    const In id = p["id"];
-    const std::vector<In> ids = id.elements(2);
-    u.id[0] = ids[0].i64();
-    u.id[1] = ids[1].i64();
-    u.segments = p["segments"].u64();
-    u.reserved = p["reserved_bytes"].i64();
-    u.allocated = p["allocated_bytes"].i64();
-    v.push_back(u);
-  });
-  return v;
-}
+std::vector<PoolUsage> read_pools(const In& j) { return read_value<std::vector<PoolUsage>>(j); }
 
 // An op row (profiler_report.cpp row_j); by kernel, "op" is the op holding most of its bytes.
 OpRow read_op_row(const In& j, const std::vector<std::string>& names, bool by_kernel) {
@@ -905,48 +762,11 @@ TraceActivity read_activity(const In& j) {
   return a;
 }
 
-TraceJoin read_join(const In& j) {
-  TraceJoin t;
-  t.trace_name = j["trace"].s();
-  t.ops = j["ops"].u64();
-  t.kernels = j["kernels"].u64();
-  j["devices"].each([&](const In& x) {
-    TraceJoinDevice d;
-    d.device = x["device"].i32();
-    d.method = x["method"].s();
-    d.offset_us = x["offset_us"].f64();
-    d.offset_spread_us = x["offset_spread_us"].f64();
-    d.trace_allocs = x["trace_allocations"].u64();
-    d.snapshot_allocs = x["snapshot_allocations"].u64();
-    d.in_window = x["in_window"].u64();
-    d.matched = x["matched"].u64();
-    d.with_op = x["with_op"].u64();
-    t.devices.push_back(std::move(d));
-  });
-  return t;
-}
+TraceJoin read_join(const In& j) { return read_value<TraceJoin>(j); }
 
 KernelJoin read_kernel_join(const In& j) {
-  KernelJoin k;
-  k.recording_name = j["recording"].s();
+  KernelJoin k = read_value<KernelJoin>(j);
   if (k.recording_name.empty()) j["recording"].fail("expected the recording's name");
-  k.pid = uint32_t(j["pid"].u64());
-  k.processes = j["processes"].u64();
-  k.segment_events = j["segment_events"].u64();
-  k.matched_segments = j["matched_segments"].u64();
-  k.dump_segments = j["dump_segments"].u64();
-  k.dump_segments_found = j["dump_segments_found"].u64();
-  k.offset_measured = j["offset_measured"].b();
-  k.offset_us = j["offset_us"].f64();
-  k.offset_spread_us = j["offset_spread_us"].f64();
-  k.kernels = j["kernels"].u64();
-  k.driver_memory_events = j["driver_memory_events"].u64();
-  k.samples = j["samples"].u64();
-  k.allocations = j["allocations"].u64();
-  if (j.has("recording_first_us") && !j["recording_first_us"].null())
-    k.recording_first_us = j["recording_first_us"].i64();
-  k.allocations_before_kernels = j["allocations_before_kernels"].u64();
-  k.allocations_with_kernel = j["allocations_with_kernel"].u64();
   return k;
 }
 
@@ -954,37 +774,7 @@ void read_explain(const In& j, Report& r) {
   r.explain_query = j["query"].s();
   if (r.explain_query.empty()) j["query"].fail("expected the query given");
   r.explain_total = j["matches"].u64();
-  j["items"].each([&](const In& x) {
-    ExplainItem it;
-    it.device = x["device"].i32();
-    it.addr = x["addr"].u64();
-    it.requested = x["requested_bytes"].u64();
-    it.count = x["count"].u64();
-    it.bytes = x["bytes"].i64();
-    it.category = x["category"].s();
-    it.rule = x["rule"].s();
-    it.evidence = x["evidence"].s();
-    it.alloc_event = x["alloc_event"].i64();
-    it.alloc_phase = x["alloc_phase"].phase();
-    it.alloc_iteration = x["alloc_iteration"].i32();
-    const In free_event = x["free_event"];
-    if (!free_event.null()) {
-      it.free_event = free_event.i64();
-      it.free_phase = x["free_phase"].phase();
-      it.free_iteration = x["free_iteration"].i32();
-    } else if (!x["free_phase"].null() || !x["free_iteration"].null()) {
-      x["free_phase"].fail("expected null (no free_event)");
-    }
-    read_site_path(x, it.site);
-    if (x.has("kernels")) {
-      const In k = x["kernels"];
-      it.has_kernels = true;
-      it.kernel = k["kernel"].s_or_empty();
-      it.kernels_while_live = k["while_live"].u64();
-      it.last_kernel = k["last"].s_or_empty();
-    }
-    r.explain.push_back(std::move(it));
-  });
+  r.explain = read_value<std::vector<ExplainItem>>(j["items"]);
 }
 
 // One device of `outside_allocator` (json_report.cpp, outside_report.cpp).
@@ -1087,19 +877,7 @@ Report read_report(const In& j) {
   }
   if (j.has("device_memory")) {
     const In m = j["device_memory"];
-    m["samples"].each([&](const In& x) {
-      DeviceMemoryRow row;
-      row.device = x["device"].i32();
-      row.label = x["label"].s();
-      row.time_us = x["time_us"].i64_or(kNoTime);
-      row.since_first_event_us = x["time_since_first_event_us"].i64_or(kNoTime);
-      row.free_bytes = x["free_bytes"].u64();
-      row.total_bytes = x["total_bytes"].u64();
-      row.used_bytes = x["used_bytes"].i64();
-      row.reserved_bytes = x["reserved_bytes"].i64();
-      row.outside_bytes = x["outside_bytes"].i64();
-      r.device_memory.push_back(std::move(row));
-    });
+    r.device_memory = read_value<std::vector<DeviceMemoryRow>>(m["samples"]);
     r.outside_min_bytes = m["outside_min_bytes"].i64();
     r.outside_max_bytes = m["outside_max_bytes"].i64();
   }

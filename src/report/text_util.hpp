@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "snapdiff/analysis/report_view.hpp"
+#include "snapdiff/view/report.hpp"
 
 namespace snapdiff {
 struct Diff;

@@ -1,5 +1,5 @@
 // The words of every finding and warning: the analysis gives a code and its
-// numbers (snapdiff/analysis/report_view.hpp), this file says them, once, for every
+// numbers (snapdiff/view/report.hpp), this file says them, once, for every
 // renderer.
 #include <cstdio>
 #include <string>

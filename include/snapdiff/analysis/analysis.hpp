@@ -17,7 +17,7 @@
 #include "snapdiff/model/model.hpp"
 #include "snapdiff/input/profiler.hpp"
 #include "snapdiff/analysis/replay.hpp"
-#include "snapdiff/analysis/report_view.hpp"
+#include "snapdiff/view/report.hpp"
 
 namespace snapdiff {
 

@@ -18,16 +18,12 @@
 
 #include "snapdiff/model/frames.hpp"
 #include "snapdiff/model/model.hpp"
+#include "snapdiff/view/basics.hpp"
 #include "snapdiff/analysis/pattern.hpp"
 #include "snapdiff/analysis/replay.hpp"
 
 namespace snapdiff {
 
-enum class Phase : uint8_t { Init, Forward, Backward, Optimizer, Other, PreTrace };
-const char* phase_name(Phase p);
-// The inverse of phase_name(); false for a name it does not write.
-bool phase_from_name(std::string_view name, Phase* out);
-constexpr int kPhaseCount = 6;
 
 // Built-in categories, in report order; rules may add their own names.
 extern const char* const kBuiltinCategories[];
@@ -140,24 +136,6 @@ struct Allocation {
   uint16_t facts = 0;  // Fact bits
 };
 
-struct PhaseSpan {
-  int iteration = 0;
-  Phase phase = Phase::Other;
-  int64_t start_event = 0, end_event = 0;  // inclusive
-  int64_t peak_event = 0;                  // event index of the span's requested peak
-  int64_t start_requested = 0;             // requested bytes before its first event
-  int64_t peak_requested = 0;
-  // The counters at its boundaries: before its first event and after its
-  // last (filled by analyze(); equal for an empty span).
-  int64_t end_requested = 0;
-  int64_t start_allocated = 0, end_allocated = 0;
-  int64_t start_reserved = 0, end_reserved = 0;
-  std::vector<int64_t> categories;  // requested bytes per category at the span's peak
-  // An optimizer step that allocated and freed nothing (its annotation has
-  // no event): start_event is the first event after it, end_event one less,
-  // peak_event the event before it (the state it ran in).
-  bool empty() const { return end_event < start_event; }
-};
 
 struct Attribution {
   std::vector<std::string> categories;  // names, indexable by Allocation::category

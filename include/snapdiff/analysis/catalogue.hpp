@@ -1,7 +1,7 @@
 // snapdiff/analysis/catalogue.hpp — every finding and warning code, once, with its
 // severity and a one-line description (analysis layer).
 //
-// The analysis emits a code and its numbers (snapdiff/analysis/report_view.hpp:
+// The analysis emits a code and its numbers (snapdiff/view/report.hpp:
 // Finding, Warning); the report layer writes the words (finding_text(),
 // warning_text()). schemas/report.schema.json, schemas/diff.schema.json and
 // docs/cli.md list the codes; a test checks they agree with this table.
@@ -11,29 +11,9 @@
 #include <string_view>
 #include <vector>
 
-namespace snapdiff {
+#include "snapdiff/view/basics.hpp"  // Code
 
-enum class Code : uint8_t {
-  // Findings of `snapdiff report` (the EXPLANATION section).
-  Peak,
-  OptimizerTransient,
-  Unknown,
-  Growth,
-  // Findings of `snapdiff diff`.
-  DiffPeak,
-  DiffCategory,
-  DiffOptimizerTransient,
-  DiffReserved,
-  // Warnings of `snapdiff report`.
-  ProfilerWindow,
-  HistoryTruncated,
-  NoHistory,
-  EndStateMismatch,
-  ReplayInconsistent,
-  Oom,
-  NoTimestamps,
-  OutsideAllocator,
-};
+namespace snapdiff {
 
 enum class Severity : uint8_t { Info, Warning, Error };
 const char* severity_name(Severity s);

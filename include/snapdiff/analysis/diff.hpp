@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "snapdiff/analysis/analysis.hpp"
-#include "snapdiff/analysis/report_view.hpp"
+#include "snapdiff/view/report.hpp"
 
 namespace snapdiff {
 

@@ -8,26 +8,10 @@
 #include <vector>
 
 #include "snapdiff/model/model.hpp"
+#include "snapdiff/view/joins.hpp"
 
 namespace snapdiff {
 
-// How a snapshot's allocations were matched to a trace's (per device).
-struct TraceJoinDevice {
-  int device = 0;
-  uint64_t trace_allocs = 0;        // allocations in the trace
-  uint64_t snapshot_allocs = 0;     // allocations in the snapshot
-  uint64_t in_window = 0;           // snapshot allocations inside the trace's time window (0 when unknown)
-  uint64_t matched = 0;             // snapshot allocations tied to a trace allocation
-  uint64_t with_op = 0;             // of them, made inside an op (they gained its frames)
-  std::string method;               // "time" or "address-order" (no usable time offset)
-  double offset_us = 0;             // snapshot time_us - trace time (median over address matches)
-  double offset_spread_us = 0;      // half the interquartile range of those differences
-};
-struct TraceJoin {
-  std::string trace_name;
-  std::vector<TraceJoinDevice> devices;
-  uint64_t ops = 0, kernels = 0;
-};
 
 // Gives the snapshot's allocations the ops (and through them the kernels) of
 // the trace's allocations they match: same device and address, a block size

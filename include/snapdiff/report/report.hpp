@@ -6,7 +6,10 @@
 #include <cstdint>
 #include <string>
 
-#include "snapdiff/analysis/report_view.hpp"
+#include "snapdiff/view/report.hpp"
+#include "snapdiff/analysis/catalogue.hpp"    // code_name()
+#include "snapdiff/analysis/outside.hpp"      // outside_row_name()
+#include "snapdiff/input/profiler.hpp"        // MemoryTimeline::kCategoryNames
 
 namespace snapdiff {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "snapdiff/analysis/report_view.hpp"
+#include "snapdiff/view/report.hpp"
 
 namespace snapdiff {
 

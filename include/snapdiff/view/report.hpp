@@ -1,9 +1,10 @@
-// snapdiff/analysis/report_view.hpp — what the renderers read: the analysis's
+// snapdiff/view/report.hpp — what the renderers read: the analysis's
 // results resolved into plain rows (names, frames and sites written out, no
 // ids into the Trace), built by the analysis layer (report_view()).
 //
 // Renderers (snapdiff/report/report.hpp, snapdiff/analysis/diff.hpp, snapdiff/report/chart.hpp)
 // take these and nothing else: no Trace, no replay or attribution state.
+// Every struct's JSON keys are declared once, in snapdiff/view/fields.hpp.
 #pragma once
 
 #include <array>
@@ -14,17 +15,17 @@
 #include <variant>
 #include <vector>
 
-#include "snapdiff/analysis/attribution.hpp"  // PhaseSpan
-#include "snapdiff/analysis/catalogue.hpp"
-#include "snapdiff/analysis/growth.hpp"      // Growth
-#include "snapdiff/analysis/outside.hpp"     // OutsideDevice
-#include "snapdiff/analysis/trace_join.hpp"   // TraceJoin
-#include "snapdiff/analysis/kernel_join.hpp"  // KernelJoin
-#include "snapdiff/input/profiler.hpp"        // MemoryTimeline
 #include "snapdiff/model/model.hpp"
-#include "snapdiff/analysis/replay.hpp"       // Counters, PeakPoint, EndStateCheck
+#include "snapdiff/view/basics.hpp"   // Phase, Code, Counters, PeakPoint, EndStateCheck, PhaseSpan
+#include "snapdiff/view/growth.hpp"   // Growth
+#include "snapdiff/view/joins.hpp"    // TraceJoin, KernelJoin
+#include "snapdiff/view/outside.hpp"  // OutsideDevice
 
 namespace snapdiff {
+
+// PyTorch's categories of export_memory_timeline (MemoryTimeline::kCategories,
+// snapdiff/input/profiler.hpp, in its column order).
+constexpr int kPytorchCategories = 8;
 
 // A frame written out: as recorded, and as the reports show it.
 struct FrameRef {
@@ -91,7 +92,7 @@ struct TimelineMoment {
   int64_t event_index = -1;      // the device's last event at or before that time
   Phase phase = Phase::PreTrace;
   int iteration = 0;
-  std::array<int64_t, MemoryTimeline::kCategories> pytorch{};  // PyTorch's bytes by its category
+  std::array<int64_t, kPytorchCategories> pytorch{};  // PyTorch's bytes by its category
   int64_t pytorch_total = 0;
   std::vector<int64_t> snapdiff;  // snapdiff's requested bytes by category then
   int64_t snapdiff_total = 0;
@@ -102,7 +103,7 @@ struct TimelineMoment {
   // then, as snapdiff sees them, and the tensors among them by PyTorch's
   // category (the rest are not tensors: library workspaces and the like).
   int64_t pre_trace_live = 0;
-  std::array<int64_t, MemoryTimeline::kCategories> pre_trace_tensors{};
+  std::array<int64_t, kPytorchCategories> pre_trace_tensors{};
   std::vector<int64_t> unknown_by_category;  // snapdiff category -> placed unknown bytes
   std::vector<OpRow> placements;             // by snapdiff category, op and kernel
   uint64_t allocations_matched = 0, allocations = 0;  // the trace's allocations up to then tied to a row

@@ -1,0 +1,506 @@
+// snapdiff/view/fields.hpp — each view struct's JSON fields, declared once.
+//
+// fields(v, x) names every field of x in the order the JSON report writes it
+// (schemas/report.schema.json), with its JSON key and how it is coded. The
+// same list drives the JSON writer (src/report/json_write.hpp), the reader
+// (src/report/report_read.cpp) and the tests that hold the schema and the
+// read-back view to it (tests/view_fields_test.cpp). x is the struct, or the
+// const struct when writing. A visitor V offers:
+//   v(key, m)                   a member: a number, bool or string; Phase,
+//                               Truncation, Code, OomCause by name; a struct
+//                               (its own fields()), a vector of them, an
+//                               optional (null when empty)
+//   v(key, m, list)             the same with another field list for the struct(s)
+//   v.null_if(key, m, none)     m, or null when m == none (kNoTime: v.time(key, m))
+//   v.null_unless(key, ok, m)   m, or null when !ok (reading: m only when not null)
+//   v.flag_null(key, flag, m)   m, or null when !flag (reading: flag = not null)
+//   v.group(key, fn)            the fields fn declares, written as one object
+//   v.group_or_null(key, flag, fn)  that object, or null when !flag
+//   v.when(flag, key, fn)       keys written only when flag (reading: flag = key present)
+//   v.computed(key, value)      written, not read back (a constant, a sum)
+//   v.derived(key, fn, msg)     written from other fields; reading checks it agrees (else msg)
+//   v.categories(key, m)        bytes keyed by the category names in scope
+//   v.category(key, index, name)  a category by name (null: index -1)
+//   v.rule(key, index, name)    a rule by name (null: index -1; its index is the analysis's own)
+//   v.words(key, x)             the report layer's words about x (write only)
+//   v.special(key, Tag{}, x)    a coding of its own, named by a tag below
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <type_traits>
+#include <vector>
+
+#include "snapdiff/view/report.hpp"
+
+namespace snapdiff {
+
+// Tags of the codings the visitors implement one by one.
+namespace view {
+struct History {};      // "none" / "truncated" / "complete" from (has, truncated)
+struct SizeClass {};    // FreeSizeClass::label, one of the size classes analyze() counts
+struct PeakEvent {};    // the event that set a device's peak, or null
+struct Pair {};         // two ints as [first, last], or null (Growth::judged_*)
+struct OutsidePid {};   // a process id, null for 0
+struct Caller {};       // OutsideRow: "context" or memory_caller_name()
+
+// What a visitor tells apart: a list of values, a value that may be absent.
+template <class T>
+struct IsVector : std::false_type {};
+template <class T>
+struct IsVector<std::vector<T>> : std::true_type {};
+template <class T>
+struct IsOptional : std::false_type {};
+template <class T>
+struct IsOptional<std::optional<T>> : std::true_type {};
+}  // namespace view
+
+// The field list of T, for a visitor and a T or const T.
+#define SNAPDIFF_FIELDS(T) \
+  template <class V, class S> \
+  std::enable_if_t<std::is_same_v<std::remove_const_t<S>, T>> fields(V& v, S& x)
+
+SNAPDIFF_FIELDS(Counters) {
+  v("requested_bytes", x.requested);
+  v("allocated_bytes", x.allocated);
+  v("reserved_bytes", x.reserved);
+  v("active_bytes", x.active);
+}
+
+SNAPDIFF_FIELDS(TruncationEvidence) {
+  v("entries", x.entries);
+  v.null_if("max_entries", x.max_entries, int64_t(-1));
+  v("entries_round", x.entries_round);
+  v("head_orphan_free", x.head_orphan_free);
+  v("framed_early_blocks", x.framed_early_blocks);
+  v("dropped_mid_history", x.dropped_mid_history);
+}
+
+SNAPDIFF_FIELDS(PeakPoint) {
+  v("bytes", x.bytes);
+  v("event_index", x.event_index);
+  v.time("time_us", x.time_us);
+}
+
+// A frame; its label (how the text report writes it) where the visitor's
+// `labels` is on (user frames, call sites), not in stacks of kernels and OOMs.
+SNAPDIFF_FIELDS(FrameRef) {
+  v("name", x.name);
+  v("file", x.file);
+  v.null_if("line", x.line, kNoLine);
+  bool label = v.labels;
+  v.when(label, "label", [&] { v("label", x.label); });
+}
+// A list of frames written without labels.
+struct Unlabelled {
+  template <class V, class S>
+  void operator()(V& v, S& x) const {
+    const bool was = v.labels;
+    v.labels = false;
+    fields(v, x);
+    v.labels = was;
+  }
+};
+
+// How a site row's stack is written: {"path": [labels], "callee": label or null}.
+template <class V, class S>
+void site_path_fields(V& v, S& s) {
+  v("path", s.path);
+  v.null_if("callee", s.callee, std::string());
+}
+
+SNAPDIFF_FIELDS(IterationStart) {
+  v("iteration", x.iteration);
+  v("event_index", x.event_index);
+  v.time("time_us", x.time_us);
+  v("allocated_bytes", x.allocated);
+  v("requested_bytes", x.requested);
+}
+
+SNAPDIFF_FIELDS(RetainedSite) {
+  v("site", x.site);
+  v.null_if("model_frame", x.model_frame, std::string());
+  v("phase", x.phase);
+  v("bytes_per_iteration", x.bytes_per_iteration);
+  v("count_per_iteration", x.count_per_iteration);
+  v("iterations", x.iterations);
+  v("leaked_allocations", x.leaked_allocations);
+  v("leaked_at_peak_bytes", x.leaked_at_peak);
+}
+
+SNAPDIFF_FIELDS(Growth) {
+  v("iteration_starts", x.starts);
+  v.computed("method", "median of the changes of allocated bytes between the starts of iterations 2..N");
+  v.flag_null("per_iteration_bytes", x.measured, x.per_iteration);
+  v("deltas", x.deltas);
+  v.special("judged_iterations", view::Pair{}, x);
+  v("unjudged_iterations", x.unjudged);
+  v("retained_per_iteration_bytes", x.retained_per_iteration);
+  v("retained_count_per_iteration", x.retained_count);
+  v("leaked_at_peak_bytes", x.leaked_at_peak);
+  v("sites", x.sites);
+}
+
+SNAPDIFF_FIELDS(PhaseSpan) {
+  v("iteration", x.iteration);
+  v("phase", x.phase);
+  v("start_event", x.start_event);
+  v("end_event", x.end_event);
+  v("start_requested_bytes", x.start_requested);
+  v("peak_event", x.peak_event);
+  v("peak_requested_bytes", x.peak_requested);
+  v("end_requested_bytes", x.end_requested);
+  v("start_allocated_bytes", x.start_allocated);
+  v("end_allocated_bytes", x.end_allocated);
+  v("start_reserved_bytes", x.start_reserved);
+  v("end_reserved_bytes", x.end_reserved);
+  v.categories("categories", x.categories);
+}
+
+// --at: the replay's counters then, and the moment.
+SNAPDIFF_FIELDS(MomentView) {
+  fields(v, x.counters);
+  v("spec", x.spec);
+  v("event_index", x.event_index);
+  v.time("time_us", x.time_us);
+  v("phase", x.phase);
+  v("iteration", x.iteration);
+}
+
+SNAPDIFF_FIELDS(WindowView) {
+  v("spec", x.spec);
+  v("first_event", x.first_event);
+  v("last_event", x.last_event);
+  v.time("first_time_us", x.first_time_us);
+  v.time("last_time_us", x.last_time_us);
+}
+
+// A kernel launch (frames innermost first, like every `stack` in the report).
+SNAPDIFF_FIELDS(KernelRef) {
+  v("name", x.name);
+  v.time("time_us", x.time_us);
+  v("stream", x.stream);
+  v("display", x.display);
+  v("scope", x.scope);
+  v("stack", x.stack, Unlabelled{});
+}
+
+// A site row live at the peak (or unknown at it).
+SNAPDIFF_FIELDS(SiteRow) {
+  v("requested_bytes", x.requested_bytes);
+  v("block_bytes", x.block_bytes);
+  v("count", x.count);
+  v.category("category", x.category, x.category_name);
+  v.rule("rule", x.rule, x.rule_name);
+  v("alloc_phase", x.alloc_phase);
+  v("alloc_iteration", x.alloc_iteration);
+  v.flag_null("free_phase", x.freed, x.free_phase);
+  v.null_unless("free_iteration", x.freed, x.free_iteration);
+  v("user_frame", x.site.user);
+  v("stack", x.site.stack);
+  site_path_fields(v, x.site);
+}
+// A site row at an OOM: no phases, frames without labels.
+struct OomSite {
+  template <class V, class S>
+  void operator()(V& v, S& x) const {
+    v("requested_bytes", x.requested_bytes);
+    v("block_bytes", x.block_bytes);
+    v("count", x.count);
+    v.category("category", x.category, x.category_name);
+    v.rule("rule", x.rule, x.rule_name);
+    v("user_frame", x.site.user, Unlabelled{});
+    v("stack", x.site.stack, Unlabelled{});
+    site_path_fields(v, x.site);
+  }
+};
+// The rows beyond the shown ones, summed.
+struct OtherSites {
+  template <class V, class S>
+  void operator()(V& v, S& x) const {
+    v("requested_bytes", x.requested_bytes);
+    v("block_bytes", x.block_bytes);
+    v("count", x.count);
+  }
+};
+
+SNAPDIFF_FIELDS(FreeSizeClass) {
+  v.special("class", view::SizeClass{}, x);
+  v("blocks", x.blocks);
+  v("bytes", x.bytes);
+}
+
+SNAPDIFF_FIELDS(Fragmentation) {
+  v("free_by_size", x.classes);
+  v("reserved_bytes", x.reserved);
+  v("allocated_bytes", x.allocated);
+  v("requested_bytes", x.requested);
+  v("free_cached_bytes", x.free_cached);
+  v("pending_free_bytes", x.pending_free);
+  v("pending_free_requested_bytes", x.pending_free_requested);
+  v("internal_bytes", x.internal);
+  v("free_blocks", x.free_blocks);
+  v("largest_free_block_bytes", x.largest_free_block);
+  v("too_small_threshold_bytes", x.too_small_threshold);
+  v("too_small_bytes", x.too_small_bytes);
+}
+
+SNAPDIFF_FIELDS(EndStateCheck) {
+  v("have_dump", x.have_dump);
+  v.derived("matches", [&] { return x.matches(); }, "disagrees with the counters");
+  v("replay", x.replay);
+  v("dump", x.dump);
+  v("replay_segments", x.replay_segments);
+  v("dump_segments", x.dump_segments);
+}
+
+// A memory pool at the end: the default pool (0, 0), then the private ones
+// (CUDA graphs, torch.cuda.MemPool).
+SNAPDIFF_FIELDS(PoolUsage) {
+  v("id", x.id);
+  v.computed("private", x.id[0] != 0 || x.id[1] != 0);
+  v("segments", x.segments);
+  v("reserved_bytes", x.reserved);
+  v("allocated_bytes", x.allocated);
+}
+
+SNAPDIFF_FIELDS(DeviceMemoryRow) {
+  v("device", x.device);
+  v("label", x.label);
+  v.time("time_us", x.time_us);
+  v.time("time_since_first_event_us", x.since_first_event_us);
+  v("free_bytes", x.free_bytes);
+  v("total_bytes", x.total_bytes);
+  v("used_bytes", x.used_bytes);
+  v("reserved_bytes", x.reserved_bytes);
+  v("outside_bytes", x.outside_bytes);
+}
+
+SNAPDIFF_FIELDS(TraceJoinDevice) {
+  v("device", x.device);
+  v("method", x.method);
+  v("offset_us", x.offset_us);
+  v("offset_spread_us", x.offset_spread_us);
+  v("trace_allocations", x.trace_allocs);
+  v("snapshot_allocations", x.snapshot_allocs);
+  v("in_window", x.in_window);
+  v("matched", x.matched);
+  v("with_op", x.with_op);
+}
+
+SNAPDIFF_FIELDS(TraceJoin) {
+  v("trace", x.trace_name);
+  v("ops", x.ops);
+  v("kernels", x.kernels);
+  v("devices", x.devices);
+}
+
+SNAPDIFF_FIELDS(KernelJoin) {
+  v("recording", x.recording_name);
+  v("pid", x.pid);
+  v("processes", x.processes);
+  v("segment_events", x.segment_events);
+  v("matched_segments", x.matched_segments);
+  v("dump_segments", x.dump_segments);
+  v("dump_segments_found", x.dump_segments_found);
+  v("offset_measured", x.offset_measured);
+  v("offset_us", x.offset_us);
+  v("offset_spread_us", x.offset_spread_us);
+  v("kernels", x.kernels);
+  v("driver_memory_events", x.driver_memory_events);
+  v("samples", x.samples);
+  v("allocations", x.allocations);
+  v.time("recording_first_us", x.recording_first_us);
+  v("allocations_before_kernels", x.allocations_before_kernels);
+  v("allocations_with_kernel", x.allocations_with_kernel);
+}
+
+SNAPDIFF_FIELDS(ExplainItem) {
+  v("device", x.device);
+  v("addr", x.addr);
+  v("requested_bytes", x.requested);
+  v("count", x.count);
+  v("bytes", x.bytes);
+  v("category", x.category);
+  v("rule", x.rule);
+  v("evidence", x.evidence);
+  v("alloc_event", x.alloc_event);
+  v("alloc_phase", x.alloc_phase);
+  v("alloc_iteration", x.alloc_iteration);
+  v.null_if("free_event", x.free_event, INT64_MAX);
+  const bool freed = x.free_event != INT64_MAX;
+  v.null_unless("free_phase", freed, x.free_phase);
+  v.null_unless("free_iteration", freed, x.free_iteration);
+  site_path_fields(v, x.site);
+  v.when(x.has_kernels, "kernels", [&] {
+    v.group("kernels", [&] {
+      v.null_if("kernel", x.kernel, std::string());
+      v("while_live", x.kernels_while_live);
+      v.null_if("last", x.last_kernel, std::string());
+    });
+  });
+}
+
+SNAPDIFF_FIELDS(TraceActivity::Op) {
+  v("op", x.op);
+  v("calls", x.calls);
+  v("total_ns", x.total_ns);
+  v("kernel_launches", x.kernel_launches);
+}
+SNAPDIFF_FIELDS(TraceActivity::Kernel) {
+  v("kernel", x.kernel);
+  v("launches", x.launches);
+  v.null_if("op", x.op, std::string());
+}
+
+// ---- Findings' and warnings' facts ----------------------------------------
+
+SNAPDIFF_FIELDS(PeakFacts::Part) {
+  v("category", x.category);
+  v("bytes", x.bytes);
+  v("kept_from_iteration", x.kept_from_iteration);
+  bool kernel = !x.kernel.empty();
+  v.when(kernel, "kernel", [&] {
+    v("kernel", x.kernel);
+    v("kernel_bytes", x.kernel_bytes);
+  });
+}
+SNAPDIFF_FIELDS(PeakFacts) {
+  v("peak_bytes", x.peak);
+  v("phase", x.phase);
+  v("iteration", x.iteration);
+  v("truncated", x.truncated);
+  v("parts", x.parts);
+}
+SNAPDIFF_FIELDS(OptimizerStepFacts) {
+  v("iteration", x.iteration);
+  v("rise_bytes", x.rise);
+  v("new_state_bytes", x.new_state);
+  v("similar_steps", x.similar);
+  v("steps", x.steps);
+  v("temporaries_bytes", x.temporaries);
+  v("gradients_bytes", x.gradients);
+  v("site", x.site);
+  v("site_callee", x.site_callee);
+}
+SNAPDIFF_FIELDS(UnknownFacts) {
+  v("unknown_bytes", x.unknown);
+  v("before_profiler_bytes", x.before_profiler);
+  v("timeline_placed_bytes", x.timeline_placed);
+  bool kernel = !x.kernel.empty();
+  v.when(kernel, "kernel", [&] {
+    v("kernel", x.kernel);
+    v("kernel_bytes", x.kernel_bytes);
+  });
+}
+SNAPDIFF_FIELDS(GrowthFacts::Site) {
+  v("site", x.site);
+  v("model_frame", x.model_frame);
+  v("phase", x.phase);
+  v("bytes_per_iteration", x.bytes_per_iteration);
+  v("count_per_iteration", x.count_per_iteration);
+  v("iterations", x.iterations);
+}
+SNAPDIFF_FIELDS(GrowthFacts) {
+  v("measured", x.measured);
+  v("per_iteration_bytes", x.per_iteration);
+  v("first_iteration", x.first_iteration);
+  v("last_iteration", x.last_iteration);
+  v("judged_first", x.judged_first);
+  v("judged_last", x.judged_last);
+  v("unjudged", x.unjudged);
+  v("sites", x.sites);
+  v("more_sites", x.more_sites);
+  v("retained_per_iteration_bytes", x.retained_per_iteration);
+  v("leaked_at_peak_bytes", x.leaked_at_peak);
+}
+SNAPDIFF_FIELDS(DiffPeakFacts) {
+  v("a_bytes", x.a);
+  v("b_bytes", x.b);
+  v("a_iteration", x.a_iteration);
+  v("b_iteration", x.b_iteration);
+  v("a_phase", x.a_phase);
+  v("b_phase", x.b_phase);
+}
+SNAPDIFF_FIELDS(DiffCategoryFacts::Group) {
+  v("name", x.name);
+  v("delta_bytes", x.delta);
+  v("sites", x.sites);
+  v("all_new", x.all_new);
+  v("all_gone", x.all_gone);
+}
+SNAPDIFF_FIELDS(DiffCategoryFacts) {
+  v("category", x.category);
+  v("a_bytes", x.a);
+  v("b_bytes", x.b);
+  v("parameters", x.parameters);
+  v("parameter_ratio", x.parameter_ratio);
+  v("a_tensors", x.a_tensors);
+  v("b_tensors", x.b_tensors);
+  v("mostly", x.mostly);
+  v("offset", x.offset);
+  v("has_top_site", x.has_top_site);
+  v("top_delta_bytes", x.top_delta);
+  v("top_site", x.top_site);
+  v("top_new", x.top_new);
+  v("top_gone", x.top_gone);
+  v("gradients_kept", x.gradients_kept);
+}
+SNAPDIFF_FIELDS(DiffStepFacts) {
+  v("a_temporaries_bytes", x.a_temporaries);
+  v("b_temporaries_bytes", x.b_temporaries);
+  v("a_gradients_bytes", x.a_gradients);
+  v("b_gradients_bytes", x.b_gradients);
+}
+SNAPDIFF_FIELDS(DiffReservedFacts) {
+  v("a_reserved_bytes", x.a_reserved);
+  v("b_reserved_bytes", x.b_reserved);
+  v("a_allocated_bytes", x.a_allocated);
+  v("b_allocated_bytes", x.b_allocated);
+  v("a_free_cached_bytes", x.a_free_cached);
+  v("b_free_cached_bytes", x.b_free_cached);
+  v("a_largest_free_block_bytes", x.a_largest_free);
+  v("b_largest_free_block_bytes", x.b_largest_free);
+}
+SNAPDIFF_FIELDS(ProfilerWindowFacts) { v("allocated_before_bytes", x.allocated_before); }
+SNAPDIFF_FIELDS(HistoryTruncatedFacts) {
+  v("requested_bytes", x.requested);
+  v("reserved_bytes", x.reserved);
+  v("allocations", x.allocations);
+  v("allocated_estimated", x.allocated_estimated);
+  v("truncation", x.kind);
+  v("evidence", x.evidence);
+}
+SNAPDIFF_FIELDS(EndStateFacts) {
+  v("truncated", x.truncated);
+  v("replay", x.replay);
+  v("dump", x.dump);
+}
+SNAPDIFF_FIELDS(InconsistentFacts) {
+  v("events", x.events);
+  v("reported_totals", x.reported_totals);
+  v("first", x.first);
+}
+SNAPDIFF_FIELDS(OomFacts) {
+  v("errors", x.errors);
+  v("has_first", x.has_first);
+  v("first_size_bytes", x.first_size);
+  v("first_free_bytes", x.first_free);
+}
+SNAPDIFF_FIELDS(OutsideFacts) {
+  v("holder", x.holder);
+  v.special("pid", view::OutsidePid{}, x.pid);
+  v("bytes", x.bytes);
+  v("device_peak_bytes", x.device_peak);
+}
+
+// ---- Device memory outside the allocator ----------------------------------
+
+SNAPDIFF_FIELDS(OutsideSample) {
+  v.time("time_us", x.time_us);
+  v("label", x.label);
+  v("used_bytes", x.used);
+  v("bytes", x.bytes);
+}
+
+}  // namespace snapdiff
