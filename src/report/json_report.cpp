@@ -168,7 +168,7 @@ J site_json(const SiteRow& s) {
   sj["block_bytes"] = s.block_bytes;
   sj["count"] = s.count;
   sj["category"] = s.category >= 0 ? J(s.category_name) : J(nullptr);
-  sj["rule"] = s.rule >= 0 ? J(s.rule_name) : J(nullptr);
+  sj["rule"] = s.has_rule ? J(s.rule_name) : J(nullptr);
   sj["alloc_phase"] = phase_name(s.alloc_phase);
   sj["alloc_iteration"] = s.alloc_iteration;
   sj["free_phase"] = s.freed ? J(phase_name(s.free_phase)) : J(nullptr);

@@ -1,8 +1,7 @@
 // The report view read back from the JSON render_json() writes: the inverse
 // of json_report.cpp (and of the JSON parts of oom_report.cpp,
-// profiler_report.cpp and facts_json.cpp), one reader per writer. Ids that
-// point into a Trace (StackId, FrameId, rule indices) are not in the JSON and
-// stay unset; what the renderers show comes back whole.
+// profiler_report.cpp and facts_json.cpp), one reader per writer. The view
+// holds no ids into a Trace: what the renderers show comes back whole.
 #include "snapdiff/report/report_read.hpp"
 
 #include <cstring>
@@ -458,7 +457,7 @@ SiteRow read_site(const In& j, const std::vector<std::string>& names) {
   s.category = category_index(j["category"], names);
   if (s.category >= 0) s.category_name = names[size_t(s.category)];
   const In rule = j["rule"];
-  if (!rule.null()) s.rule = 0, s.rule_name = rule.s();  // the rule's index is the analysis's own
+  if (!rule.null()) s.has_rule = true, s.rule_name = rule.s();
   s.alloc_phase = j["alloc_phase"].phase();
   s.alloc_iteration = j["alloc_iteration"].i32();
   const In free_phase = j["free_phase"];
@@ -833,7 +832,7 @@ OomView read_oom(const In& j) {
     row.category = category_index(s["category"], v.category_names);
     if (row.category >= 0) row.category_name = v.category_names[size_t(row.category)];
     const In rule = s["rule"];
-    if (!rule.null()) row.rule = 0, row.rule_name = rule.s();
+    if (!rule.null()) row.has_rule = true, row.rule_name = rule.s();
     row.site.user = read_opt_frame(s["user_frame"]);
     row.site.stack = read_stack(s["stack"]);
     read_site_path(s, row.site);
