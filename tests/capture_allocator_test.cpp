@@ -232,8 +232,8 @@ TEST_CASE("kernel launches and device-memory samples are recorded with scopes, t
   CHECK(r.kernel_launches == 20004);
   // The peak is the 30 MiB alloc: gemm_fwd in the forward scope launched
   // before it, gemm_bwd after it.
-  REQUIRE(d.kernel_before == 1);
-  REQUIRE(d.kernel_after == 2);
+  REQUIRE(d.kernel_before_index == 1);
+  REQUIRE(d.kernel_after_index == 2);
   REQUIRE(r.device_memory.size() == 2);
   CHECK(r.device_memory[0].outside_bytes == int64_t(context));
   CHECK(r.device_memory[1].outside_bytes == int64_t(context));

@@ -125,7 +125,8 @@ TEST_CASE("--at the peak is the default report; --at another moment moves the li
       CHECK(d1.peak_live_allocations == d0.peak_live_allocations);
       REQUIRE(d1.sites.size() == d0.sites.size());
       for (size_t i = 0; i < d0.sites.size(); ++i) {
-        CHECK(d1.sites[i].stack == d0.sites[i].stack);
+        CHECK(d1.sites[i].site.path == d0.sites[i].site.path);
+        CHECK(d1.sites[i].site.stack.size() == d0.sites[i].site.stack.size());
         CHECK(d1.sites[i].requested_bytes == d0.sites[i].requested_bytes);
         CHECK(d1.sites[i].block_bytes == d0.sites[i].block_bytes);
       }

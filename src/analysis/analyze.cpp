@@ -51,9 +51,9 @@ void kernels_and_device_memory(const Trace& t, Analysis& r) {
     int64_t& bt = before_t[it->second];
     int64_t& at = after_t[it->second];
     if (k.time_us <= tp) {
-      if (d.kernel_before < 0 || k.time_us >= bt) d.kernel_before = int64_t(i), bt = k.time_us;
-    } else if (d.kernel_after < 0 || k.time_us < at) {
-      d.kernel_after = int64_t(i), at = k.time_us;
+      if (d.kernel_before_index < 0 || k.time_us >= bt) d.kernel_before_index = int64_t(i), bt = k.time_us;
+    } else if (d.kernel_after_index < 0 || k.time_us < at) {
+      d.kernel_after_index = int64_t(i), at = k.time_us;
     }
   }
   if (t.device_memory.empty()) return;
@@ -304,9 +304,10 @@ DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analy
   dr.category_allocations.assign(at.categories.size(), 0);
   dr.category_sites = by_stack.sites_per_category();
   for (uint32_t id : live) ++dr.category_allocations[at.allocations[id].category];
-  detail::keep_top(by_stack.rows(), top_sites, dr.sites, dr.other_sites);
-  dr.unknown_sites = unknown_by_stack.rows();
-  if (dr.unknown_sites.size() > top_sites) dr.unknown_sites.resize(top_sites);
+  detail::keep_top(*r.frames, at, *rules, by_stack.rows(), top_sites, opts.site_depth, dr.sites, dr.other_sites);
+  SiteRow unknown_rest;  // (not shown)
+  detail::keep_top(*r.frames, at, *rules, unknown_by_stack.rows(), top_sites, opts.site_depth, dr.unknown_sites,
+                   unknown_rest);
   dr.frag = fragmentation_at_peak(st, dr, trace.settings);
   // The findings explain the peak: not stated for another moment.
   if (!dr.at) detail::state_findings(*r.frames, dr);
@@ -382,7 +383,7 @@ Analysis analyze_trace(const Trace& trace, const ReportOptions& opts) {
   detail::explain_ooms(trace, r, opts.top_sites);
   detail::add_warnings(trace, r);
   outside_warnings(r);
-  detail::resolve_rows(r);
+  detail::finish_views(trace, r);
   return r;
 }
 }  // namespace

@@ -24,6 +24,13 @@ void explain_ooms(const Trace& trace, Analysis& r, size_t top_sites);
 // category (allocations with no stack, from before the recording, or one
 // stack that made several kinds show apart), for LIVE AT THE PEAK and the
 // live set at an OOM.
+// A site row with the ids it is written out from (the view's SiteRow
+// holds none).
+struct SiteRowIds {
+  SiteRow row;
+  StackId stack = 0;
+  int rule = -1;  // the rule that decided the largest allocation (-1: none)
+};
 class SiteRows {
  public:
   explicit SiteRows(size_t categories) : categories_(categories) {}
@@ -31,20 +38,25 @@ class SiteRows {
   void add(const Attribution& at, const Allocation& al, int64_t block_bytes);
   // Rows with the most requested bytes first (ties: stack, then category);
   // each row's category is the one holding most of its bytes.
-  std::vector<SiteRow> rows();
+  std::vector<SiteRowIds> rows();
   // Per category: the rows holding some of its bytes.
   std::vector<uint64_t> sites_per_category() const;
 
  private:
   struct Acc {
-    SiteRow row;
+    SiteRowIds row;
     std::vector<int64_t> by_cat;
     uint64_t largest = 0;
   };
   size_t categories_;
   std::unordered_map<uint64_t, Acc> by_key_;
 };
-// The first `top` rows into `kept`, the rest summed into `other`.
-void keep_top(const std::vector<SiteRow>& rows, size_t top, std::vector<SiteRow>& kept, SiteRow& other);
+// A row written out: its category's and rule's names, its stack's frames
+// (site_frames() at `depth`).
+SiteRow site_row(const FrameTable& ft, const Attribution& at, const RuleSet& rules, const SiteRowIds& r, size_t depth);
+// The first `top` rows into `kept`, written out at `depth`, the rest summed
+// into `other`.
+void keep_top(const FrameTable& ft, const Attribution& at, const RuleSet& rules, const std::vector<SiteRowIds>& rows,
+              size_t top, size_t depth, std::vector<SiteRow>& kept, SiteRow& other);
 
 }  // namespace snapdiff::detail

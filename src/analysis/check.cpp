@@ -106,7 +106,7 @@ PeakFigures peak_figures(const Analysis& r) {
     p.bytes = s.requested_bytes;
     p.allocations = s.count;
     if (s.site.user) p.site = s.site.user->label;
-    else if (s.stack != 0 && !s.site.path.empty()) p.site = s.site.path.front();  // 0: no stack recorded
+    else if (!s.site.stack.empty() && !s.site.path.empty()) p.site = s.site.path.front();  // none: no stack recorded
     p.in = s.site.callee;
     f.sites.push_back(std::move(p));
   }

@@ -7,6 +7,7 @@
 
 #include "analysis/analyze_parts.hpp"
 #include "analysis/profiler_views.hpp"
+#include "analysis/report_view_build.hpp"
 #include "snapdiff/analysis/kernel_join.hpp"
 #include "snapdiff/analysis/analysis.hpp"
 
@@ -41,7 +42,6 @@ void explain_query(const Trace& t, Analysis& r, const std::string& q) {
     it.device = d.device;
     it.addr = al.addr;
     it.requested = al.requested;
-    it.stack = al.stack;
     it.alloc_event = al.alloc_event;
     it.free_event = al.user_free();
     it.alloc_phase = a.phase_at(al.alloc_event);
@@ -122,6 +122,7 @@ void explain_query(const Trace& t, Analysis& r, const std::string& q) {
           it.last_kernel = name(k.last);
           it.kernels_while_live = k.while_live;
         }
+        it.site = site_frames(*r.frames, al.stack);
         r.explain.push_back(std::move(it));
       }
       continue;
@@ -140,12 +141,15 @@ void explain_query(const Trace& t, Analysis& r, const std::string& q) {
         g->second.bytes += int64_t(al.requested);
       }
     }
-    std::vector<ExplainItem> items;
-    for (auto& kv : groups) items.push_back(std::move(kv.second));
-    std::sort(items.begin(), items.end(), [](const ExplainItem& x, const ExplainItem& y) { return x.bytes > y.bytes; });
+    std::vector<std::pair<StackId, ExplainItem>> items;  // the stack: written out for the items kept
+    for (auto& kv : groups) items.emplace_back(kv.first.first, std::move(kv.second));
+    std::sort(items.begin(), items.end(), [](const auto& x, const auto& y) { return x.second.bytes > y.second.bytes; });
     r.explain_total += items.size();
-    for (auto& it : items)
-      if (r.explain.size() < 50) r.explain.push_back(std::move(it));
+    for (auto& [stack, it] : items)
+      if (r.explain.size() < 50) {
+        it.site = site_frames(*r.frames, stack);
+        r.explain.push_back(std::move(it));
+      }
   }
 }
 

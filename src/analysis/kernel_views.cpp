@@ -7,6 +7,7 @@
 #include <map>
 
 #include "analysis/profiler_views.hpp"
+#include "analysis/report_view_build.hpp"
 
 namespace snapdiff::detail {
 
@@ -14,6 +15,7 @@ namespace {
 
 struct Acc {
   OpRow row;
+  StackId stack = 0;  // the largest allocation's, written out into row.stack_frames
   std::vector<int64_t> by_cat;
   std::map<std::string, int64_t> by_site;
   uint64_t largest = 0;
@@ -54,32 +56,38 @@ void kernels_at_peak(const Trace& t, const FrameTable& ft, const StreamLaunches&
     a.by_site[al.stack == 0 ? std::string() : ft.label(uf)] += b;
     if (al.requested >= a.largest) {
       a.largest = al.requested;
-      a.row.stack = al.stack;
+      a.stack = al.stack;
     }
     if (int(al.category) == unknown && !kernel.empty()) unknown_by_kernel[kernel] += b;
     if (!kernel.empty()) by_category_kernel[{al.category, kernel}] += b;
   }
-  std::vector<OpRow> out;
+  std::vector<Acc*> out;
   for (auto& [kernel, a] : rows) {
-    OpRow r = a.row;
+    OpRow& r = a.row;
     r.kernel = kernel;
     r.category = int(std::max_element(a.by_cat.begin(), a.by_cat.end()) - a.by_cat.begin());
     int64_t best = -1;
     for (auto& [site, bytes] : a.by_site)
       if (bytes > best) r.other = site, best = bytes;
-    out.push_back(std::move(r));
+    out.push_back(&a);
   }
-  std::sort(out.begin(), out.end(), [](const OpRow& a, const OpRow& b) {
+  std::sort(out.begin(), out.end(), [](const Acc* x, const Acc* y) {
+    const OpRow &a = x->row, &b = y->row;
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.kernel < b.kernel;
   });
   d.kernel_rows = out.size();
   d.other_kernels = OpRow{};
-  for (size_t i = top; i < out.size(); ++i) {
-    d.other_kernels.bytes += out[i].bytes;
-    d.other_kernels.count += out[i].count;
+  resolve_op_row(ft, at, kNoFrame, 0, d.other_kernels);
+  d.by_kernel.clear();
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (i < top) {
+      d.by_kernel.push_back(std::move(out[i]->row));
+      resolve_op_row(ft, at, kNoFrame, out[i]->stack, d.by_kernel.back());
+    } else {
+      d.other_kernels.bytes += out[i]->row.bytes;
+      d.other_kernels.count += out[i]->row.count;
+    }
   }
-  if (out.size() > top) out.resize(top);
-  d.by_kernel = std::move(out);
   // The peak's temporary and unknown parts name the kernel most of their
   // bytes were made for.
   for (Finding& f : d.findings)

@@ -50,8 +50,10 @@ int64_t clamped_us(int64_t from, int64_t to) {
 }
 
 // The live allocations after `event` by stack and category, largest first:
-// the first `top` rows, the rest summed into `other`.
-void live_rows(const Attribution& at, int64_t event, const AllocatorState& st, size_t top, OomView& v) {
+// the first `top` rows (written out as --explain writes a site), the rest
+// summed into `other`.
+void live_rows(const FrameTable& ft, const RuleSet& rules, const Attribution& at, int64_t event, const AllocatorState& st,
+               size_t top, OomView& v) {
   std::unordered_map<uint64_t, uint64_t> block_of;
   for (const LiveAllocation& la : st.live) block_of[la.addr] = la.block_size;
   detail::SiteRows rows(at.categories.size());
@@ -64,7 +66,7 @@ void live_rows(const Attribution& at, int64_t event, const AllocatorState& st, s
     ++v.live_allocations;
     v.live_requested += int64_t(al.requested);
   }
-  detail::keep_top(rows.rows(), top, v.sites, v.other_sites);
+  detail::keep_top(ft, at, rules, rows.rows(), top, 4, v.sites, v.other_sites);
 }
 
 // Why the request failed, from what the allocator held and what CUDA had free.
@@ -98,10 +100,10 @@ const char* const kOomSettings[] = {"expandable_segments:True", "max_split_size_
 
 // OomView::whatif_*: the model, where the limit is known and the model
 // reproduces this error under the recorded settings.
-void whatif_at(const Trace& trace, OomView& v) {
-  const Device* dev = trace.find_device(v.device);
-  if (!dev) return;
-  for (const Segment& s : dev->segments)
+// `rp` is the device's replay, made by analyze(): the model runs on it
+// instead of replaying the run again.
+void whatif_at(const Trace& trace, const Device& dev, const DeviceReplay& rp, OomView& v) {
+  for (const Segment& s : dev.segments)
     if (s.pool_id[0] != 0 || s.pool_id[1] != 0) return;  // private pools: not modelled
   int64_t low = 0, high = 0;  // the limit lies in [low, high]
   if (v.capped) {
@@ -128,12 +130,12 @@ void whatif_at(const Trace& trace, OomView& v) {
   o.memory_limit = high;
   v.whatif_run = true;
   // Under the largest limit possible the recorded settings must still fail here.
-  const WhatIfResult hi = what_if(trace, {}, o);
-  if (hi.device != v.device) return;  // the model takes the device with the most allocations
+  if (whatif_device(trace) != &dev) return;  // the model takes the device with the most allocations
+  const WhatIfResult hi = what_if(trace, dev, rp, {}, o);
   if (!hi.calibration.oom || hi.calibration.oom->event_index != v.event_index) return;
   v.whatif_reproduced = true;
   o.memory_limit = low;
-  const WhatIfResult lo = what_if(trace, confs, o);
+  const WhatIfResult lo = what_if(trace, dev, rp, confs, o);
   for (const WhatIfScenario& s : lo.scenarios) {
     v.whatif_tried.push_back(s.alloc_conf);
     if (!s.oom || s.oom->event_index > v.event_index) v.whatif_fit.push_back(s.alloc_conf);
@@ -200,17 +202,11 @@ OomView explain_device(const Trace& trace, const Device& dev, const DeviceAnalys
   v.max_reserved = d.replay.baseline.reserved;
   for (int64_t i = 0; i <= v.event_index; ++i) v.max_reserved = std::max(v.max_reserved, d.replay.reserved[size_t(i)]);
   decide(v);
-  whatif_at(trace, v);
+  whatif_at(trace, dev, d.replay, v);
   // Live at the oom entry, by category and site.
   v.category_names = d.attr.categories;
   v.categories = d.attr.categories_at({v.event_index})[0];
-  live_rows(d.attr, v.event_index, st, top, v);
-  for (SiteRow& s : v.sites) {
-    s.category_name = s.category >= 0 && size_t(s.category) < d.attr.categories.size() ? d.attr.categories[size_t(s.category)]
-                                                                                      : std::string();
-    s.rule_name = s.rule >= 0 ? r.rules->rules[size_t(s.rule)].name : std::string();
-    s.site = site_frames(ft, s.stack);
-  }
+  live_rows(ft, *r.rules, d.attr, v.event_index, st, top, v);
   return v;
 }
 

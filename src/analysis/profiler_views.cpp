@@ -1,6 +1,7 @@
 // By op, by kernel, and PyTorch's memory timeline against snapdiff's
 // categories (include/snapdiff/report/report.hpp, docs/attribution.md).
 #include "analysis/profiler_views.hpp"
+#include "analysis/report_view_build.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -222,6 +223,8 @@ namespace {
 // Accumulates rows keyed by a string and a frame.
 struct RowAcc {
   OpRow row;
+  FrameId python = kNoFrame;  // written out into row.python_frame
+  StackId stack = 0;          // the largest allocation's, written out into row.stack_frames
   std::vector<int64_t> by_cat;
   std::map<std::string, int64_t> by_other;
   uint64_t largest = 0;
@@ -230,7 +233,7 @@ struct RowAcc {
 void add_to(std::map<std::pair<std::string, FrameId>, RowAcc>& m, const std::string& key, FrameId py,
             const std::string& other, const std::string& caller, const Allocation& al, size_t ncat) {
   RowAcc& a = m[{key, py}];
-  a.row.python = py;
+  a.python = py;
   a.row.bytes += int64_t(al.requested);
   ++a.row.count;
   if (a.by_cat.empty()) a.by_cat.assign(ncat, 0);
@@ -238,16 +241,18 @@ void add_to(std::map<std::pair<std::string, FrameId>, RowAcc>& m, const std::str
   a.by_other[other] += int64_t(al.requested);
   if (al.requested >= a.largest) {
     a.largest = al.requested;
-    a.row.stack = al.stack;
+    a.stack = al.stack;
     a.row.caller = caller;
   }
 }
 
-std::vector<OpRow> finish(std::map<std::pair<std::string, FrameId>, RowAcc>& m, bool key_is_op) {
-  std::vector<OpRow> rows;
+// The rows, largest first (then by op and kernel): each with its key, its
+// category and the other name holding most of its bytes.
+std::vector<RowAcc*> finish(std::map<std::pair<std::string, FrameId>, RowAcc>& m, bool key_is_op) {
+  std::vector<RowAcc*> rows;
   for (auto& kv : m) {
     RowAcc& a = kv.second;
-    OpRow r = a.row;
+    OpRow& r = a.row;
     if (key_is_op) r.op = kv.first.first;
     else r.kernel = kv.first.first;
     r.category = int(std::max_element(a.by_cat.begin(), a.by_cat.end()) - a.by_cat.begin());
@@ -257,9 +262,10 @@ std::vector<OpRow> finish(std::map<std::pair<std::string, FrameId>, RowAcc>& m, 
       if (o.second > best_b) best = o.first, best_b = o.second;
     if (key_is_op) r.kernel = best;
     else r.other = best;
-    rows.push_back(std::move(r));
+    rows.push_back(&a);
   }
-  std::sort(rows.begin(), rows.end(), [](const OpRow& a, const OpRow& b) {
+  std::sort(rows.begin(), rows.end(), [](const RowAcc* x, const RowAcc* y) {
+    const OpRow &a = x->row, &b = y->row;
     if (a.bytes != b.bytes) return a.bytes > b.bytes;
     if (a.op != b.op) return a.op < b.op;
     return a.kernel < b.kernel;
@@ -267,13 +273,20 @@ std::vector<OpRow> finish(std::map<std::pair<std::string, FrameId>, RowAcc>& m, 
   return rows;
 }
 
-void truncate(std::vector<OpRow>& rows, OpRow& other, size_t top) {
+// The first `top` rows written out into `kept`, the rest summed into `other`.
+void keep_top(const FrameTable& ft, const Attribution& at, const std::vector<RowAcc*>& rows, size_t top,
+              std::vector<OpRow>& kept, OpRow& other) {
   other = OpRow{};
-  for (size_t i = top; i < rows.size(); ++i) {
-    other.bytes += rows[i].bytes;
-    other.count += rows[i].count;
+  resolve_op_row(ft, at, kNoFrame, 0, other);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (i < top) {
+      kept.push_back(std::move(rows[i]->row));
+      resolve_op_row(ft, at, rows[i]->python, rows[i]->stack, kept.back());
+    } else {
+      other.bytes += rows[i]->row.bytes;
+      other.count += rows[i]->row.count;
+    }
   }
-  if (rows.size() > top) rows.resize(top);
 }
 
 }  // namespace
@@ -301,12 +314,11 @@ void ops_at_peak(const Trace& t, const FrameTable& ft, const OpTree& ops, const 
     add_to(by_op, op, py, kernel, caller, al, at.categories.size());
     add_to(by_kernel, kernel, UINT32_MAX, op, caller, al, at.categories.size());
   }
-  d.by_op = finish(by_op, true);
-  d.by_kernel = finish(by_kernel, false);
-  d.ops_rows = d.by_op.size();
-  d.kernel_rows = d.by_kernel.size();
-  truncate(d.by_op, d.other_ops, top);
-  truncate(d.by_kernel, d.other_kernels, top);
+  const std::vector<RowAcc*> ops_rows = finish(by_op, true), kernel_rows = finish(by_kernel, false);
+  d.ops_rows = ops_rows.size();
+  d.kernel_rows = kernel_rows.size();
+  keep_top(ft, at, ops_rows, top, d.by_op, d.other_ops);
+  keep_top(ft, at, kernel_rows, top, d.by_kernel, d.other_kernels);
 }
 
 namespace {
@@ -610,17 +622,22 @@ TimelineMoment TimelineMatcher::at(int64_t event_index, int64_t T, size_t top) {
     ++a.row.count;
     if (al.requested >= a.largest) {
       a.largest = al.requested;
-      a.row.stack = al.stack;
-      a.row.python = ft_.innermost_python(oc.op != kNoOp ? t_.ops[oc.op].stack : al.stack);
+      a.stack = al.stack;
+      a.python = ft_.innermost_python(oc.op != kNoOp ? t_.ops[oc.op].stack : al.stack);
       a.row.caller = caller_of(t_, ops_, oc.op);
     }
   }
-  for (auto& kv : groups) m.placements.push_back(kv.second.row);
-  std::sort(m.placements.begin(), m.placements.end(), [](const OpRow& a, const OpRow& b) {
-    if (a.bytes != b.bytes) return a.bytes > b.bytes;
-    return a.op < b.op;
+  std::vector<RowAcc*> rows;
+  for (auto& kv : groups) rows.push_back(&kv.second);
+  std::sort(rows.begin(), rows.end(), [](const RowAcc* a, const RowAcc* b) {
+    if (a->row.bytes != b->row.bytes) return a->row.bytes > b->row.bytes;
+    return a->row.op < b->row.op;
   });
-  if (m.placements.size() > top) m.placements.resize(top);
+  if (rows.size() > top) rows.resize(top);
+  for (RowAcc* a : rows) {
+    m.placements.push_back(std::move(a->row));
+    resolve_op_row(ft_, at_, a->python, a->stack, m.placements.back());
+  }
   return m;
 }
 

@@ -2,42 +2,44 @@
 #include <algorithm>
 
 #include "analysis/analyze_parts.hpp"
+#include "analysis/report_view_build.hpp"
 
 namespace snapdiff::detail {
 
 void SiteRows::add(const Attribution& at, const Allocation& al, int64_t block_bytes) {
   Acc& acc = by_key_[uint64_t(al.stack) << 16 | al.category];
+  SiteRow& row = acc.row.row;
   acc.row.stack = al.stack;
-  acc.row.requested_bytes += int64_t(al.requested);
-  acc.row.block_bytes += block_bytes;
-  ++acc.row.count;
+  row.requested_bytes += int64_t(al.requested);
+  row.block_bytes += block_bytes;
+  ++row.count;
   if (acc.by_cat.empty()) acc.by_cat.assign(categories_, 0);
   acc.by_cat[al.category] += int64_t(al.requested);
   if (al.requested < acc.largest) return;
   // The row's rule, phases and lifetime are its largest allocation's.
   acc.largest = al.requested;
   acc.row.rule = al.rule;
-  acc.row.alloc_phase = at.phase_at(al.alloc_event);
-  acc.row.alloc_iteration = at.iteration_at(al.alloc_event);
-  acc.row.freed = al.user_free() != INT64_MAX;
-  if (acc.row.freed) {
-    acc.row.free_phase = at.phase_at(al.user_free());
-    acc.row.free_iteration = at.iteration_at(al.user_free());
+  row.alloc_phase = at.phase_at(al.alloc_event);
+  row.alloc_iteration = at.iteration_at(al.alloc_event);
+  row.freed = al.user_free() != INT64_MAX;
+  if (row.freed) {
+    row.free_phase = at.phase_at(al.user_free());
+    row.free_iteration = at.iteration_at(al.user_free());
   }
 }
 
-std::vector<SiteRow> SiteRows::rows() {
-  std::vector<SiteRow> rows;
+std::vector<SiteRowIds> SiteRows::rows() {
+  std::vector<SiteRowIds> rows;
   rows.reserve(by_key_.size());
   for (auto& kv : by_key_) {
     Acc& acc = kv.second;
-    acc.row.category = int(std::max_element(acc.by_cat.begin(), acc.by_cat.end()) - acc.by_cat.begin());
+    acc.row.row.category = int(std::max_element(acc.by_cat.begin(), acc.by_cat.end()) - acc.by_cat.begin());
     rows.push_back(acc.row);
   }
-  std::sort(rows.begin(), rows.end(), [](const SiteRow& a, const SiteRow& b) {
-    if (a.requested_bytes != b.requested_bytes) return a.requested_bytes > b.requested_bytes;
+  std::sort(rows.begin(), rows.end(), [](const SiteRowIds& a, const SiteRowIds& b) {
+    if (a.row.requested_bytes != b.row.requested_bytes) return a.row.requested_bytes > b.row.requested_bytes;
     if (a.stack != b.stack) return a.stack < b.stack;
-    return a.category < b.category;
+    return a.row.category < b.row.category;
   });
   return rows;
 }
@@ -50,14 +52,24 @@ std::vector<uint64_t> SiteRows::sites_per_category() const {
   return out;
 }
 
-void keep_top(const std::vector<SiteRow>& rows, size_t top, std::vector<SiteRow>& kept, SiteRow& other) {
+SiteRow site_row(const FrameTable& ft, const Attribution& at, const RuleSet& rules, const SiteRowIds& r, size_t depth) {
+  SiteRow row = r.row;
+  row.category_name = category_name(at, row.category);
+  row.has_rule = r.rule >= 0;
+  row.rule_name = r.rule >= 0 ? rules.rules[size_t(r.rule)].name : std::string();
+  row.site = site_frames(ft, r.stack, depth);
+  return row;
+}
+
+void keep_top(const FrameTable& ft, const Attribution& at, const RuleSet& rules, const std::vector<SiteRowIds>& rows,
+              size_t top, size_t depth, std::vector<SiteRow>& kept, SiteRow& other) {
   for (size_t i = 0; i < rows.size(); ++i) {
     if (i < top) {
-      kept.push_back(rows[i]);
+      kept.push_back(site_row(ft, at, rules, rows[i], depth));
     } else {
-      other.requested_bytes += rows[i].requested_bytes;
-      other.block_bytes += rows[i].block_bytes;
-      other.count += rows[i].count;
+      other.requested_bytes += rows[i].row.requested_bytes;
+      other.block_bytes += rows[i].row.block_bytes;
+      other.count += rows[i].row.count;
     }
   }
 }

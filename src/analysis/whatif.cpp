@@ -680,7 +680,7 @@ WhatIfScenario run_one(const Device& dev, const AllocatorState& before, const Al
 
 }  // namespace
 
-WhatIfResult what_if(const Trace& trace, const std::vector<AllocConf>& confs, const WhatIfOptions& opts) {
+const Device* whatif_device(const Trace& trace) {
   const Device* dev = nullptr;
   uint64_t most = 0;
   for (const Device& d : trace.devices) {
@@ -691,8 +691,21 @@ WhatIfResult what_if(const Trace& trace, const std::vector<AllocConf>& confs, co
       dev = &d;
     }
   }
-  if (!dev || most == 0)
+  return most == 0 ? nullptr : dev;
+}
+
+WhatIfResult what_if(const Trace& trace, const std::vector<AllocConf>& confs, const WhatIfOptions& opts) {
+  const Device* dev = whatif_device(trace);
+  if (!dev)
     throw UsageError("whatif needs an allocation history (record with torch.cuda.memory._record_memory_history)");
+  return what_if(trace, *dev, replay_device(trace, *dev), confs, opts);
+}
+
+WhatIfResult what_if(const Trace& trace, const Device& device, const DeviceReplay& rep, const std::vector<AllocConf>& confs,
+                     const WhatIfOptions& opts) {
+  const Device* dev = &device;
+  uint64_t most = 0;
+  for (const Event& e : dev->events) most += e.kind == EventKind::Alloc;
   if (dev->from_profiler())
     throw UsageError("whatif needs a memory snapshot: a profiler trace records no requested sizes or streams' frees");
   for (const Segment& s : dev->segments)
@@ -703,7 +716,6 @@ WhatIfResult what_if(const Trace& trace, const std::vector<AllocConf>& confs, co
   r.device = dev->index;
   r.events = dev->events.size();
   r.allocs = most;
-  const DeviceReplay rep = replay_device(trace, *dev);
   r.truncation = rep.truncated ? rep.truncation : Truncation::None;
   r.partial = rep.truncated;
   r.memory_limit = opts.memory_limit;

@@ -139,12 +139,14 @@ int cmd_report(const std::vector<std::string>& args) {
     timeline = load_memory_timeline(vm["memory-timeline"].as<std::string>(), lo);
     ro.timeline = &timeline;
   }
-  const Analysis a = analyze(t, ro);
-  const Report r = report_view(a);
+  Analysis a = analyze(t, ro);
   std::string text;
-  if (fmt == "json") text = render_json(r);
-  else if (fmt == "html") text = render_html(r, [&](const ChartOptions& co) { return chart_series(a, t, co); });
-  else text = render_text(r);
+  if (fmt == "html") {
+    text = render_html(report_view(a), [&](const ChartOptions& co) { return chart_series(a, t, co); });
+  } else {
+    const Report r = report_view(std::move(a));  // the analysis is not read again
+    text = fmt == "json" ? render_json(r) : render_text(r);
+  }
   write_output(text, vm.count("output") ? vm["output"].as<std::string>() : "");
   return kExitOk;
 }

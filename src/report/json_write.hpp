@@ -77,7 +77,7 @@ class JsonWriter {
   void category(const char* key, int index, const std::string& name) {
     (*cur_)[key] = index >= 0 ? J(name) : J(nullptr);
   }
-  void rule(const char* key, int index, const std::string& name) { category(key, index, name); }
+  void rule(const char* key, bool has, const std::string& name) { (*cur_)[key] = has ? J(name) : J(nullptr); }
 
   void special(const char* key, view::Pair, const Growth& g) {
     (*cur_)[key] = g.judged_last >= g.judged_first && g.judged_first > 0 ? J::array({g.judged_first, g.judged_last})

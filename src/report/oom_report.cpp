@@ -322,7 +322,7 @@ J oom_view_json(const OomView& v) {
                              {"block_bytes", s.block_bytes},
                              {"count", s.count},
                              {"category", s.category >= 0 ? J(s.category_name) : J(nullptr)},
-                             {"rule", s.rule >= 0 ? J(s.rule_name) : J(nullptr)},
+                             {"rule", s.has_rule ? J(s.rule_name) : J(nullptr)},
                              {"user_frame", s.site.user ? frame_json(*s.site.user) : J(nullptr)},
                              {"stack", stack_json(s.site.stack)}});
     site_path_json(live["sites"].back(), s.site);

@@ -250,9 +250,9 @@ class JsonReader {
     index = category_index(in_[key], n);
     if (index >= 0) name = n[size_t(index)];
   }
-  void rule(const char* key, int& index, std::string& name) {
+  void rule(const char* key, bool& has, std::string& name) {
     const In x = in_[key];
-    if (!x.null()) index = 0, name = x.s();  // the rule's index is the analysis's own
+    if (!x.null()) has = true, name = x.s();
   }
 
   void special(const char* key, view::Pair, Growth& g) {
@@ -690,7 +690,7 @@ OomView read_oom(const In& j) {
     row.category = category_index(s["category"], v.category_names);
     if (row.category >= 0) row.category_name = v.category_names[size_t(row.category)];
     const In rule = s["rule"];
-    if (!rule.null()) row.rule = 0, row.rule_name = rule.s();
+    if (!rule.null()) row.has_rule = true, row.rule_name = rule.s();
     row.site.user = read_opt_frame(s["user_frame"]);
     row.site.stack = read_stack(s["stack"]);
     read_site_path(s, row.site);

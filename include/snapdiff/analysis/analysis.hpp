@@ -38,86 +38,33 @@ struct ReportOptions {
   int threads = 2;
 };
 
-struct DeviceAnalysis {
-  int device = 0;
-  uint64_t events = 0;
+// One device's analysis: its view (the DeviceView it derives from, filled in
+// place: the fields the renderers read live there once) and the working
+// state behind it.
+//
+// "The peak" is the requested peak: the moment the live tensors' bytes are
+// highest; categories and sites there sum exactly to peak requested bytes.
+// --at: categories, sites, the live set, fragmentation and the rows by op
+// are at that moment, and the findings (which explain the peak) are not
+// stated. --window: the replay's peaks are the window's.
+struct DeviceAnalysis : DeviceView {
   DeviceReplay replay;  // timelines included
   Attribution attr;     // phases and categories
   int64_t timeline_pre_trace = 0;  // --memory-timeline: bytes from before the profiler it gave a category
-  Growth growth;        // memory at each iteration's start, growth, leaking sites (growth.hpp)
-  // "The peak" is the requested peak: the moment the live tensors' bytes are
-  // highest; categories and sites there sum exactly to peak requested bytes.
-  int64_t peak_index = -1;
-  Phase peak_phase = Phase::PreTrace;
-  int peak_iteration = 0;
-  std::vector<int64_t> categories;  // requested bytes per category at the peak
-  std::vector<uint64_t> category_allocations, category_sites;  // allocations and distinct stacks per category
-  std::vector<SiteRow> unknown_sites;  // allocations no rule placed, live at the peak
-  std::vector<Finding> findings;       // the plain-language explanation
-  Event peak_event;     // the event that set the peak (valid if peak_index >= 0)
-  StackId peak_stack = 0;
-  uint64_t peak_live_allocations = 0;
-  int64_t peak_live_requested = 0;  // requested bytes live at the peak
-  std::vector<SiteRow> sites;       // top sites live at the peak, by bytes
-  SiteRow other_sites;              // the rest, summed
-  Fragmentation frag;
-  int64_t first_time_us = kNoTime, last_time_us = kNoTime;
+  StackId peak_stack = 0;  // the stack of peak_event
   // Kernel launches of this device around the peak (indices into
   // Trace::kernels; -1 when none): the last one launched at or before the
-  // peak event's time, and the first one after it.
-  int64_t kernel_before = -1, kernel_after = -1;
-  // Resolved for the view: the peak's user frame and the two launches.
-  std::optional<FrameRef> peak_user_frame;
-  std::optional<KernelRef> kernel_before_ref, kernel_after_ref;
-  // Inputs with ops (profiler traces, joined snapshots): the live bytes at
-  // the peak by op and by kernel; the rest of the rows summed in other_*.
-  bool has_ops = false;
-  std::vector<OpRow> by_op, by_kernel;
-  OpRow other_ops, other_kernels;
-  uint64_t ops_rows = 0, kernel_rows = 0;  // rows before truncation
-  // Inputs with kernel launches and no ops (kernel_views.cpp): by_kernel
-  // alone, by the kernel each live allocation was made for.
-  bool kernels_only = false;
-  KernelCoverage kernel_coverage;
-  // --at: categories, sites, the live set, fragmentation and the rows by op
-  // are at this moment, and the findings (which explain the peak) are not
-  // stated. --window: the replay's peaks above are the window's.
-  std::optional<MomentView> at;
-  std::optional<WindowView> window;
+  // peak event's time, and the first one after it (written out as
+  // DeviceView::kernel_before, kernel_after).
+  int64_t kernel_before_index = -1, kernel_after_index = -1;
 };
 
-struct Analysis {
-  std::string input_name;
-  size_t site_depth = 3;  // ReportOptions::site_depth
-  SourceInfo source;
-  uint64_t events = 0;
-  bool history_truncated = false;
-  // What the history covers, over all devices: none when complete; the one
-  // kind when every truncated device agrees, else unknown.
-  Truncation truncation = Truncation::None;
-  bool has_history = false;
+// The analysis of a trace: the report's fields (the ReportHead it derives
+// from), each device's analysis with its view, and what resolving ids needs.
+struct Analysis : ReportHead {
   std::vector<DeviceAnalysis> devices;
-  size_t peak_device = 0;  // index into devices: highest allocated peak
   std::shared_ptr<RuleSet> rules;  // the rules used (names for sites and --explain)
   std::shared_ptr<const FrameTable> frames;  // the trace's frames, classified once
-  std::vector<Warning> warnings;
-  std::string explain_query;
-  std::vector<ExplainItem> explain;
-  uint64_t explain_total = 0;  // matches before truncation to the first 50
-  uint64_t kernel_launches = 0;  // Trace::kernels, all devices
-  std::vector<DeviceMemoryRow> device_memory;  // in input order; empty when none were recorded
-  int64_t outside_min_bytes = 0, outside_max_bytes = 0;  // over device_memory
-  std::vector<OutsideDevice> outside;  // from the driver calls (outside.hpp); empty without any
-  // Profiler inputs.
-  bool profiler_trace = false;     // the input is a torch.profiler Chrome trace
-  uint64_t ops = 0;                // Trace::ops
-  uint64_t host_memory_events = 0;
-  int64_t host_peak_bytes = 0;     // the CPU allocator's largest Total Allocated
-  TraceJoin join;                  // --trace (devices empty when not joined)
-  KernelJoin kernel_join;          // --kernels
-  TimelineComparison timeline;     // --memory-timeline
-  TraceActivity activity;          // a profiler trace with no memory events: its ops and kernels
-  std::vector<OomView> ooms;       // the first OOM of each device that had one (oom.cpp)
 };
 
 // Devices with events or segments that analyze() takes; beyond, the input is
@@ -127,8 +74,11 @@ struct Analysis {
 constexpr size_t kMaxDevices = 1024;
 
 Analysis analyze(const Trace& trace, const ReportOptions& opts);
-// The view the renderers read, resolved from the analysis.
+// The view the renderers read: the analysis's head and its devices' views,
+// gathered (copied from an analysis kept for other uses, moved from one
+// that is not).
 Report report_view(const Analysis& a);
+Report report_view(Analysis&& a);
 // analyze() then report_view().
 Report analyze_report(const Trace& trace, const ReportOptions& opts);
 

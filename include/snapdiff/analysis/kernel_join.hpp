@@ -28,7 +28,12 @@ constexpr int64_t kKernelJoinMaxOffsetUs = 1'000'000;
 // kKernelJoinMaxOffsetUs) and its dump-time segments, measures the clock
 // offset on the matched pairs, and copies that process's kernels, driver
 // memory events and samples into the snapshot, times shifted by the offset
-// (each list kept chronological). A recording of another run is an
+// (each list kept chronological). It writes into the snapshot, and must:
+// the replay, the device memory outside the allocator and the kernel of
+// each allocation read those lists from the one Trace they analyse. Its
+// returned value is what the report says about the join: the caller passes
+// it on to analyze() (ReportOptions::kernel_join), which keeps it in the
+// report once and reads its recording_first_us. A recording of another run is an
 // InputError naming both files: their time windows do not overlap, or the
 // snapshot has segment events inside the recording's window and no process
 // matched one (nor holds a dump-time segment's address).

@@ -23,6 +23,13 @@ namespace snapdiff {
 // phase hints see backward ops where a Python-only stack had no frames. The
 // trace's ops and kernel launches are copied into the snapshot.
 //
+// The join writes into the snapshot, and must: the op frames inside its
+// events' stacks are what the attribution's rules and phase hints read, and
+// the ops and launches are what the rows by op and by kernel read, so the
+// analysis of the joined snapshot is the analysis of one Trace. Its returned
+// value is what the report says about the join: the caller passes it on to
+// analyze() (ReportOptions::join), which keeps it in the report once.
+//
 // A trace of another run is an InputError naming the trace (and
 // snapshot_name in its message): fewer than kJoinMinTiedPercent of the
 // trace's allocations tied, and no overlap between the two inputs' event

@@ -90,6 +90,15 @@ struct WhatIfResult {
 // Predicts each setting's figures for the device with the most allocations.
 // Throws UsageError when the trace has no allocation history.
 WhatIfResult what_if(const Trace& trace, const std::vector<AllocConf>& confs, const WhatIfOptions& opts);
+// The device what_if() models: the one with the most allocations (nullptr:
+// no allocation history).
+const Device* whatif_device(const Trace& trace);
+// what_if() on `device` with its exact replay already made (replay_device(),
+// or the analysis's: only its truncation and its four peaks are read, the
+// peaks for the recorded_* figures): the OOM section models its error with
+// the replay analyze() made instead of replaying the run again.
+WhatIfResult what_if(const Trace& trace, const Device& device, const DeviceReplay& replay,
+                     const std::vector<AllocConf>& confs, const WhatIfOptions& opts);
 
 // The settings `snapdiff whatif --sweep` tries, the recording's own first.
 std::vector<std::string> sweep_alloc_confs();

@@ -21,7 +21,7 @@
 //   v.derived(key, fn, msg)     written from other fields; reading checks it agrees (else msg)
 //   v.categories(key, m)        bytes keyed by the category names in scope
 //   v.category(key, index, name)  a category by name (null: index -1)
-//   v.rule(key, index, name)    a rule by name (null: index -1; its index is the analysis's own)
+//   v.rule(key, has, name)      a rule by name (null: no rule)
 //   v.words(key, x)             the report layer's words about x (write only)
 //   v.special(key, Tag{}, x)    a coding of its own, named by a tag below
 #pragma once
@@ -191,7 +191,7 @@ SNAPDIFF_FIELDS(SiteRow) {
   v("block_bytes", x.block_bytes);
   v("count", x.count);
   v.category("category", x.category, x.category_name);
-  v.rule("rule", x.rule, x.rule_name);
+  v.rule("rule", x.has_rule, x.rule_name);
   v("alloc_phase", x.alloc_phase);
   v("alloc_iteration", x.alloc_iteration);
   v.flag_null("free_phase", x.freed, x.free_phase);
@@ -208,7 +208,7 @@ struct OomSite {
     v("block_bytes", x.block_bytes);
     v("count", x.count);
     v.category("category", x.category, x.category_name);
-    v.rule("rule", x.rule, x.rule_name);
+    v.rule("rule", x.has_rule, x.rule_name);
     v("user_frame", x.site.user, Unlabelled{});
     v("stack", x.site.stack, Unlabelled{});
     site_path_fields(v, x.site);

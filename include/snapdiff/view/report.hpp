@@ -63,16 +63,14 @@ struct OpRow {
   std::string op;       // "" = allocations outside every op
   std::string kernel;   // by op: the kernel holding most of the row's bytes; by kernel: the kernel ("" = none)
   std::string other;    // by kernel: the op holding most of the row's bytes
-  FrameId python = UINT32_MAX;  // the innermost Python frame around the op (the call site), if any
-  std::string caller;           // without one: the op's outermost enclosing op (e.g. the autograd node)
-  StackId stack = 0;            // stack of the row's largest allocation
+  std::string caller;           // without python_frame: the op's outermost enclosing op (e.g. the autograd node)
   int64_t bytes = 0;            // requested bytes live at the peak
   uint64_t count = 0;
-  int category = -1;            // snapdiff's category holding most of the bytes
-  // Resolved for the renderers (ids above are the analysis's own):
+  int category = -1;            // snapdiff's category holding most of the bytes (index into category_names)
   std::string category_name;                // "" when category < 0
-  std::optional<FrameRef> python_frame;     // `python` written out
-  std::vector<FrameRef> stack_frames;       // `stack`, innermost first (cut as SiteFrames::stack)
+  std::optional<FrameRef> python_frame;     // the innermost Python frame around the op (the call site), if any
+  std::vector<FrameRef> stack_frames;       // the stack of the row's largest allocation, innermost first
+                                            // (cut as SiteFrames::stack)
 };
 
 // Inputs with kernel launches and no ops (a snapshot joined with a kernel
@@ -145,8 +143,7 @@ struct ExplainItem {
   int device = 0;
   uint64_t addr = 0;
   uint64_t requested = 0;
-  StackId stack = 0;
-  SiteFrames site;   // the stack written out
+  SiteFrames site;   // its stack written out
   int64_t alloc_event = -1, free_event = INT64_MAX;
   Phase alloc_phase = Phase::PreTrace, free_phase = Phase::Other;
   int alloc_iteration = 0, free_iteration = 0;
@@ -163,21 +160,21 @@ struct ExplainItem {
 
 
 
+// Live allocations of one stack and category (the stack and the rule are
+// written out: the view holds no ids into the Trace or the rules).
 struct SiteRow {
-  StackId stack = 0;
   int64_t requested_bytes = 0;
   int64_t block_bytes = 0;
   uint64_t count = 0;
-  int category = -1;  // the row's category: rows are per stack and category
-  int rule = -1;      // the rule that decided it (for the largest allocation)
+  int category = -1;  // the row's category (index into category_names): rows are per stack and category
   Phase alloc_phase = Phase::Other;
   int alloc_iteration = 0;
   bool freed = false;               // of the largest allocation: freed later, or alive at the end
   Phase free_phase = Phase::Other;
   int free_iteration = 0;
-  // Resolved for the renderers:
   std::string category_name;  // "" when category < 0
-  std::string rule_name;      // "" when no rule
+  bool has_rule = false;      // a rule decided it (for the largest allocation)
+  std::string rule_name;      // that rule's name ("" when no rule)
   SiteFrames site;
 };
 
@@ -534,8 +531,11 @@ struct DeviceView {
   KernelCoverage kernel_coverage;
 };
 
-// The report view: everything `snapdiff report` shows.
-struct Report {
+// The report view: everything `snapdiff report` shows. ReportHead is all of
+// it but the devices: the analysis (snapdiff/analysis/analysis.hpp) fills a
+// ReportHead and one DeviceView per device, each in place, and
+// report_view() gathers them into a Report.
+struct ReportHead {
   std::string input_name;
   size_t site_depth = 3;  // frames a site row shows (--depth; 0: the whole stack, SiteFrames::path)
   AllocatorSettings allocator_settings;  // as the file recorded them (Trace::settings)
@@ -546,26 +546,29 @@ struct Report {
   // kind when every truncated device agrees, else unknown.
   Truncation truncation = Truncation::None;
   bool has_history = false;
-  std::vector<DeviceView> devices;
-  size_t peak_device = 0;
+  size_t peak_device = 0;  // index into devices: highest allocated peak
   std::vector<Warning> warnings;
   std::string explain_query;
   std::vector<ExplainItem> explain;
-  uint64_t explain_total = 0;
-  uint64_t kernel_launches = 0;
-  std::vector<DeviceMemoryRow> device_memory;
-  int64_t outside_min_bytes = 0, outside_max_bytes = 0;
+  uint64_t explain_total = 0;    // matches before truncation to the first 50
+  uint64_t kernel_launches = 0;  // Trace::kernels, all devices
+  std::vector<DeviceMemoryRow> device_memory;  // in input order; empty when none were recorded
+  int64_t outside_min_bytes = 0, outside_max_bytes = 0;  // over device_memory
   std::vector<OutsideDevice> outside;  // device memory outside the allocator from driver calls (outside.hpp)
-  bool profiler_trace = false;
-  uint64_t ops = 0;
+  // Profiler inputs.
+  bool profiler_trace = false;  // the input is a torch.profiler Chrome trace
+  uint64_t ops = 0;             // Trace::ops
   uint64_t host_memory_events = 0;
-  int64_t host_peak_bytes = 0;
-  TraceJoin join;
+  int64_t host_peak_bytes = 0;  // the CPU allocator's largest Total Allocated
+  TraceJoin join;               // --trace (devices empty when not joined)
   KernelJoin kernel_join;  // --kernels (recording_name "" when not joined)
-  TimelineComparison timeline;
-  TraceActivity activity;
+  TimelineComparison timeline;  // --memory-timeline
+  TraceActivity activity;       // a profiler trace with no memory events: its ops and kernels
   // The first OOM of each device that had one, in device order (empty: none).
   std::vector<OomView> ooms;
+};
+struct Report : ReportHead {
+  std::vector<DeviceView> devices;
 };
 
 }  // namespace snapdiff
