@@ -97,6 +97,10 @@ class SchemaVisitor {
     property(key, {json_type<decltype(fn())>()});
   }
   template <class T>
+  void words(const char* key, T&) {
+    property(key, {"string"});
+  }
+  template <class T>
   void categories(const char* key, T&) {
     property(key, {"object"});
   }
@@ -304,8 +308,7 @@ std::vector<std::string> schema_errors(const json& schema, size_t* keys = nullpt
   v.walk<TraceJoin>("/properties/trace_join");
   v.walk<KernelJoin>("/properties/kernel_join");
   v.walk<ExplainItem>("/properties/explain/properties/items/items");
-  v.walk<TraceActivity::Op>("/properties/profiler_activity/properties/top_ops/items");
-  v.walk<TraceActivity::Kernel>("/properties/profiler_activity/properties/top_kernels/items");
+  v.walk<TraceActivity>("/properties/profiler_activity");
   v.walk<OutsideSample>("/properties/outside_allocator/items/properties/over_time/items");
   if (keys) *keys = v.keys;
   return v.errors;
@@ -409,6 +412,8 @@ class Flat {
   void computed(const char*, const T&) {}
   template <class F>
   void derived(const char*, F, const char*) {}
+  template <class T>
+  void words(const char*, const T&) {}
   template <class T>
   void categories(const char* key, const std::vector<T>& v) {
     (*this)(key, v);
@@ -559,7 +564,7 @@ std::vector<std::string> flatten(const Report& r) {
   f.add("profiler_trace", r.profiler_trace).add("ops", r.ops).add("host_memory_events", r.host_memory_events);
   f.add("host_peak_bytes", r.host_peak_bytes).add("join", r.join).add("kernel_join", r.kernel_join);
   f.add("timeline.present", r.timeline.present).add("timeline.moments", r.timeline.moments.size());
-  f.add("top_ops", r.activity.top_ops).add("top_kernels", r.activity.top_kernels);
+  f.add("activity.present", r.activity.present).add("activity", r.activity);
   for (const OomView& o : r.ooms) {
     f.names = &o.category_names;
     f.add("device", o.device).add("errors", o.errors).add("user_frame", o.user_frame, Unlabelled{});
