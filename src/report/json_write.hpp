@@ -14,6 +14,9 @@
 
 namespace snapdiff::detail {
 
+// The words v.words() writes (the report layer's, write only).
+std::string no_memory_message(const TraceActivity& a);  // profiler_report.cpp
+
 class JsonWriter {
  public:
   using J = nlohmann::ordered_json;
@@ -59,6 +62,7 @@ class JsonWriter {
   void computed(const char* key, const T& value) {
     (*cur_)[key] = value;
   }
+  void words(const char* key, const TraceActivity& a) { (*cur_)[key] = no_memory_message(a); }
   template <class F>
   void derived(const char* key, F fn, const char*) {
     (*cur_)[key] = fn();

@@ -8,6 +8,7 @@
 
 #include "report/facts_json.hpp"
 #include "report/format.hpp"
+#include "report/json_write.hpp"
 #include "snapdiff/model/frame_names.hpp"
 #include "snapdiff/report/report.hpp"
 
@@ -369,23 +370,7 @@ std::string activity_text(const Report& r) {
 }
 
 J activity_json(const Report& r) {
-  const TraceActivity& a = r.activity;
-  J j;
-  j["memory_events"] = 0;
-  j["message"] = no_memory_message(a);
-  j["ops"] = a.ops;
-  j["op_names"] = a.op_names;
-  j["kernel_launches"] = a.kernel_launches;
-  j["kernel_names"] = a.kernel_names;
-  J ops = J::array();
-  for (const TraceActivity::Op& x : a.top_ops)
-    ops.push_back({{"op", x.op}, {"calls", x.calls}, {"total_ns", x.total_ns}, {"kernel_launches", x.kernel_launches}});
-  j["top_ops"] = ops;
-  J ks = J::array();
-  for (const TraceActivity::Kernel& k : a.top_kernels)
-    ks.push_back({{"kernel", k.kernel}, {"launches", k.launches}, {"op", k.op.empty() ? J(nullptr) : J(k.op)}});
-  j["top_kernels"] = ks;
-  return j;
+  return to_json(r.activity);
 }
 
 std::string timeline_text(const Report& r) {

@@ -223,6 +223,11 @@ class JsonReader {
   }
   template <class T>
   void computed(const char*, const T&) {}
+  // Words are written, not read back: a string.
+  template <class T>
+  void words(const char* key, const T&) {
+    (void)in_[key].s();
+  }
   // Checked once the object is read: the fields it is derived from come later.
   template <class F>
   void derived(const char* key, F fn, const char* msg) {
@@ -360,7 +365,6 @@ T read_value(const In& x, const std::vector<std::string>* names = nullptr) {
 
 // ---- Shared records -------------------------------------------------------
 
-FrameRef read_frame(const In& j) { return read_value<FrameRef>(j); }
 std::optional<FrameRef> read_opt_frame(const In& j) { return read_value<std::optional<FrameRef>>(j); }
 std::vector<FrameRef> read_stack(const In& j) { return read_value<std::vector<FrameRef>>(j); }
 void read_site_path(const In& j, SiteFrames& s) {
@@ -747,18 +751,8 @@ TimelineComparison read_timeline(const In& j, const Report& r) {
 }
 
 TraceActivity read_activity(const In& j) {
-  TraceActivity a;
+  TraceActivity a = read_value<TraceActivity>(j);
   a.present = true;
-  a.ops = j["ops"].u64();
-  a.op_names = j["op_names"].u64();
-  a.kernel_launches = j["kernel_launches"].u64();
-  a.kernel_names = j["kernel_names"].u64();
-  j["top_ops"].each([&](const In& x) {
-    a.top_ops.push_back({x["op"].s(), x["calls"].u64(), x["total_ns"].i64(), x["kernel_launches"].u64()});
-  });
-  j["top_kernels"].each([&](const In& x) {
-    a.top_kernels.push_back({x["kernel"].s(), x["launches"].u64(), x["op"].s_or_empty()});
-  });
   return a;
 }
 

@@ -353,6 +353,18 @@ SNAPDIFF_FIELDS(TraceActivity::Kernel) {
   v.null_if("op", x.op, std::string());
 }
 
+// A profiler trace without memory events: what it holds instead.
+SNAPDIFF_FIELDS(TraceActivity) {
+  v.computed("memory_events", 0);
+  v.words("message", x);
+  v("ops", x.ops);
+  v("op_names", x.op_names);
+  v("kernel_launches", x.kernel_launches);
+  v("kernel_names", x.kernel_names);
+  v("top_ops", x.top_ops);
+  v("top_kernels", x.top_kernels);
+}
+
 // ---- Findings' and warnings' facts ----------------------------------------
 
 SNAPDIFF_FIELDS(PeakFacts::Part) {

@@ -1,0 +1,638 @@
+// The view's field lists (snapdiff/view/fields.hpp) held to the schema and to
+// the read-back view:
+// - every declared key is in schemas/report.schema.json where its struct sits,
+//   with the JSON type its coding writes, and in `required` when always written;
+// - the Report read_report_json() reads back from render_json() equals the
+//   freshly analysed one over every declared field.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "snapdiff/analysis/analysis.hpp"
+#include "snapdiff/input/input.hpp"
+#include "snapdiff/report/report.hpp"
+#include "snapdiff/report/report_read.hpp"
+#include "snapdiff/view/fields.hpp"
+#include "test_util.hpp"
+
+using namespace snapdiff;
+using nlohmann::json;
+
+namespace {
+
+// ---- The schema visitor ---------------------------------------------------
+
+// Walks a field list against the schema node its struct sits at: each key
+// must be a property there, allow the JSON types the coding writes, and be
+// required unless it is written only sometimes (v.when).
+class SchemaVisitor {
+ public:
+  SchemaVisitor(const json& root, std::string path) : root_(root), path_(std::move(path)) {}
+
+  bool labels = true;
+  const std::vector<std::string>* names = nullptr;
+  std::vector<std::string> errors;
+  size_t keys = 0;  // keys checked
+
+  // Walks x's list (or `list`) at the node `pointer` ("/$defs/frame").
+  template <class T>
+  void walk(const std::string& pointer) {
+    walk<T>(pointer, [](auto& v, auto& x) { fields(v, x); });
+  }
+  template <class T, class L>
+  void walk(const std::string& pointer, L list) {
+    path_ = "#" + pointer;
+    walk_at<T>(root_.at(json::json_pointer(pointer)), list);
+  }
+
+  template <class T>
+  void operator()(const char* key, T&) {
+    member<T>(key, false, [](auto& v, auto& x) { fields(v, x); });
+  }
+  template <class T, class L>
+  void operator()(const char* key, T&, L list) {
+    member<T>(key, false, list);
+  }
+  template <class T, class N>
+  void null_if(const char* key, T&, const N&) {
+    member<T>(key, true, [](auto& v, auto& x) { fields(v, x); });
+  }
+  void time(const char* key, int64_t& t) { null_if(key, t, kNoTime); }
+  template <class T>
+  void null_unless(const char* key, bool, T& m) {
+    null_if(key, m, m);
+  }
+  template <class T>
+  void flag_null(const char* key, bool, T& m) {
+    null_if(key, m, m);
+  }
+  template <class F>
+  void group(const char* key, F fn) {
+    if (const json* n = property(key, {"object"})) inside(*n, key, fn);
+  }
+  template <class F>
+  void group_or_null(const char* key, bool, F fn) {
+    if (const json* n = property(key, {"object", "null"})) inside(*n, key, fn);
+  }
+  template <class B, class F>
+  void when(B&, const char*, F fn) {
+    const bool was = sometimes_;
+    sometimes_ = true;
+    fn();
+    sometimes_ = was;
+  }
+  template <class T>
+  void computed(const char* key, const T&) {
+    property(key, {json_type<std::decay_t<T>>()});
+  }
+  template <class F>
+  void derived(const char* key, F fn, const char*) {
+    property(key, {json_type<decltype(fn())>()});
+  }
+  template <class T>
+  void words(const char* key, T&) {
+    property(key, {"string"});
+  }
+  template <class T>
+  void categories(const char* key, T&) {
+    property(key, {"object"});
+  }
+  void category(const char* key, int&, std::string&) { property(key, {"string", "null"}); }
+  void rule(const char* key, int&, std::string&) { property(key, {"string", "null"}); }
+  template <class S>
+  void special(const char* key, view::Pair, S&) {
+    property(key, {"array", "null"});
+  }
+  template <class S>
+  void special(const char* key, view::SizeClass, S&) {
+    property(key, {"string"});
+  }
+  template <class S>
+  void special(const char* key, view::OutsidePid, S&) {
+    property(key, {"integer", "null"});
+  }
+
+ private:
+  template <class T>
+  static const char* json_type() {
+    if constexpr (std::is_same_v<T, bool>) return "boolean";
+    else if constexpr (std::is_integral_v<T>) return "integer";
+    else if constexpr (std::is_floating_point_v<T>) return "number";
+    else if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, const char*> ||
+                       std::is_same_v<T, char*> || std::is_enum_v<T>)
+      return "string";
+    else if constexpr (std::is_array_v<T> || view::IsVector<T>::value) return "array";
+    else return "object";
+  }
+
+  // Follows $ref.
+  const json& resolve(const json& n) const {
+    if (n.contains("$ref")) {
+      const std::string ref = n["$ref"];
+      return resolve(root_.at(json::json_pointer(ref.substr(1))));
+    }
+    return n;
+  }
+  // The JSON types a node allows.
+  void types_of(const json& node, std::set<std::string>& out) const {
+    const json& n = resolve(node);
+    if (n.contains("type")) {
+      if (n["type"].is_string()) out.insert(n["type"].get<std::string>());
+      else
+        for (const auto& t : n["type"]) out.insert(t.get<std::string>());
+    }
+    auto of_value = [&](const json& v) {
+      out.insert(v.is_string()             ? "string"
+                 : v.is_boolean()          ? "boolean"
+                 : v.is_null()             ? "null"
+                 : v.is_number_integer()   ? "integer"
+                 : v.is_number()           ? "number"
+                 : v.is_array()            ? "array"
+                                           : "object");
+    };
+    if (n.contains("const")) of_value(n["const"]);
+    if (n.contains("enum"))
+      for (const auto& v : n["enum"]) of_value(v);
+    for (const char* k : {"oneOf", "anyOf", "allOf"})
+      if (n.contains(k))
+        for (const auto& a : n[k]) types_of(a, out);
+    if (out.count("number")) out.insert("integer");  // an integer is a number
+  }
+  // The node's alternative that is an object (or array), for nullable ones.
+  const json* alternative(const json& node, const char* type) const {
+    const json& n = resolve(node);
+    std::set<std::string> t;
+    types_of(n, t);
+    if (!t.count(type)) return nullptr;
+    for (const char* k : {"oneOf", "anyOf"})
+      if (n.contains(k))
+        for (const auto& a : n[k]) {
+          std::set<std::string> at;
+          types_of(a, at);
+          if (at.count(type)) return &resolve(a);
+        }
+    return &n;
+  }
+  // A property of the current object node, through allOf.
+  const json* find(const json& node, const char* key) const {
+    const json& n = resolve(node);
+    if (n.contains("properties") && n["properties"].contains(key)) return &n["properties"][key];
+    if (n.contains("allOf"))
+      for (const auto& a : n["allOf"])
+        if (const json* p = find(a, key)) return p;
+    return nullptr;
+  }
+  bool required(const json& node, const char* key) const {
+    const json& n = resolve(node);
+    if (n.contains("required"))
+      for (const auto& k : n["required"])
+        if (k == key) return true;
+    if (n.contains("allOf"))
+      for (const auto& a : n["allOf"])
+        if (required(a, key)) return true;
+    return false;
+  }
+
+  // Checks key at the current node; its schema node when there.
+  const json* property(const char* key, std::set<std::string> want) {
+    ++keys;
+    const std::string at = path_ + "." + key;
+    const json* p = find(*node_, key);
+    if (!p) {
+      errors.push_back(at + ": not in the schema");
+      return nullptr;
+    }
+    std::set<std::string> have;
+    types_of(*p, have);
+    for (const std::string& t : want)
+      if (!have.count(t)) errors.push_back(at + ": written as " + t + ", the schema does not allow it");
+    if (!sometimes_ && !required(*node_, key)) errors.push_back(at + ": always written, not in `required`");
+    return p;
+  }
+
+  template <class T, class L>
+  void member(const char* key, bool nullable, L list) {
+    std::set<std::string> want{json_type<T>()};
+    if (nullable || view::IsOptional<T>::value) want.insert("null");
+    if constexpr (view::IsOptional<T>::value) want.erase("object"), want.insert(json_type<typename T::value_type>());
+    const json* p = property(key, want);
+    if (p) value<T>(*p, key, list);
+  }
+  // Into a struct member (or the elements of a list) by its field list.
+  template <class T, class L>
+  void value(const json& p, const std::string& key, L list) {
+    if constexpr (view::IsOptional<T>::value) {
+      value<typename T::value_type>(p, key, list);
+    } else if constexpr (view::IsVector<T>::value) {
+      using E = typename T::value_type;
+      const json* a = alternative(p, "array");
+      if (!a || !a->contains("items")) {
+        errors.push_back(path_ + "." + key + ": an array without `items`");
+        return;
+      }
+      const json& items = (*a)["items"];
+      if constexpr (std::is_arithmetic_v<E> || std::is_same_v<E, std::string>) {
+        std::set<std::string> have;
+        types_of(items, have);
+        if (!have.count(json_type<E>())) errors.push_back(path_ + "." + key + "[]: not " + std::string(json_type<E>()));
+      } else {
+        value<E>(items, key + "[]", list);
+      }
+    } else if constexpr (std::is_class_v<T> && !std::is_same_v<T, std::string>) {
+      if (const json* o = alternative(p, "object"))
+        inside(*o, key, [&] {
+          T x{};
+          list(*this, x);
+        });
+    }
+  }
+  template <class T, class L>
+  void walk_at(const json& node, L list) {
+    const json* was = node_;
+    node_ = &node;
+    T x{};
+    list(*this, x);
+    node_ = was;
+  }
+  template <class F>
+  void inside(const json& node, const std::string& key, F fn) {
+    const json* was = node_;
+    const std::string path = path_;
+    const bool sometimes = sometimes_;
+    node_ = &node;
+    path_ += "." + key;
+    sometimes_ = false;
+    fn();
+    node_ = was;
+    path_ = path;
+    sometimes_ = sometimes;
+  }
+
+  const json& root_;
+  const json* node_ = nullptr;
+  std::string path_;
+  bool sometimes_ = false;
+};
+
+json report_schema() { return json::parse(test::read_file(std::string(SNAPDIFF_SOURCE_DIR) + "/schemas/report.schema.json")); }
+
+// Every field list at the place its struct sits in the schema.
+std::vector<std::string> schema_errors(const json& schema, size_t* keys = nullptr) {
+  SchemaVisitor v(schema, "$");
+  const std::string device = "/$defs/device/properties";
+  v.walk<Counters>("/$defs/counters");
+  v.walk<PeakPoint>("/$defs/peakPoint");
+  v.walk<FrameRef>("/$defs/frame");
+  v.walk<KernelRef>("/$defs/kernelLaunch");
+  v.walk<PhaseSpan>("/$defs/phaseSpan");
+  v.walk<MomentView>("/$defs/moment");
+  v.walk<WindowView>("/$defs/window");
+  v.walk<TruncationEvidence>(device + "/truncation_evidence");
+  v.walk<Growth>(device + "/growth");
+  v.walk<SiteRow>(device + "/live_at_peak/properties/sites/items");
+  v.walk<SiteRow>(device + "/unknown_at_peak/items");
+  v.walk<SiteRow>(device + "/live_at_peak/properties/other", OtherSites{});
+  v.walk<Fragmentation>(device + "/fragmentation_at_peak");
+  v.walk<EndStateCheck>(device + "/end_state");
+  v.walk<PoolUsage>(device + "/pools/items");
+  v.walk<SiteRow>("/properties/oom/properties/live/properties/sites/items", OomSite{});
+  v.walk<SiteRow>("/properties/oom/properties/live/properties/other", OtherSites{});
+  v.walk<DeviceMemoryRow>("/properties/device_memory/properties/samples/items");
+  v.walk<TraceJoin>("/properties/trace_join");
+  v.walk<KernelJoin>("/properties/kernel_join");
+  v.walk<ExplainItem>("/properties/explain/properties/items/items");
+  v.walk<TraceActivity>("/properties/profiler_activity");
+  v.walk<OutsideSample>("/properties/outside_allocator/items/properties/over_time/items");
+  if (keys) *keys = v.keys;
+  return v.errors;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += x + "\n";
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("view fields: every declared key is in the report schema, typed and required", "[report]") {
+  size_t keys = 0;
+  const std::vector<std::string> errors = schema_errors(report_schema(), &keys);
+  INFO(joined(errors));
+  CHECK(errors.empty());
+  CHECK(keys > 150);
+}
+
+TEST_CASE("view fields: the schema check finds a key missing, mistyped or not required", "[report]") {
+  const json good = report_schema();
+  {
+    json s = good;
+    s["$defs"]["peakPoint"]["properties"].erase("time_us");
+    const std::string e = joined(schema_errors(s));
+    CHECK(e.find("#/$defs/peakPoint.time_us: not in the schema") != std::string::npos);
+  }
+  {
+    json s = good;
+    s["$defs"]["device"]["properties"]["growth"]["properties"]["sites"]["items"]["properties"]["phase"]["type"] =
+        "integer";
+    const std::string e = joined(schema_errors(s));
+    CHECK(e.find("/growth.sites[].phase: written as string") != std::string::npos);
+  }
+  {
+    json s = good;
+    s["$defs"]["window"]["properties"]["first_time_us"]["type"] = "integer";  // not null
+    CHECK(joined(schema_errors(s)).find("#/$defs/window.first_time_us: written as null") != std::string::npos);
+  }
+  {
+    json s = good;
+    auto& req = s["$defs"]["counters"]["required"];
+    req.erase(std::remove(req.begin(), req.end(), json("active_bytes")), req.end());
+    CHECK(joined(schema_errors(s)).find("#/$defs/counters.active_bytes: always written, not in `required`") != std::string::npos);
+  }
+}
+
+namespace {
+
+// ---- The equality visitor -------------------------------------------------
+
+// Flattens a struct by its field list into "path = value" lines: two views
+// are equal over the declared fields when their lines are. Members are taken
+// as they are (not as the JSON writes them: a field written null is compared
+// all the same), members no list declares are not looked at.
+class Flat {
+ public:
+  bool labels = true;
+  const std::vector<std::string>* names = nullptr;
+  std::vector<std::string> lines;
+
+  template <class T>
+  void operator()(const char* key, const T& m) {
+    put(key, m, [](auto& v, auto& x) { fields(v, x); });
+  }
+  template <class T, class L>
+  void operator()(const char* key, const T& m, L list) {
+    put(key, m, list);
+  }
+  template <class T, class N>
+  void null_if(const char* key, const T& m, const N&) {
+    (*this)(key, m);
+  }
+  void time(const char* key, int64_t t) { (*this)(key, t); }
+  template <class T>
+  void null_unless(const char* key, bool, const T& m) {
+    (*this)(key, m);
+  }
+  template <class T>
+  void flag_null(const char* key, bool flag, const T& m) {
+    line(std::string(key) + "?", flag ? "yes" : "no");
+    (*this)(key, m);
+  }
+  template <class F>
+  void group(const char* key, F fn) {
+    inside(key, fn);
+  }
+  template <class F>
+  void group_or_null(const char* key, bool flag, F fn) {
+    line(std::string(key) + "?", flag ? "yes" : "no");
+    if (flag) inside(key, fn);
+  }
+  template <class F>
+  void when(bool flag, const char* key, F fn) {
+    line(std::string(key) + "?", flag ? "yes" : "no");
+    if (flag) fn();
+  }
+  template <class T>
+  void computed(const char*, const T&) {}
+  template <class F>
+  void derived(const char*, F, const char*) {}
+  template <class T>
+  void words(const char*, const T&) {}
+  template <class T>
+  void categories(const char* key, const std::vector<T>& v) {
+    (*this)(key, v);
+  }
+  void category(const char* key, int index, const std::string& name) {
+    line(key, std::to_string(index) + " " + name);
+  }
+  void rule(const char* key, int index, const std::string& name) { line(key, index < 0 ? "null" : name); }
+  void special(const char* key, view::Pair, const Growth& g) {
+    line(key, std::to_string(g.judged_first) + ".." + std::to_string(g.judged_last));
+  }
+  void special(const char* key, view::SizeClass, const FreeSizeClass& c) {
+    line(key, std::string(c.label ? c.label : "(none)") + " < " + std::to_string(c.max_bytes));
+  }
+  void special(const char* key, view::OutsidePid, uint32_t pid) { line(key, std::to_string(pid)); }
+
+  // A value by hand (the parts of the view without a field list).
+  template <class T>
+  Flat& add(const std::string& key, const T& m) {
+    (*this)(key.c_str(), m);
+    return *this;
+  }
+  template <class T, class L>
+  Flat& add(const std::string& key, const T& m, L list) {
+    (*this)(key.c_str(), m, list);
+    return *this;
+  }
+  template <class F>
+  void at(const std::string& key, F fn) {
+    inside(key, fn);
+  }
+
+ private:
+  void line(const std::string& key, const std::string& value) { lines.push_back(path_ + "." + key + " = " + value); }
+  template <class T, class L>
+  void put(const std::string& key, const T& m, L list) {
+    if constexpr (std::is_same_v<T, bool>) {
+      line(key, m ? "true" : "false");
+    } else if constexpr (std::is_enum_v<T>) {
+      line(key, std::to_string(int64_t(m)));
+    } else if constexpr (std::is_integral_v<T>) {
+      line(key, std::to_string(m));
+    } else if constexpr (std::is_floating_point_v<T>) {
+      char b[40];
+      std::snprintf(b, sizeof b, "%.17g", m);
+      line(key, b);
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      line(key, "\"" + m + "\"");
+    } else if constexpr (std::is_array_v<T>) {
+      line(key, std::to_string(m[0]) + "," + std::to_string(m[1]));
+    } else if constexpr (view::IsVector<T>::value) {
+      line(key, "[" + std::to_string(m.size()) + "]");
+      for (size_t i = 0; i < m.size(); ++i) put(key + "[" + std::to_string(i) + "]", m[i], list);
+    } else if constexpr (view::IsOptional<T>::value) {
+      if (!m) line(key, "null");
+      else put(key, *m, list);
+    } else {
+      inside(key, [&] { list(*this, m); });
+    }
+  }
+  template <class F>
+  void inside(const std::string& key, F fn) {
+    const std::string was = path_;
+    path_ += "." + key;
+    fn();
+    path_ = was;
+  }
+  std::string path_ = "$";
+};
+
+// Findings' and warnings' facts by their lists.
+template <class V>
+void facts(Flat& f, const V& facts) {
+  std::visit(
+      [&](const auto& x) {
+        if constexpr (!std::is_same_v<std::decay_t<decltype(x)>, std::monostate>) f.add("facts", x);
+      },
+      facts);
+}
+
+// The report view, flattened: the structs with field lists by their lists,
+// the rest (Report, DeviceView, OomView, the outside and profiler parts) by
+// hand, as far as the JSON carries them.
+std::vector<std::string> flatten(const Report& r) {
+  Flat f;
+  f.add("input_name", r.input_name).add("site_depth", r.site_depth).add("events", r.events);
+  f.add("format", r.source.format).add("format_detail", r.source.format_detail).add("gzip", r.source.gzip);
+  f.add("file_bytes", r.source.file_bytes).add("shape", r.source.shape);
+  f.add("has_history", r.has_history).add("history_truncated", r.history_truncated).add("truncation", r.truncation);
+  f.add("kernel_launches", r.kernel_launches).add("peak_device", r.peak_device);
+  f.add("present", r.allocator_settings.present).add("expandable", r.allocator_settings.expandable_segments);
+  f.add("max_split_size", r.allocator_settings.max_split_size);
+  for (const auto& kv : r.allocator_settings.raw) f.add("recorded." + kv.first, kv.second);
+  for (size_t i = 0; i < r.devices.size(); ++i) {
+    const DeviceView& d = r.devices[i];
+    f.at("devices[" + std::to_string(i) + "]", [&] {
+      f.names = &d.category_names;
+      f.add("device", d.device).add("events", d.events).add("streams", d.streams).add("truncated", d.truncated);
+      f.add("truncation", d.truncation).add("truncation_evidence", d.truncation_evidence);
+      f.add("first_time_us", d.first_time_us).add("last_time_us", d.last_time_us);
+      f.add("peak_requested", d.peak_requested).add("peak_allocated", d.peak_allocated);
+      f.add("peak_reserved", d.peak_reserved).add("peak_active", d.peak_active);
+      f.add("allocated_at_peak", d.allocated_at_peak).add("active_at_peak", d.active_at_peak);
+      f.add("peak_phase", d.peak_phase).add("peak_iteration", d.peak_iteration);
+      f.add("has_peak_event", d.has_peak_event).add("peak_user_frame", d.peak_user_frame);
+      if (d.has_peak_event)
+        f.add("peak_event.kind", d.peak_event.kind).add("peak_event.size", d.peak_event.size)
+            .add("peak_event.addr", d.peak_event.addr).add("peak_event.stream", d.peak_event.stream);
+      if (r.kernel_launches > 0) f.add("kernel_before", d.kernel_before).add("kernel_after", d.kernel_after);
+      f.add("baseline", d.baseline).add("pre_trace_allocations", d.pre_trace_allocations);
+      f.add("allocated_estimated", d.allocated_estimated);
+      f.add("category_names", d.category_names).add("categories", d.categories);
+      f.add("category_allocations", d.category_allocations).add("category_sites", d.category_sites);
+      f.add("peak_live_allocations", d.peak_live_allocations).add("peak_live_requested", d.peak_live_requested);
+      f.add("sites", d.sites).add("other_sites", d.other_sites, OtherSites{}).add("unknown_sites", d.unknown_sites);
+      f.add("phase_evidence", d.phase_evidence).add("iterations", d.iterations).add("phases", d.phases);
+      f.add("growth", d.growth).add("at", d.at).add("window", d.window);
+      for (size_t k = 0; k < d.findings.size(); ++k)
+        f.at("findings[" + std::to_string(k) + "]", [&] {
+          f.add("code", d.findings[k].code).add("bytes", d.findings[k].bytes);
+          facts(f, d.findings[k].facts);
+        });
+      f.add("frag", d.frag).add("end_check", d.end_check).add("pools", d.pools);
+      f.add("inconsistencies", d.inconsistencies).add("oom_events", d.oom_events);
+      f.add("reported_totals", d.reported_totals).add("has_ops", d.has_ops).add("kernels_only", d.kernels_only);
+      f.add("ops_rows", d.ops_rows).add("kernel_rows", d.kernel_rows);
+      for (const auto* rows : {&d.by_op, &d.by_kernel})
+        for (const OpRow& o : *rows)
+          f.add("op", o.op).add("kernel", o.kernel).add("other", o.other).add("bytes", o.bytes).add("count", o.count)
+              .add("category", o.category_name).add("caller", o.caller).add("python_frame", o.python_frame, Unlabelled{})
+              .add("stack_frames", o.stack_frames, Unlabelled{});
+      f.names = nullptr;
+    });
+  }
+  for (size_t k = 0; k < r.warnings.size(); ++k)
+    f.at("warnings[" + std::to_string(k) + "]", [&] {
+      f.add("code", r.warnings[k].code).add("device", r.warnings[k].device);
+      facts(f, r.warnings[k].facts);
+    });
+  f.add("explain_query", r.explain_query).add("explain_total", r.explain_total).add("explain", r.explain);
+  f.add("device_memory", r.device_memory);
+  f.add("outside_min_bytes", r.outside_min_bytes).add("outside_max_bytes", r.outside_max_bytes);
+  for (const OutsideDevice& o : r.outside) {
+    f.add("device", o.device).add("pids", o.pids).add("snapshot_pid", o.snapshot_pid).add("over_time", o.over_time);
+    for (const OutsideRow& row : o.rows)
+      f.add("pid", row.pid).add("caller", row.caller).add("library", row.library).add("at_exit", row.at_exit);
+  }
+  f.add("profiler_trace", r.profiler_trace).add("ops", r.ops).add("host_memory_events", r.host_memory_events);
+  f.add("host_peak_bytes", r.host_peak_bytes).add("join", r.join).add("kernel_join", r.kernel_join);
+  f.add("timeline.present", r.timeline.present).add("timeline.moments", r.timeline.moments.size());
+  f.add("activity.present", r.activity.present).add("activity", r.activity);
+  for (const OomView& o : r.ooms) {
+    f.names = &o.category_names;
+    f.add("device", o.device).add("errors", o.errors).add("user_frame", o.user_frame, Unlabelled{});
+    f.add("stack", o.site.stack, Unlabelled{});
+    f.add("sites", o.sites, OomSite{}).add("other_sites", o.other_sites, OtherSites{});
+    f.add("categories", o.categories).add("cause", o.cause).add("request", o.request);
+    f.names = nullptr;
+  }
+  return f.lines;
+}
+
+// "" when a and b flatten to the same lines, else the first that differs.
+std::string first_difference(const Report& a, const Report& b) {
+  const std::vector<std::string> x = flatten(a), y = flatten(b);
+  for (size_t i = 0; i < x.size() && i < y.size(); ++i)
+    if (x[i] != y[i]) return "fresh:     " + x[i] + "\nread back: " + y[i];
+  if (x.size() != y.size()) return "fresh " + std::to_string(x.size()) + " lines, read back " + std::to_string(y.size());
+  return "";
+}
+
+// The inputs of the data folders: snapshots, .snap files and traces, not the folders
+// beside them nor files over 20 MB (the test stays quick).
+std::vector<std::string> inputs_of(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(SNAPDIFF_SOURCE_DIR) + "/" + dir)) {
+    const std::string name = e.path().filename().string();
+    if (!e.is_regular_file() || e.file_size() > (uint64_t(20) << 20) || name.find(".memtl.") != std::string::npos)
+      continue;
+    if (name.ends_with(".pickle") || name.ends_with(".pickle.gz") || name.ends_with(".snap") ||
+        name.ends_with(".trace.json.gz"))
+      out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Report analysed(const std::string& path) {
+  ReportOptions o;
+  o.input_name = std::filesystem::path(path).filename().string();
+  return analyze_report(load_trace(path), o);
+}
+
+}  // namespace
+
+TEST_CASE("view fields: the report read back from its JSON equals the analysed one", "[report]") {
+  size_t files = 0, lines = 0;
+  for (const char* dir : {"tests/data/real", "sample_snapshots"})
+    for (const std::string& path : inputs_of(dir)) {
+      INFO(path);
+      const Report fresh = analysed(path);
+      const Report back = read_report_json(render_json(fresh), path + ".json");
+      CHECK(first_difference(fresh, back) == "");
+      lines += flatten(fresh).size();
+      ++files;
+    }
+  CHECK(files >= 40);
+  CHECK(lines > 10000);
+}
+
+TEST_CASE("view fields: the equality visitor sees a changed field", "[report]") {
+  const Report fresh = analysed(test::real_data("small_oom.pickle"));
+  REQUIRE(first_difference(fresh, fresh) == "");
+  REQUIRE(!fresh.devices.empty());
+  REQUIRE(!fresh.devices[0].sites.empty());
+  Report changed = fresh;
+  changed.devices[0].sites[0].count += 1;
+  CHECK(first_difference(fresh, changed).find(".sites[0].count") != std::string::npos);
+  changed = fresh;
+  changed.devices[0].frag.free_blocks += 1;
+  CHECK(first_difference(fresh, changed).find(".frag.free_blocks") != std::string::npos);
+}
