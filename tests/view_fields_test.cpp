@@ -105,7 +105,7 @@ class SchemaVisitor {
     property(key, {"object"});
   }
   void category(const char* key, int&, std::string&) { property(key, {"string", "null"}); }
-  void rule(const char* key, int&, std::string&) { property(key, {"string", "null"}); }
+  void rule(const char* key, bool&, std::string&) { property(key, {"string", "null"}); }
   template <class S>
   void special(const char* key, view::Pair, S&) {
     property(key, {"array", "null"});
@@ -421,7 +421,7 @@ class Flat {
   void category(const char* key, int index, const std::string& name) {
     line(key, std::to_string(index) + " " + name);
   }
-  void rule(const char* key, int index, const std::string& name) { line(key, index < 0 ? "null" : name); }
+  void rule(const char* key, bool has, const std::string& name) { line(key, has ? name : "null"); }
   void special(const char* key, view::Pair, const Growth& g) {
     line(key, std::to_string(g.judged_first) + ".." + std::to_string(g.judged_last));
   }
