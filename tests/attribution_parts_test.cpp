@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/attribution_parts.hpp"
+#include "analysis/engine/attribution_parts.hpp"
 #include "snapdiff/model/frames.hpp"
 
 using namespace snapdiff;

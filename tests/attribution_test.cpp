@@ -10,7 +10,7 @@
 #include "snapdiff/analysis/pattern.hpp"
 #include "snapdiff/analysis/analysis.hpp"
 #include "snapdiff/report/report.hpp"
-#include "analysis/profiler_views.hpp"
+#include "analysis/joins/profiler_views.hpp"
 #include "test_util.hpp"
 
 using namespace snapdiff;

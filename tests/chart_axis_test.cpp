@@ -6,7 +6,7 @@
 #include <cmath>
 #include <map>
 
-#include "analysis/chart_series.hpp"
+#include "analysis/charts/chart_series.hpp"
 #include "snapdiff/report/chart.hpp"
 #include "snapdiff/input/input.hpp"
 #include "test_util.hpp"

@@ -1,7 +1,7 @@
 // By op, by kernel, and PyTorch's memory timeline against snapdiff's
 // categories (include/snapdiff/report/report.hpp, docs/attribution.md).
-#include "analysis/profiler_views.hpp"
-#include "analysis/report_view_build.hpp"
+#include "analysis/joins/profiler_views.hpp"
+#include "analysis/analyze/report_view_build.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -6,7 +6,7 @@
 #include <set>
 #include <unordered_map>
 
-#include "analysis/chart_series.hpp"
+#include "analysis/charts/chart_series.hpp"
 #include "snapdiff/model/frame_names.hpp"
 
 namespace snapdiff {

@@ -23,7 +23,7 @@
 #include <optional>
 #include <unordered_map>
 
-#include "analysis/addr_map.hpp"
+#include "analysis/engine/addr_map.hpp"
 #include "snapdiff/analysis/replay.hpp"
 #include "snapdiff/error.hpp"
 #include "util/hugepages.hpp"

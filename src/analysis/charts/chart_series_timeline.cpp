@@ -3,7 +3,7 @@
 // the peak and the phases.
 #include <algorithm>
 
-#include "analysis/chart_series.hpp"
+#include "analysis/charts/chart_series.hpp"
 
 namespace snapdiff {
 

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "analysis/analyze_parts.hpp"
-#include "analysis/report_view_build.hpp"
+#include "analysis/analyze/analyze_parts.hpp"
+#include "analysis/analyze/report_view_build.hpp"
 #include "snapdiff/analysis/whatif.hpp"
 #include "snapdiff/analysis/analysis.hpp"
 

@@ -1,8 +1,8 @@
 // Live allocations grouped into site rows (analyze_parts.hpp: SiteRows).
 #include <algorithm>
 
-#include "analysis/analyze_parts.hpp"
-#include "analysis/report_view_build.hpp"
+#include "analysis/analyze/analyze_parts.hpp"
+#include "analysis/analyze/report_view_build.hpp"
 
 namespace snapdiff::detail {
 

@@ -1,6 +1,6 @@
 // The chart series (include/snapdiff/analysis/chart_data.hpp): one entry for every
 // kind, one run or two, and what the kinds' builders share.
-#include "analysis/chart_series.hpp"
+#include "analysis/charts/chart_series.hpp"
 
 #include <algorithm>
 #include <cmath>

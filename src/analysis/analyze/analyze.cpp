@@ -11,11 +11,11 @@
 #include <unordered_map>
 
 #include "snapdiff/model/frame_names.hpp"
-#include "analysis/profiler_views.hpp"
-#include "analysis/kernel_views.hpp"
-#include "analysis/analyze_parts.hpp"
-#include "analysis/report_view_build.hpp"
-#include "analysis/rule_matcher.hpp"
+#include "analysis/joins/profiler_views.hpp"
+#include "analysis/joins/kernel_views.hpp"
+#include "analysis/analyze/analyze_parts.hpp"
+#include "analysis/analyze/report_view_build.hpp"
+#include "analysis/engine/rule_matcher.hpp"
 #include "snapdiff/analysis/analysis.hpp"
 #include "snapdiff/analysis/outside.hpp"
 #include "snapdiff/error.hpp"

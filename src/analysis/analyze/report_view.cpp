@@ -2,9 +2,9 @@
 // and names), and report_view(), which gathers an analysis's views.
 #include <optional>
 
-#include "analysis/profiler_views.hpp"
+#include "analysis/joins/profiler_views.hpp"
 #include "snapdiff/model/frame_names.hpp"
-#include "analysis/report_view_build.hpp"
+#include "analysis/analyze/report_view_build.hpp"
 #include "snapdiff/analysis/analysis.hpp"
 
 namespace snapdiff {

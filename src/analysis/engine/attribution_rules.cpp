@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <iterator>
 
-#include "analysis/attribution_parts.hpp"
+#include "analysis/engine/attribution_parts.hpp"
 #include "snapdiff/model/frame_names.hpp"
 
 namespace snapdiff::detail {

@@ -7,7 +7,7 @@
 #include <set>
 #include <unordered_map>
 
-#include "analysis/chart_series.hpp"
+#include "analysis/charts/chart_series.hpp"
 
 namespace snapdiff {
 

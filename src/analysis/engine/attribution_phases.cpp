@@ -7,7 +7,7 @@
 // stretch by its shape); the spans.
 #include <algorithm>
 
-#include "analysis/attribution_parts.hpp"
+#include "analysis/engine/attribution_parts.hpp"
 #include "util/hugepages.hpp"
 
 namespace snapdiff::detail {

@@ -1,13 +1,13 @@
 // BY KERNEL for inputs with kernel launches and no ops
 // (analysis/kernel_views.hpp, docs/attribution.md "The kernel of an
 // allocation").
-#include "analysis/kernel_views.hpp"
+#include "analysis/joins/kernel_views.hpp"
 
 #include <algorithm>
 #include <map>
 
-#include "analysis/profiler_views.hpp"
-#include "analysis/report_view_build.hpp"
+#include "analysis/joins/profiler_views.hpp"
+#include "analysis/analyze/report_view_build.hpp"
 
 namespace snapdiff::detail {
 

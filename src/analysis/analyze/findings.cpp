@@ -12,7 +12,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-#include "analysis/analyze_parts.hpp"
+#include "analysis/analyze/analyze_parts.hpp"
 #include "snapdiff/analysis/analysis.hpp"
 
 namespace snapdiff::detail {

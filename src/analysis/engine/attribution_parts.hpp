@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "analysis/rule_matcher.hpp"
+#include "analysis/engine/rule_matcher.hpp"
 #include "snapdiff/analysis/attribution.hpp"
 
 namespace snapdiff::detail {

@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "analysis/attribution_parts.hpp"
+#include "analysis/engine/attribution_parts.hpp"
 
 namespace snapdiff::detail {
 

@@ -5,9 +5,9 @@
 #include <map>
 #include <unordered_map>
 
-#include "analysis/analyze_parts.hpp"
-#include "analysis/profiler_views.hpp"
-#include "analysis/report_view_build.hpp"
+#include "analysis/analyze/analyze_parts.hpp"
+#include "analysis/joins/profiler_views.hpp"
+#include "analysis/analyze/report_view_build.hpp"
 #include "snapdiff/analysis/kernel_join.hpp"
 #include "snapdiff/analysis/analysis.hpp"
 

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <map>
 
-#include "analysis/chart_series.hpp"
+#include "analysis/charts/chart_series.hpp"
 
 namespace snapdiff::detail {
 

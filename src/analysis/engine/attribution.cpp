@@ -7,8 +7,8 @@
 
 #include <algorithm>
 
-#include "analysis/addr_map.hpp"
-#include "analysis/attribution_parts.hpp"
+#include "analysis/engine/addr_map.hpp"
+#include "analysis/engine/attribution_parts.hpp"
 #include "util/hugepages.hpp"
 
 namespace snapdiff {
