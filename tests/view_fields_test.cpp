@@ -520,8 +520,8 @@ std::vector<std::string> flatten(const Report& r) {
       f.add("peak_phase", d.peak_phase).add("peak_iteration", d.peak_iteration);
       f.add("has_peak_event", d.has_peak_event).add("peak_user_frame", d.peak_user_frame);
       if (d.has_peak_event)
-        f.add("peak_event.kind", d.peak_event.kind).add("peak_event.size", d.peak_event.size)
-            .add("peak_event.addr", d.peak_event.addr).add("peak_event.stream", d.peak_event.stream);
+        f.add("reached_by.kind", d.reached_by.kind).add("reached_by.size", d.reached_by.size)
+            .add("reached_by.addr", d.reached_by.addr).add("reached_by.stream", d.reached_by.stream);
       if (r.kernel_launches > 0) f.add("kernel_before", d.kernel_before).add("kernel_after", d.kernel_after);
       f.add("baseline", d.baseline).add("pre_trace_allocations", d.pre_trace_allocations);
       f.add("allocated_estimated", d.allocated_estimated);

@@ -231,8 +231,8 @@ void peak(std::ostream& o, const HtmlDevice& h) {
       o << ", t = " << esc(detail::signed_seconds_between(d.first_time_us, pk.time_us));
     o << ", " << esc(phase_words(d.peak_phase, d.peak_iteration))
       << " <span class=\"muted\">(the requested peak: the moment the live tensors are largest)</span></td></tr>\n";
-    o << "<tr><th>reached by</th><td>" << event_kind_name(d.peak_event.kind) << " of "
-      << esc(human_bytes(int64_t(d.peak_event.size))) << " at <code>" << esc(d.peak_user_frame ? d.peak_user_frame->label : std::string("<no stack recorded>"))
+    o << "<tr><th>reached by</th><td>" << event_kind_name(d.reached_by.kind) << " of "
+      << esc(human_bytes(int64_t(d.reached_by.size))) << " at <code>" << esc(d.peak_user_frame ? d.peak_user_frame->label : std::string("<no stack recorded>"))
       << "</code></td></tr>\n";
     auto kernel = [&](const char* label, const std::optional<KernelRef>& k) {
       if (!k || r.kernel_launches == 0) return;

@@ -52,10 +52,10 @@ J device_peak(const DeviceView& d, bool kernels) {
   p["active_bytes_at_peak"] = d.active_at_peak;
   if (d.peak_index >= 0) {
     J e;
-    e["action"] = event_kind_name(d.peak_event.kind);
-    e["size"] = d.peak_event.size;
-    e["addr"] = d.peak_event.addr;
-    e["stream"] = d.peak_event.stream;
+    e["action"] = event_kind_name(d.reached_by.kind);
+    e["size"] = d.reached_by.size;
+    e["addr"] = d.reached_by.addr;
+    e["stream"] = d.reached_by.stream;
     e["user_frame"] = d.peak_user_frame ? frame_json(*d.peak_user_frame, true) : J(nullptr);
     p["reached_by"] = e;
   } else {

@@ -461,10 +461,10 @@ void read_device_peak(const In& p, DeviceView& d) {
     if (d.peak_index < 0) e.fail("a peak reached by an event has an event index");
     d.has_peak_event = true;
     const In action = e["action"];
-    if (!parse_event_kind(action.s(), &d.peak_event.kind)) action.fail("unknown action '" + action.s() + "'");
-    d.peak_event.size = e["size"].u64();
-    d.peak_event.addr = e["addr"].u64();
-    d.peak_event.stream = e["stream"].u64();
+    if (!parse_event_kind(action.s(), &d.reached_by.kind)) action.fail("unknown action '" + action.s() + "'");
+    d.reached_by.size = e["size"].u64();
+    d.reached_by.addr = e["addr"].u64();
+    d.reached_by.stream = e["stream"].u64();
     d.peak_user_frame = read_opt_frame(e["user_frame"]);
   }
   if (p.has("kernel_before")) d.kernel_before = read_kernel(p["kernel_before"]);

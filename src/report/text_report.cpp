@@ -103,7 +103,7 @@ void peak(std::ostream& o, const TextDevice& t) {
       o << ", t = " << detail::signed_seconds_between(d.first_time_us, pk.time_us);
     if (d.peak_iteration > 0) o << ", iteration " << d.peak_iteration;
     o << ", " << phase_name(d.peak_phase) << "  (the requested peak: the moment the live tensors are largest)\n";
-    o << "  reached by  " << event_kind_name(d.peak_event.kind) << " of " << human_bytes(int64_t(d.peak_event.size))
+    o << "  reached by  " << event_kind_name(d.reached_by.kind) << " of " << human_bytes(int64_t(d.reached_by.size))
       << " at " << (d.peak_user_frame ? dn(d.peak_user_frame->label) : std::string("<no stack recorded>")) << "\n";
     if (r.kernel_launches > 0 && pk.time_us != kNoTime) {
       auto kernel = [&](const char* label, const std::optional<KernelRef>& k, const char* none) {

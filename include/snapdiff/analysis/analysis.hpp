@@ -51,6 +51,7 @@ struct DeviceAnalysis : DeviceView {
   DeviceReplay replay;  // timelines included
   Attribution attr;     // phases and categories
   int64_t timeline_pre_trace = 0;  // --memory-timeline: bytes from before the profiler it gave a category
+  Event peak_event;        // the event that set the requested peak (written out as reached_by)
   StackId peak_stack = 0;  // the stack of peak_event
   // Kernel launches of this device around the peak (indices into
   // Trace::kernels; -1 when none): the last one launched at or before the

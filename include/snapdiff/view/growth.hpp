@@ -19,7 +19,6 @@ struct IterationStart {
 };
 
 struct RetainedSite {
-  StackId stack = 0;
   int64_t bytes_per_iteration = 0;   // median over the judged iterations that retain
   uint64_t count_per_iteration = 0;  // allocations retained per iteration (median)
   int iterations = 0;                // judged iterations that retain

@@ -473,6 +473,15 @@ struct WindowView {
   int64_t first_time_us = kNoTime, last_time_us = kNoTime;
 };
 
+// The event that set the requested peak, written out (the analysis keeps the
+// model's Event in DeviceAnalysis::peak_event).
+struct PeakEventView {
+  EventKind kind = EventKind::Other;
+  uint64_t size = 0;    // requested bytes
+  uint64_t addr = 0;
+  uint64_t stream = 0;
+};
+
 // One device of the report view.
 struct DeviceView {
   int device = 0;
@@ -498,7 +507,7 @@ struct DeviceView {
   Phase peak_phase = Phase::PreTrace;
   int peak_iteration = 0;
   bool has_peak_event = false;
-  Event peak_event;                      // the event that set the peak (valid when has_peak_event)
+  PeakEventView reached_by;              // the event that set the peak (valid when has_peak_event)
   std::optional<FrameRef> peak_user_frame;
   std::vector<std::string> category_names;
   std::vector<int64_t> categories;       // requested bytes per category at the peak

@@ -282,6 +282,7 @@ DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analy
   if (pk.event_index >= 0) {
     dr.peak_event = dev.events[size_t(pk.event_index)];
     dr.peak_stack = dr.peak_event.stack;
+    dr.reached_by = {dr.peak_event.kind, dr.peak_event.size, dr.peak_event.addr, dr.peak_event.stream};
   }
   // Sites live at the peak, with their categories.
   std::unordered_map<uint64_t, uint64_t> block_of;

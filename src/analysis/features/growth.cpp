@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace snapdiff::detail {
 
@@ -137,7 +139,8 @@ Growth find_growth(const FrameTable& ft, const Device& dev, const DeviceReplay& 
     if (freed >= last_start) s.alive_at_last += int64_t(al.requested);
     if (al.requested >= s.largest) s.largest = al.requested, s.phase = at.phase_at(al.alloc_event);
   }
-  std::unordered_map<StackId, size_t> leaking;  // stack -> index into g.sites
+  // The leaking sites with their stacks (the view's rows carry no ids).
+  std::vector<std::pair<StackId, RetainedSite>> found;
   for (auto& [stack, s] : sites) {
     int retaining = 0;
     bool every = true;
@@ -147,7 +150,6 @@ Growth find_growth(const FrameTable& ft, const Device& dev, const DeviceReplay& 
     }
     if (!every || retaining < 2 || s.alive_at_last * 2 < s.retained_bytes) continue;
     RetainedSite r;
-    r.stack = stack;
     std::vector<int64_t> b;
     std::vector<uint64_t> c;
     for (int k = 0; k < judged; ++k)
@@ -156,14 +158,23 @@ Growth find_growth(const FrameTable& ft, const Device& dev, const DeviceReplay& 
     r.count_per_iteration = median(c);
     r.iterations = retaining;
     r.phase = s.phase;
+    found.emplace_back(stack, std::move(r));
+  }
+  if (found.empty()) return g;
+  std::sort(found.begin(), found.end(), [](const auto& x, const auto& y) {
+    if (x.second.bytes_per_iteration != y.second.bytes_per_iteration)
+      return x.second.bytes_per_iteration > y.second.bytes_per_iteration;
+    return x.first < y.first;
+  });
+  std::vector<StackId> stacks;  // of g.sites
+  std::unordered_map<StackId, size_t> leaking;  // stack -> index into g.sites
+  stacks.reserve(found.size());
+  g.sites.reserve(found.size());
+  for (auto& [stack, r] : found) {
+    leaking.emplace(stack, g.sites.size());
+    stacks.push_back(stack);
     g.sites.push_back(std::move(r));
   }
-  if (g.sites.empty()) return g;
-  std::sort(g.sites.begin(), g.sites.end(), [](const RetainedSite& x, const RetainedSite& y) {
-    if (x.bytes_per_iteration != y.bytes_per_iteration) return x.bytes_per_iteration > y.bytes_per_iteration;
-    return x.stack < y.stack;
-  });
-  for (size_t k = 0; k < g.sites.size(); ++k) leaking.emplace(g.sites[k].stack, k);
   // What the leaking sites keep: judged allocations alive two iterations
   // later, and those of the last iterations never freed.
   int leaked_cat = -1;
@@ -188,12 +199,13 @@ Growth find_growth(const FrameTable& ft, const Device& dev, const DeviceReplay& 
       changed = true;
     }
   }
-  for (RetainedSite& r : g.sites) {
+  for (size_t k = 0; k < g.sites.size(); ++k) {
+    RetainedSite& r = g.sites[k];
     g.retained_per_iteration += r.bytes_per_iteration;
     g.retained_count += r.count_per_iteration;
     g.leaked_at_peak += r.leaked_at_peak;
-    r.site = ft.label(ft.user_frame(r.stack));
-    const FrameId m = model_frame(ft, r.stack);
+    r.site = ft.label(ft.user_frame(stacks[k]));
+    const FrameId m = model_frame(ft, stacks[k]);
     if (m != kNoFrame) r.model_frame = ft.label(m);
   }
   if (changed) {
