@@ -9,7 +9,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "report/facts_json.hpp"
+#include "report/oom_report.hpp"
+#include "report/outside_report.hpp"
+#include "report/profiler_report.hpp"
 #include "snapdiff/analysis/catalogue.hpp"
+#include "snapdiff/report/report.hpp"
 #include "snapdiff/view/fields.hpp"
 
 namespace snapdiff::detail {
@@ -63,6 +68,9 @@ class JsonWriter {
     (*cur_)[key] = value;
   }
   void words(const char* key, const TraceActivity& a) { (*cur_)[key] = no_memory_message(a); }
+  void words(const char* key, const Finding& f) { (*cur_)[key] = finding_text(f); }
+  void words(const char* key, const Warning& w) { (*cur_)[key] = warning_text(w); }
+  void names_ahead(const char*, const std::vector<std::string>& n) { names = &n; }
   template <class F>
   void derived(const char* key, F fn, const char*) {
     (*cur_)[key] = fn();
@@ -89,6 +97,58 @@ class JsonWriter {
   }
   void special(const char* key, view::SizeClass, const FreeSizeClass& c) { (*cur_)[key] = c.label; }
   void special(const char* key, view::OutsidePid, uint32_t pid) { (*cur_)[key] = pid == 0 ? J(nullptr) : J(pid); }
+  static const char* history(bool has, bool truncated) { return !has ? "none" : truncated ? "truncated" : "complete"; }
+  void special(const char* key, view::History, const DeviceView& d) {
+    (*cur_)[key] = history(d.has_trace && d.events > 0, d.truncated);
+  }
+  void special(const char* key, view::History, const Report& r) {
+    (*cur_)[key] = history(r.has_history, r.history_truncated);
+  }
+  void special(const char* key, view::Facts, const Finding& f) { (*cur_)[key] = finding_facts_json(f); }
+  void special(const char* key, view::Facts, const Warning& w) { (*cur_)[key] = warning_facts_json(w); }
+  void special(const char*, view::Ops, const DeviceView& d) {
+    if (!d.has_ops && !d.kernels_only) return;
+    J ops = ops_json(d);
+    for (auto it = ops.begin(); it != ops.end(); ++it) (*cur_)[it.key()] = it.value();
+  }
+  void special(const char* key, view::DeviceNumbers, const Report& r) {
+    J a = J::array();
+    for (const DeviceView& d : r.devices) a.push_back(d.device);
+    (*cur_)[key] = std::move(a);
+  }
+  void special(const char* key, view::TopPeak, const Report& r) {
+    if (r.devices.empty()) {
+      (*cur_)[key] = {{"requested_bytes", 0}, {"allocated_bytes", 0}, {"reserved_bytes", 0}, {"active_bytes", 0},
+                      {"event_index", -1},    {"time_us", nullptr},    {"device", nullptr}};
+      return;
+    }
+    const DeviceView& top = r.devices[r.peak_device];
+    J p = value(top, DevicePeak{r.kernel_launches > 0});
+    p["device"] = top.device;
+    (*cur_)[key] = std::move(p);
+  }
+  void special(const char* key, view::TopDevice, const Report& r) {
+    if (r.devices.empty()) {
+      (*cur_)[key] = J::object();
+      (*cur_)["phases"] = J::array();
+      return;
+    }
+    const DeviceView& top = r.devices[r.peak_device];
+    names = &top.category_names;
+    categories(key, top.categories);
+    (*this)("phases", top.phases);
+    if (top.at) (*this)("at", top.at);
+    if (top.window) (*this)("window", top.window);
+  }
+  void special(const char* key, view::Profiler, const Report& r) { (*cur_)[key] = profiler_input_json(r); }
+  void special(const char* key, view::Oom, const Report& r) { (*cur_)[key] = oom_json(r); }
+  void special(const char* key, view::Outside, const Report& r) { (*cur_)[key] = outside_json(r); }
+  void special(const char* key, view::Timeline, const Report& r) { (*cur_)[key] = timeline_json(r); }
+  void special(const char* key, view::Recorded, const AllocatorSettings& s) {
+    J raw = J::object();
+    for (const auto& kv : s.raw) raw[kv.first] = kv.second;
+    (*cur_)[key] = std::move(raw);
+  }
 
   // A value as JSON: by its field list (fields(), or `list`) for a struct.
   template <class T>
@@ -103,6 +163,8 @@ class JsonWriter {
       return std::string(code_name(m));
     } else if constexpr (std::is_same_v<T, OomCause>) {
       return oom_cause_name(m);
+    } else if constexpr (std::is_same_v<T, EventKind>) {
+      return event_kind_name(m);
     } else if constexpr (std::is_same_v<T, int64_t[2]>) {
       return J::array({m[0], m[1]});
     } else if constexpr (view::IsVector<T>::value) {

@@ -170,6 +170,15 @@ constexpr struct {
                         {"20-200 MiB", uint64_t(200) << 20},
                         {">= 200 MiB", UINT64_MAX}};
 
+// The sections still read by hand (below).
+class JsonReader;
+void read_facts(const In& j, Finding& f);
+void read_facts(const In& j, Warning& w);
+void read_ops(const In& j, DeviceView& d);
+OomView read_oom(const In& j);
+OutsideDevice read_outside(const In& x);
+TimelineComparison read_timeline(const In& j, const Report& r);
+
 class JsonReader {
  public:
   explicit JsonReader(const In& in) : in_(in) {}
@@ -235,6 +244,7 @@ class JsonReader {
       using T = decltype(fn());
       bool same;
       if constexpr (std::is_same_v<T, bool>) same = x.b() == fn();
+      else if constexpr (std::is_same_v<T, std::string>) same = x.s() == fn();
       else same = x.i64() == int64_t(fn());
       if (!same) x.fail(msg);
     });
@@ -245,9 +255,20 @@ class JsonReader {
       if (x.i64_or(kNoTime) != fn()) x.fail(msg);
     });
   }
-  void categories(const char* key, std::vector<int64_t>& v) {
+  template <class T>
+  void categories(const char* key, std::vector<T>& v) {
     static const std::vector<std::string> kNone;
-    v = read_categories(in_[key], names ? *names : kNone);
+    const std::vector<std::string>& n = names ? *names : kNone;
+    v.clear();
+    in_[key].items([&](const std::string& name, const In& x) {
+      if (v.size() >= n.size() || n[v.size()] != name) x.fail("unexpected category '" + name + "'");
+      read(x, v.emplace_back());
+    });
+  }
+  void names_ahead(const char* key, std::vector<std::string>& n) {
+    n.clear();
+    in_[key].items([&](const std::string& name, const In&) { n.push_back(name); });
+    names = &n;
   }
   void category(const char* key, int& index, std::string& name) {
     static const std::vector<std::string> kNone;
@@ -282,6 +303,45 @@ class JsonReader {
     if (p == 0 || p > UINT32_MAX) x.fail("expected a process id");
     pid = uint32_t(p);
   }
+  static void history(const In& x, bool& has, bool& truncated) {
+    const std::string h = x.s();
+    if (h != "none" && h != "truncated" && h != "complete") x.fail("unknown history '" + h + "'");
+    has = h != "none";
+    truncated = h == "truncated";
+  }
+  void special(const char* key, view::History, DeviceView& d) { history(in_[key], d.has_trace, d.truncated); }
+  void special(const char* key, view::History, Report& r) { history(in_[key], r.has_history, r.history_truncated); }
+  template <class S>
+  void special(const char*, view::Facts, S& x) {
+    read_facts(in_, x);
+  }
+  void special(const char*, view::Ops, DeviceView& d) {
+    if (in_.has("by_op") || in_.has("kernel_coverage")) read_ops(in_, d);
+  }
+  // Checked against $.devices once they are read (read_report).
+  void special(const char* key, view::DeviceNumbers, Report&) { listed.emplace(in_[key]); }
+  void special(const char* key, view::TopPeak, Report&) { top_device.emplace(in_[key]["device"]); }
+  void special(const char*, view::TopDevice, Report&) {}
+  void special(const char* key, view::Profiler, Report& r) {
+    const In p = in_[key];
+    r.ops = p["ops"].u64();
+    r.host_memory_events = p["cpu_memory_events"].u64();
+    r.host_peak_bytes = p["cpu_memory_peak_bytes"].i64();
+    r.profiler_trace = p["trace"].b();
+  }
+  void special(const char* key, view::Oom, Report& r) {
+    const In o = in_[key];
+    r.ooms.push_back(read_oom(o));
+    o["other_devices"].each([&](const In& x) { r.ooms.push_back(read_oom(x)); });
+  }
+  void special(const char* key, view::Outside, Report& r) {
+    in_[key].each([&](const In& x) { r.outside.push_back(read_outside(x)); });
+  }
+  void special(const char* key, view::Timeline, Report& r) { r.timeline = read_timeline(in_[key], r); }
+  void special(const char* key, view::Recorded, AllocatorSettings& s) {
+    in_[key].items([&](const std::string& k, const In& v) { s.raw.emplace_back(k, v.s()); });
+  }
+  std::optional<In> listed, top_device;
 
   template <class T>
   void read(const In& x, T& m) {
@@ -309,6 +369,8 @@ class JsonReader {
       m = x.code();
     } else if constexpr (std::is_same_v<T, OomCause>) {
       if (!oom_cause_from_name(x.s(), &m)) x.fail("unknown cause '" + x.s() + "'");
+    } else if constexpr (std::is_same_v<T, EventKind>) {
+      if (!parse_event_kind(x.s(), &m)) x.fail("unknown action '" + x.s() + "'");
     } else if constexpr (std::is_same_v<T, int64_t[2]>) {
       const std::vector<In> e = x.elements(2);
       m[0] = e[0].i64();
@@ -371,9 +433,6 @@ void read_site_path(const In& j, SiteFrames& s) {
   JsonReader r(j);
   site_path_fields(r, s);
 }
-PeakPoint read_peak_point(const In& j) { return read_value<PeakPoint>(j); }
-Counters read_counters(const In& j) { return read_value<Counters>(j); }
-TruncationEvidence read_truncation_evidence(const In& j) { return read_value<TruncationEvidence>(j); }
 
 template <class T, class Get>
 std::vector<T> read_by_category(const In& j, const std::vector<std::string>& names, Get get) {
@@ -389,11 +448,9 @@ std::vector<T> read_by_category(const In& j, const std::vector<std::string>& nam
 
 // ---- Findings and warnings (facts_json.cpp) -------------------------------
 
-Finding read_finding(const In& j) {
-  Finding f;
+// A finding's facts by its code (j: the finding, its kind read).
+void read_facts(const In& j, Finding& f) {
   const In kind = j["kind"];
-  f.code = kind.code();
-  f.bytes = j["bytes"].i64();
   const In facts = j["facts"];
   switch (f.code) {
     case Code::Peak: f.facts = read_value<PeakFacts>(facts); break;
@@ -406,14 +463,11 @@ Finding read_finding(const In& j) {
     case Code::DiffReserved: f.facts = read_value<DiffReservedFacts>(facts); break;
     default: kind.fail("'" + kind.s() + "' is a warning, not a finding");
   }
-  return f;
 }
 
-Warning read_warning(const In& j) {
-  Warning w;
+// A warning's facts by its code (j: the warning, its code read).
+void read_facts(const In& j, Warning& w) {
   const In code = j["code"];
-  w.code = code.code();
-  w.device = j["device"].i32();
   const In x = j["facts"];
   switch (w.code) {
     case Code::ProfilerWindow: w.facts = read_value<ProfilerWindowFacts>(x); break;
@@ -428,50 +482,12 @@ Warning read_warning(const In& j) {
       break;
     default: code.fail("'" + code.s() + "' is a finding, not a warning");
   }
-  return w;
 }
 
 // ---- Device sections (json_report.cpp) ------------------------------------
 
-std::optional<KernelRef> read_kernel(const In& j) { return read_value<std::optional<KernelRef>>(j); }
 
-void read_device_peak(const In& p, DeviceView& d) {
-  d.peak_requested = read_peak_point(p["requested"]);
-  d.peak_allocated = read_peak_point(p["allocated"]);
-  d.peak_reserved = read_peak_point(p["reserved"]);
-  d.peak_active = read_peak_point(p["active"]);
-  // The flat figures repeat the points': they must agree.
-  auto same = [&](const char* key, int64_t v) {
-    const In x = p[key];
-    if (key[0] == 't' ? x.i64_or(kNoTime) != v : x.i64() != v) x.fail("disagrees with the peak points below it");
-  };
-  same("requested_bytes", d.peak_requested.bytes);
-  same("allocated_bytes", d.peak_allocated.bytes);
-  same("reserved_bytes", d.peak_reserved.bytes);
-  same("active_bytes", d.peak_active.bytes);
-  same("event_index", d.peak_requested.event_index);
-  same("time_us", d.peak_requested.time_us);
-  d.peak_phase = p["phase"].phase();
-  d.peak_iteration = p["iteration"].i32();
-  d.allocated_at_peak = p["allocated_bytes_at_peak"].i64();
-  d.active_at_peak = p["active_bytes_at_peak"].i64();
-  const In e = p["reached_by"];
-  if (!e.null()) {
-    d.peak_index = d.peak_requested.event_index;
-    if (d.peak_index < 0) e.fail("a peak reached by an event has an event index");
-    d.has_peak_event = true;
-    const In action = e["action"];
-    if (!parse_event_kind(action.s(), &d.reached_by.kind)) action.fail("unknown action '" + action.s() + "'");
-    d.reached_by.size = e["size"].u64();
-    d.reached_by.addr = e["addr"].u64();
-    d.reached_by.stream = e["stream"].u64();
-    d.peak_user_frame = read_opt_frame(e["user_frame"]);
-  }
-  if (p.has("kernel_before")) d.kernel_before = read_kernel(p["kernel_before"]);
-  if (p.has("kernel_after")) d.kernel_after = read_kernel(p["kernel_after"]);
-}
 
-SiteRow read_site(const In& j, const std::vector<std::string>& names) { return read_value<SiteRow>(j, &names); }
 
 SiteRow read_other_sites(const In& j) {
   SiteRow s;
@@ -479,18 +495,11 @@ SiteRow read_other_sites(const In& j) {
   return s;
 }
 
-std::vector<PhaseSpan> read_phases(const In& j, const std::vector<std::string>& names) { return read_value<std::vector<PhaseSpan>>(j, &names); }
 
-Growth read_growth(const In& j) { return read_value<Growth>(j); }
 
-MomentView read_at(const In& j) { return read_value<MomentView>(j); }
-WindowView read_window(const In& j) { return read_value<WindowView>(j); }
 
-Fragmentation read_fragmentation(const In& j) { return read_value<Fragmentation>(j); }
 
-EndStateCheck read_end_state(const In& j) { return read_value<EndStateCheck>(j); }
 
-std::vector<PoolUsage> read_pools(const In& j) { return read_value<std::vector<PoolUsage>>(j); }
 
 // An op row (profiler_report.cpp row_j); by kernel, "op" is the op holding most of its bytes.
 OpRow read_op_row(const In& j, const std::vector<std::string>& names, bool by_kernel) {
@@ -538,92 +547,10 @@ void read_ops(const In& j, DeviceView& d) {
   d.kernel_rows = j["by_kernel_rows"].u64();
 }
 
-DeviceView read_device(const In& j) {
-  DeviceView d;
-  d.device = j["device"].i32();
-  d.events = j["events"].u64();
-  d.streams = j["streams"].u64();
-  const In history = j["history"];
-  const std::string h = history.s();
-  if (h != "none" && h != "truncated" && h != "complete") history.fail("unknown history '" + h + "'");
-  d.has_trace = h != "none";
-  d.truncated = h == "truncated";
-  d.truncation = j["truncation"].truncation();
-  d.truncation_evidence = read_truncation_evidence(j["truncation_evidence"]);
-  d.first_time_us = j["first_time_us"].i64_or(kNoTime);
-  d.last_time_us = j["last_time_us"].i64_or(kNoTime);
-  read_device_peak(j["peak"], d);
-  const In before = j["before_first_event"];
-  d.baseline = read_counters(before);
-  d.pre_trace_allocations = before["allocations"].u64();
-  d.allocated_estimated = before["allocated_estimated"].b();
-  // The categories first: rows name them.
-  j["categories"].items([&](const std::string& name, const In& v) {
-    d.category_names.push_back(name);
-    d.categories.push_back(v.i64());
-  });
-  d.category_allocations =
-      read_by_category<uint64_t>(j["category_allocations"], d.category_names, [](const In& x) { return x.u64(); });
-  d.category_sites = read_by_category<uint64_t>(j["category_sites"], d.category_names, [](const In& x) { return x.u64(); });
-  const In live = j["live_at_peak"];
-  d.peak_live_allocations = live["allocations"].u64();
-  d.peak_live_requested = live["requested_bytes"].i64();
-  live["sites"].each([&](const In& s) { d.sites.push_back(read_site(s, d.category_names)); });
-  d.other_sites = read_other_sites(live["other"]);
-  d.phase_evidence = j["phase_evidence"].s();
-  d.iterations = j["iterations"].i32();
-  d.phases = read_phases(j["phases"], d.category_names);
-  d.growth = read_growth(j["growth"]);
-  if (j.has("at")) d.at = read_at(j["at"]);
-  if (j.has("window")) d.window = read_window(j["window"]);
-  j["unknown_at_peak"].each([&](const In& s) { d.unknown_sites.push_back(read_site(s, d.category_names)); });
-  j["findings"].each([&](const In& f) { d.findings.push_back(read_finding(f)); });
-  d.frag = read_fragmentation(j["fragmentation_at_peak"]);
-  d.end_check = read_end_state(j["end_state"]);
-  d.pools = read_pools(j["pools"]);
-  d.inconsistencies = j["replay_inconsistencies"].u64();
-  d.oom_events = j["oom_events"].u64();
-  if (j.has("counters")) {
-    const In c = j["counters"];
-    if (c.s() != "reported") c.fail("expected \"reported\"");
-    d.reported_totals = true;
-  }
-  if (j.has("by_op") || j.has("kernel_coverage")) read_ops(j, d);
-  return d;
-}
 
 // ---- Report sections ------------------------------------------------------
 
-void read_input(const In& in, Report& r) {
-  r.input_name = in["name"].s();
-  r.source.format = in["format"].s();
-  r.source.format_detail = in["format_detail"].s();
-  r.source.gzip = in["gzip"].b();
-  r.source.file_bytes = in["file_bytes"].u64();
-  r.source.shape = in["shape"].s();
-  r.events = in["events"].u64();
-  const In history = in["history"];
-  const std::string h = history.s();
-  if (h != "none" && h != "truncated" && h != "complete") history.fail("unknown history '" + h + "'");
-  r.has_history = h != "none";
-  r.history_truncated = h == "truncated";
-  r.truncation = in["truncation"].truncation();
-  if (in.has("kernel_launches")) r.kernel_launches = in["kernel_launches"].u64();
-  if (in.has("profiler")) {
-    const In p = in["profiler"];
-    r.ops = p["ops"].u64();
-    r.host_memory_events = p["cpu_memory_events"].u64();
-    r.host_peak_bytes = p["cpu_memory_peak_bytes"].i64();
-    r.profiler_trace = p["trace"].b();
-  }
-}
 
-void read_allocator_settings(const In& j, AllocatorSettings& s) {
-  s.present = j["present"].b();
-  s.expandable_segments = j["expandable_segments"].b();
-  s.max_split_size = j["max_split_size"].i64_or(-1);
-  j["recorded"].items([&](const std::string& k, const In& v) { s.raw.emplace_back(k, v.s()); });
-}
 
 OomView read_oom(const In& j) {
   OomView v;
@@ -750,26 +677,9 @@ TimelineComparison read_timeline(const In& j, const Report& r) {
   return c;
 }
 
-TraceActivity read_activity(const In& j) {
-  TraceActivity a = read_value<TraceActivity>(j);
-  a.present = true;
-  return a;
-}
 
-TraceJoin read_join(const In& j) { return read_value<TraceJoin>(j); }
 
-KernelJoin read_kernel_join(const In& j) {
-  KernelJoin k = read_value<KernelJoin>(j);
-  if (k.recording_name.empty()) j["recording"].fail("expected the recording's name");
-  return k;
-}
 
-void read_explain(const In& j, Report& r) {
-  r.explain_query = j["query"].s();
-  if (r.explain_query.empty()) j["query"].fail("expected the query given");
-  r.explain_total = j["matches"].u64();
-  r.explain = read_value<std::vector<ExplainItem>>(j["items"]);
-}
 
 // One device of `outside_allocator` (json_report.cpp, outside_report.cpp).
 OutsideDevice read_outside(const In& x) {
@@ -848,40 +758,29 @@ Report read_report(const In& j) {
   if (schema.s() != "snapdiff/report/1")
     schema.fail("a snapdiff report of schema \"" + schema.s() + "\", which this build does not read (it reads \"snapdiff/report/1\")");
   Report r;
-  r.site_depth = j["site_depth"].size_value();
-  read_input(j["input"], r);
-  read_allocator_settings(j["allocator_settings"], r.allocator_settings);
-  j["devices"].each([&](const In& d) { r.devices.push_back(read_device(d)); });
+  JsonReader reader(j);
+  reader.read(j, r);  // by the report's field list (snapdiff/view/fields.hpp)
   // The input's device list and the top peak's device name the same devices.
-  const std::vector<In> listed = j["input"]["devices"].elements(r.devices.size());
+  const std::vector<In> listed = reader.listed->elements(r.devices.size());
   for (size_t i = 0; i < r.devices.size(); ++i)
     if (listed[i].i32() != r.devices[i].device) listed[i].fail("disagrees with $.devices");
   if (!r.devices.empty()) {
-    const In top = j["peak"]["device"];
+    const In& top = *reader.top_device;
     const int dev = top.i32();
     r.peak_device = r.devices.size();
     for (size_t i = 0; i < r.devices.size(); ++i)
       if (r.devices[i].device == dev) r.peak_device = i;
     if (r.peak_device == r.devices.size()) top.fail("no such device in $.devices");
   }
-  if (j.has("oom")) {
-    const In o = j["oom"];
-    r.ooms.push_back(read_oom(o));
-    o["other_devices"].each([&](const In& x) { r.ooms.push_back(read_oom(x)); });
+  // A peak reached by an event is at the requested peak's event.
+  for (size_t i = 0; i < r.devices.size(); ++i) {
+    DeviceView& d = r.devices[i];
+    if (!d.has_peak_event) continue;
+    d.peak_index = d.peak_requested.event_index;
+    if (d.peak_index < 0) j["devices"].elements(r.devices.size())[i]["peak"]["reached_by"].fail("a peak reached by an event has an event index");
   }
-  if (j.has("device_memory")) {
-    const In m = j["device_memory"];
-    r.device_memory = read_value<std::vector<DeviceMemoryRow>>(m["samples"]);
-    r.outside_min_bytes = m["outside_min_bytes"].i64();
-    r.outside_max_bytes = m["outside_max_bytes"].i64();
-  }
-  if (j.has("outside_allocator")) j["outside_allocator"].each([&](const In& x) { r.outside.push_back(read_outside(x)); });
-  if (j.has("memory_timeline")) r.timeline = read_timeline(j["memory_timeline"], r);
-  if (j.has("profiler_activity")) r.activity = read_activity(j["profiler_activity"]);
-  if (j.has("trace_join")) r.join = read_join(j["trace_join"]);
-  if (j.has("kernel_join")) r.kernel_join = read_kernel_join(j["kernel_join"]);
-  if (j.has("explain")) read_explain(j["explain"], r);
-  j["warnings"].each([&](const In& w) { r.warnings.push_back(read_warning(w)); });
+  if (r.kernel_join.joined() != j.has("kernel_join")) j["kernel_join"]["recording"].fail("expected the recording's name");
+  if (j.has("explain") && r.explain_query.empty()) j["explain"]["query"].fail("expected the query given");
   return r;
 }
 

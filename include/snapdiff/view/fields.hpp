@@ -23,6 +23,8 @@
 //   v.category(key, index, name)  a category by name (null: index -1)
 //   v.rule(key, has, name)      a rule by name (null: no rule)
 //   v.words(key, x)             the report layer's words about x (write only)
+//   v.names_ahead(key, names)   the category names in scope from here on: the
+//                               keys of the object at key (read ahead of it)
 //   v.special(key, Tag{}, x)    a coding of its own, named by a tag below
 #pragma once
 
@@ -43,6 +45,16 @@ struct PeakEvent {};    // the event that set a device's peak, or null
 struct Pair {};         // two ints as [first, last], or null (Growth::judged_*)
 struct OutsidePid {};   // a process id, null for 0
 struct Caller {};       // OutsideRow: "context" or memory_caller_name()
+struct Facts {};        // a finding's or warning's facts, by its code (facts_json.cpp)
+struct Ops {};          // a device's op and kernel rows, keys of the device (profiler_report.cpp)
+struct TopPeak {};      // the peak device's peak again, with its "device" (zeros without devices)
+struct TopDevice {};    // the peak device's categories, phases, --at and --window again (write only)
+struct DeviceNumbers {};  // the devices' numbers (reading: checked against $.devices)
+struct Profiler {};     // the input's profiler figures (profiler_report.cpp)
+struct Oom {};          // the first OOM and those of other devices (oom_report.cpp)
+struct Outside {};      // memory outside the allocator per device (outside_report.cpp)
+struct Timeline {};     // the --memory-timeline comparison (profiler_report.cpp)
+struct Recorded {};     // the allocator settings as recorded, key -> value
 
 // What a visitor tells apart: a list of values, a value that may be absent.
 template <class T>
@@ -513,6 +525,165 @@ SNAPDIFF_FIELDS(OutsideSample) {
   v("label", x.label);
   v("used_bytes", x.used);
   v("bytes", x.bytes);
+}
+
+// ---- Findings, warnings, devices and the report ---------------------------
+
+SNAPDIFF_FIELDS(Finding) {
+  v("kind", x.code);
+  v.words("message", x);
+  v("bytes", x.bytes);
+  v.special("facts", view::Facts{}, x);
+}
+SNAPDIFF_FIELDS(Warning) {
+  v("code", x.code);
+  v.words("message", x);
+  v("device", x.device);
+  v.special("facts", view::Facts{}, x);
+}
+
+// A device's peak: the requested peak's figures (derived from the points
+// below), its phase, the four points, the event that set it and, for inputs
+// with kernel launches, the launches around it.
+struct DevicePeak {
+  bool kernels = false;
+  template <class V, class S>
+  void operator()(V& v, S& x) const {
+    const char* disagrees = "disagrees with the peak points below it";
+    v.derived("requested_bytes", [&x] { return x.peak_requested.bytes; }, disagrees);
+    v.derived("allocated_bytes", [&x] { return x.peak_allocated.bytes; }, disagrees);
+    v.derived("reserved_bytes", [&x] { return x.peak_reserved.bytes; }, disagrees);
+    v.derived("active_bytes", [&x] { return x.peak_active.bytes; }, disagrees);
+    v.derived("event_index", [&x] { return x.peak_requested.event_index; }, disagrees);
+    v.derived_time("time_us", [&x] { return x.peak_requested.time_us; }, disagrees);
+    v("phase", x.peak_phase);
+    v("iteration", x.peak_iteration);
+    v("requested", x.peak_requested);
+    v("allocated", x.peak_allocated);
+    v("reserved", x.peak_reserved);
+    v("active", x.peak_active);
+    v("allocated_bytes_at_peak", x.allocated_at_peak);
+    v("active_bytes_at_peak", x.active_at_peak);
+    v.group_or_null("reached_by", x.has_peak_event, [&] {
+      v("action", x.reached_by.kind);
+      v("size", x.reached_by.size);
+      v("addr", x.reached_by.addr);
+      v("stream", x.reached_by.stream);
+      v("user_frame", x.peak_user_frame);
+    });
+    bool launches = kernels;
+    v.when(launches, "kernel_before", [&] {
+      v("kernel_before", x.kernel_before);
+      v("kernel_after", x.kernel_after);
+    });
+  }
+};
+
+// A device (the report's $.devices[]); `kernels`: the input has kernel launches.
+struct DeviceFields {
+  bool kernels = false;
+  template <class V, class S>
+  void operator()(V& v, S& x) const {
+    v.names_ahead("categories", x.category_names);
+    v("device", x.device);
+    v("events", x.events);
+    v("streams", x.streams);
+    v.special("history", view::History{}, x);
+    v("truncation", x.truncation);
+    v("truncation_evidence", x.truncation_evidence);
+    v.time("first_time_us", x.first_time_us);
+    v.time("last_time_us", x.last_time_us);
+    v.group("peak", [&] { DevicePeak{kernels}(v, x); });
+    v.group("before_first_event", [&] {
+      fields(v, x.baseline);
+      v("allocations", x.pre_trace_allocations);
+      v("allocated_estimated", x.allocated_estimated);
+    });
+    v.group("live_at_peak", [&] {
+      v("allocations", x.peak_live_allocations);
+      v("requested_bytes", x.peak_live_requested);
+      v("sites", x.sites);
+      v("other", x.other_sites, OtherSites{});
+    });
+    v.categories("categories", x.categories);
+    v.categories("category_allocations", x.category_allocations);
+    v.categories("category_sites", x.category_sites);
+    v("phase_evidence", x.phase_evidence);
+    v("iterations", x.iterations);
+    v("phases", x.phases);
+    v("growth", x.growth);
+    bool at = x.at.has_value(), window = x.window.has_value();
+    v.when(at, "at", [&] { v("at", x.at); });
+    v.when(window, "window", [&] { v("window", x.window); });
+    v("unknown_at_peak", x.unknown_sites);
+    v("findings", x.findings);
+    v("fragmentation_at_peak", x.frag);
+    v("end_state", x.end_check);
+    v("pools", x.pools);
+    v("replay_inconsistencies", x.inconsistencies);
+    v("oom_events", x.oom_events);
+    v.when(x.reported_totals, "counters", [&] {
+      v.derived("counters", [] { return std::string("reported"); }, "expected \"reported\"");
+    });
+    v.special("by_op", view::Ops{}, x);
+  }
+};
+
+// The report, after its "schema" and "tool" (written and checked by hand).
+SNAPDIFF_FIELDS(Report) {
+  v.group("input", [&] {
+    v("name", x.input_name);
+    v("format", x.source.format);
+    v("format_detail", x.source.format_detail);
+    v("gzip", x.source.gzip);
+    v("file_bytes", x.source.file_bytes);
+    v("shape", x.source.shape);
+    v("events", x.events);
+    v.special("history", view::History{}, x);
+    v("truncation", x.truncation);
+    bool launches = x.kernel_launches > 0;
+    v.when(launches, "kernel_launches", [&] { v("kernel_launches", x.kernel_launches); });
+    bool profiler = x.profiler_trace || x.ops > 0;
+    v.when(profiler, "profiler", [&] { v.special("profiler", view::Profiler{}, x); });
+    v.special("devices", view::DeviceNumbers{}, x);
+  });
+  bool oom = !x.ooms.empty();
+  v.when(oom, "oom", [&] { v.special("oom", view::Oom{}, x); });
+  v.group("allocator_settings", [&] {
+    v("present", x.allocator_settings.present);
+    v("expandable_segments", x.allocator_settings.expandable_segments);
+    v.null_if("max_split_size", x.allocator_settings.max_split_size, int64_t(-1));
+    v.special("recorded", view::Recorded{}, x.allocator_settings);
+  });
+  v.special("peak", view::TopPeak{}, x);
+  v.special("categories", view::TopDevice{}, x);
+  v("devices", x.devices, DeviceFields{x.kernel_launches > 0});
+  bool memory = !x.device_memory.empty();
+  v.when(memory, "device_memory", [&] {
+    v.group("device_memory", [&] {
+      v("samples", x.device_memory);
+      v("outside_min_bytes", x.outside_min_bytes);
+      v("outside_max_bytes", x.outside_max_bytes);
+    });
+  });
+  bool outside = !x.outside.empty();
+  v.when(outside, "outside_allocator", [&] { v.special("outside_allocator", view::Outside{}, x); });
+  v.when(x.timeline.present, "memory_timeline", [&] { v.special("memory_timeline", view::Timeline{}, x); });
+  v.when(x.activity.present, "profiler_activity", [&] { v("profiler_activity", x.activity); });
+  bool join = !x.join.devices.empty() || !x.join.trace_name.empty();
+  v.when(join, "trace_join", [&] { v("trace_join", x.join); });
+  bool kernel_join = x.kernel_join.joined();
+  v.when(kernel_join, "kernel_join", [&] { v("kernel_join", x.kernel_join); });
+  bool explain = !x.explain_query.empty();
+  v.when(explain, "explain", [&] {
+    v.group("explain", [&] {
+      v("query", x.explain_query);
+      v("matches", x.explain_total);
+      v("items", x.explain);
+    });
+  });
+  v("site_depth", x.site_depth);  // the --depth of the site rows' paths
+  v("warnings", x.warnings);
 }
 
 }  // namespace snapdiff
