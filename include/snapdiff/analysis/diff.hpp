@@ -82,14 +82,14 @@ Diff diff_reports(const Analysis& a, const Analysis& b, const DiffOptions& opts)
 // from the trace's — function@file-basename:line, innermost first; native
 // frames left out when either view shows none; a row on one side alone
 // matched without lines, marked moved; a stack the view cut
-// (FrameTable::shown()) matched on what it kept. Unlike diff_reports(),
-// gradients are matched by stack like every other row (the view's rows are
-// per stack and category; tensor sizes are not in it). What lies beyond each
-// view's rows is its other_sites, summed into the diff's: a site kept by
-// one view and summed by the other shows as new or gone. The findings are
-// computed by the code diff_reports() uses, from the same numbers (with
-// every site kept, they are diff_reports()' findings, gradients' site groups
-// aside); the site rows' displays are written from the views' paths (a
+// (FrameTable::shown()) matched on what it kept. Gradients are matched by
+// tensor size from each view's gradient_sizes, as diff_reports() matches
+// them (it reads its views' gradient_sizes too). What lies beyond each
+// view's rows, gradients aside, is its other_sites, summed into the diff's:
+// a site kept by one view and summed by the other shows as new or gone. The
+// findings are computed by the code diff_reports() uses, from the same
+// numbers (with every site kept, they are diff_reports()' findings); the
+// site rows' displays are written from the views' paths (a
 // --depth deeper than the views' shows what they kept).
 Diff diff_views(const Report& a, const Report& b, const DiffOptions& opts);
 

@@ -236,6 +236,12 @@ struct OtherSites {
   }
 };
 
+SNAPDIFF_FIELDS(GradientSize) {
+  v("tensor_bytes", x.tensor_bytes);
+  v("count", x.count);
+  v("requested_bytes", x.requested_bytes);
+}
+
 SNAPDIFF_FIELDS(FreeSizeClass) {
   v.special("class", view::SizeClass{}, x);
   v("blocks", x.blocks);
@@ -604,6 +610,7 @@ struct DeviceFields {
       v("requested_bytes", x.peak_live_requested);
       v("sites", x.sites);
       v("other", x.other_sites, OtherSites{});
+      v("gradient_sizes", x.gradient_sizes);
     });
     v.categories("categories", x.categories);
     v.categories("category_allocations", x.category_allocations);

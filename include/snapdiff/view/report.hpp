@@ -178,6 +178,16 @@ struct SiteRow {
   SiteFrames site;
 };
 
+// Gradients live at the peak (or --at's moment) of one tensor size: the key
+// a diff matches gradients by (the autograd engine's thread records no
+// Python stack, or a backward one, so a gradient's own stack says little;
+// a parameter's gradient has its size).
+struct GradientSize {
+  uint64_t tensor_bytes = 0;    // each tensor's requested bytes
+  uint64_t count = 0;           // tensors of that size
+  int64_t requested_bytes = 0;  // tensor_bytes x count
+};
+
 // Free cached memory at the peak by block size.
 struct FreeSizeClass {
   const char* label;
@@ -517,6 +527,7 @@ struct DeviceView {
   int64_t peak_live_requested = 0;
   std::vector<SiteRow> sites;
   SiteRow other_sites;
+  std::vector<GradientSize> gradient_sizes;  // gradients live then, by tensor size (largest first)
   std::vector<SiteRow> unknown_sites;
   Fragmentation frag;
   int64_t first_time_us = kNoTime, last_time_us = kNoTime;

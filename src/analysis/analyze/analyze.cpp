@@ -169,6 +169,26 @@ Fragmentation fragmentation_at_peak(const AllocatorState& st, const DeviceAnalys
 // One device: the replay, the attribution, the peak and what is live there,
 // fragmentation, the findings and, for inputs with ops, the bytes by op.
 // The counters right after event i (-1: before the first event).
+// The gradients of `live`, by tensor size: largest size first.
+std::vector<GradientSize> gradient_sizes(const Attribution& at, const std::vector<uint32_t>& live) {
+  const auto g = std::find(at.categories.begin(), at.categories.end(), "gradient");
+  if (g == at.categories.end()) return {};
+  const int gradient = int(g - at.categories.begin());
+  std::map<uint64_t, GradientSize, std::greater<>> by_size;
+  for (uint32_t id : live) {
+    const Allocation& al = at.allocations[id];
+    if (al.category != gradient) continue;
+    GradientSize& s = by_size[al.requested];
+    s.tensor_bytes = al.requested;
+    ++s.count;
+    s.requested_bytes += int64_t(al.requested);
+  }
+  std::vector<GradientSize> out;
+  out.reserve(by_size.size());
+  for (auto& kv : by_size) out.push_back(kv.second);
+  return out;
+}
+
 Counters counters_at(const DeviceReplay& rp, int64_t i) {
   if (i < 0 || size_t(i) >= rp.requested.size()) return rp.baseline;
   return {rp.requested[size_t(i)], rp.allocated[size_t(i)], rp.reserved[size_t(i)], rp.active[size_t(i)]};
@@ -305,6 +325,7 @@ DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analy
   dr.category_allocations.assign(at.categories.size(), 0);
   dr.category_sites = by_stack.sites_per_category();
   for (uint32_t id : live) ++dr.category_allocations[at.allocations[id].category];
+  dr.gradient_sizes = gradient_sizes(at, live);
   detail::keep_top(*r.frames, at, *rules, by_stack.rows(), top_sites, opts.site_depth, dr.sites, dr.other_sites);
   SiteRow unknown_rest;  // (not shown)
   detail::keep_top(*r.frames, at, *rules, unknown_by_stack.rows(), top_sites, opts.site_depth, dr.unknown_sites,

@@ -152,6 +152,20 @@ bool native_frames(const Trace& t, const FrameTable& ft) {
   return false;
 }
 
+// The gradients' rows, one per tensor size, from the view (both diffs).
+void gradient_sites(const DeviceView& v, std::map<SiteKey, SiteAcc>& m) {
+  static const std::string cat = "gradient";
+  for (const GradientSize& g : v.gradient_sizes) {
+    SiteAcc& acc = m[SiteKey{0, cat, g.tensor_bytes}];
+    acc.key = "<gradient of " + std::to_string(g.tensor_bytes) + " bytes>|" + cat;
+    acc.display = "gradient tensors of " + std::to_string(g.tensor_bytes) + " bytes";
+    acc.bytes += g.requested_bytes;
+    acc.count += g.count;
+    acc.by_cat[cat] += g.requested_bytes;
+  }
+}
+
+// Every site live at the peak but the gradients (gradient_sites()).
 std::map<SiteKey, SiteAcc> sites_at_peak(const FrameTable& t, const DeviceAnalysis& d, SymbolicStacks& sym,
                                          SymbolicStacks& loose, size_t depth) {
   std::map<SiteKey, SiteAcc> m;
@@ -159,26 +173,21 @@ std::map<SiteKey, SiteAcc> sites_at_peak(const FrameTable& t, const DeviceAnalys
   for (uint32_t id : d.attr.live_at(d.peak_index)) {
     const Allocation& al = d.attr.allocations[id];
     const std::string& cat = d.attr.categories[al.category];
-    const bool grad = cat == "gradient";
+    if (cat == "gradient") continue;
     auto k = ids.find(al.stack);
     if (k == ids.end()) k = ids.emplace(al.stack, std::make_pair(sym.id(t, al.stack), loose.id(t, al.stack))).first;
-    SiteKey key{grad ? 0 : k->second.first, cat, grad ? al.requested : 0};
-    SiteAcc& acc = m[key];
+    SiteAcc& acc = m[SiteKey{k->second.first, cat, 0}];
     if (acc.count == 0) {
-      if (grad) {
-        acc.key = "<gradient of " + std::to_string(al.requested) + " bytes>|" + cat;
-        acc.display = "gradient tensors of " + std::to_string(al.requested) + " bytes";
-      } else {
-        acc.key = sym.text(t, al.stack) + "|" + cat;
-        acc.display = site_display(t, al.stack, depth);
-        acc.loose = k->second.second;
-        acc.stack = al.stack;
-      }
+      acc.key = sym.text(t, al.stack) + "|" + cat;
+      acc.display = site_display(t, al.stack, depth);
+      acc.loose = k->second.second;
+      acc.stack = al.stack;
     }
     acc.bytes += int64_t(al.requested);
     ++acc.count;
     acc.by_cat[cat] += int64_t(al.requested);
   }
+  gradient_sites(d, m);
   return m;
 }
 
@@ -620,11 +629,23 @@ struct TextIds {
   }
 };
 
-// One row per (stack, category), like sites_at_peak(), from the view's rows.
-std::map<SiteKey, SiteAcc> view_sites(const DeviceView& v, bool python_only, TextIds& sym, TextIds& loose, size_t depth) {
+// One row per (stack, category), like sites_at_peak(), from the view's rows;
+// gradients by tensor size from the view's gradient_sizes, as there.
+// `other` is the view's other_sites less the gradients it summed.
+std::map<SiteKey, SiteAcc> view_sites(const DeviceView& v, bool python_only, TextIds& sym, TextIds& loose, size_t depth,
+                                      SiteRow& other) {
   std::map<SiteKey, SiteAcc> m;
+  other = v.other_sites;
+  other.requested_bytes -= cat_of(v, v.categories, "gradient");
+  for (size_t i = 0; i < v.category_names.size() && i < v.category_allocations.size(); ++i)
+    if (v.category_names[i] == "gradient") other.count -= v.category_allocations[i];
   for (const SiteRow& r : v.sites) {
     const std::string& cat = r.category_name;
+    if (cat == "gradient") {
+      other.requested_bytes += r.requested_bytes;
+      other.count += r.count;
+      continue;
+    }
     const std::string text = view_stack_text(r.site.stack, true, python_only);
     SiteKey key{sym.id(text), cat, 0};
     SiteAcc& acc = m[key];
@@ -638,6 +659,7 @@ std::map<SiteKey, SiteAcc> view_sites(const DeviceView& v, bool python_only, Tex
     acc.count += r.count;
     acc.by_cat[cat] += r.requested_bytes;
   }
+  gradient_sites(v, m);
   return m;
 }
 
@@ -683,16 +705,17 @@ Diff diff_views(const Report& a, const Report& b, const DiffOptions& opts) {
 
   const bool python_only = !native_frames(a) || !native_frames(b);
   TextIds sym, loose;
-  auto sa = view_sites(va, python_only, sym, loose, opts.depth);
-  auto sb = view_sites(vb, python_only, sym, loose, opts.depth);
+  SiteRow other_a, other_b;
+  auto sa = view_sites(va, python_only, sym, loose, opts.depth, other_a);
+  auto sb = view_sites(vb, python_only, sym, loose, opts.depth, other_b);
   std::vector<SiteDelta> all = match_sites(
       sa, sb, [&](const SiteAcc& by) { return view_stack_text(by.row->site.stack, false, python_only); });
   SiteGroups groups = keep_sites(d, all, opts.top_sites);
   // What each view summed beyond the rows it kept.
-  d.other_sites.a += va.other_sites.requested_bytes;
-  d.other_sites.b += vb.other_sites.requested_bytes;
-  d.other_sites.a_count += va.other_sites.count;
-  d.other_sites.b_count += vb.other_sites.count;
+  d.other_sites.a += other_a.requested_bytes;
+  d.other_sites.b += other_b.requested_bytes;
+  d.other_sites.a_count += other_a.count;
+  d.other_sites.b_count += other_b.count;
   add_findings(d, side_of(va), side_of(vb), groups);
   return d;
 }
