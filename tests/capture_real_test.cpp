@@ -51,20 +51,19 @@ std::vector<Recorded> recordings() {
   return out;
 }
 
-struct Joined {
+struct JoinedRun {
   Trace trace;
   KernelJoin join;
   Report report;
 };
 
-Joined joined(const Recorded& r) {
-  Joined j;
-  j.trace = load_trace(r.snapshot);
+JoinedRun joined(const Recorded& r) {
   const Trace rec = load_trace(r.kernels);
-  j.join = join_kernel_recording(j.trace, rec, r.kernels, r.snapshot);
-  ReportOptions o;
-  o.kernel_join = &j.join;
-  j.report = analyze_report(j.trace, o);
+  Joined<KernelJoin> k = join_kernel_recording(load_trace(r.snapshot), rec, r.kernels, r.snapshot);
+  JoinedRun j;
+  j.trace = std::move(k.trace);
+  j.join = k.join;  // the checks read it here; the analysis gets it moved
+  j.report = report_view(analyze(j.trace, ReportOptions{}, {{}, std::move(k.join)}));
   return j;
 }
 
@@ -76,7 +75,7 @@ TEST_CASE("real kernel recordings: every segment the snapshot saw made tied to a
   REQUIRE(all.size() >= 4);
   for (const Recorded& r : all) {
     INFO(r.stem);
-    const Joined j = joined(r);
+    const JoinedRun j = joined(r);
     REQUIRE(j.join.joined());
     CHECK(j.join.pid == r.truth["pid"].get<uint32_t>());  // the process that wrote the truth
     CHECK(j.join.segment_events > 0);
@@ -97,7 +96,7 @@ TEST_CASE("real kernel recordings: outside the allocator at exit is mem_get_info
           "[analysis]") {
   for (const Recorded& r : recordings()) {
     INFO(r.stem);
-    const Joined j = joined(r);
+    const JoinedRun j = joined(r);
     REQUIRE(j.report.outside.size() == 1);
     const OutsideDevice& o = j.report.outside[0];
     const nlohmann::json& ex = r.truth["at_exit"];
@@ -151,10 +150,9 @@ TEST_CASE("real kernel recordings: a recording of another run is refused, naming
     const Recorded& snap = all[i];
     const Recorded& other = all[(i + 1) % all.size()];
     INFO(snap.stem << " with " << other.kernels);
-    Trace t = load_trace(snap.snapshot);
     const Trace rec = load_trace(other.kernels);
     try {
-      join_kernel_recording(t, rec, other.kernels, snap.snapshot);
+      join_kernel_recording(load_trace(snap.snapshot), rec, other.kernels, snap.snapshot);
       FAIL("joined a recording of another run");
     } catch (const InputError& e) {
       const std::string msg = e.what();

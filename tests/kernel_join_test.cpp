@@ -87,7 +87,7 @@ TEST_CASE("a kernel recording joins its snapshot: the process, the offset and th
   Trace snap = snapshot_with({2000, 3000, 6000});
   Trace rec;
   add_process(rec, 41, 250, {{"gemm_a", 2000}, {"relu", 3500}, {"gemm_b", 6500}});
-  const KernelJoin j = join_kernel_recording(snap, rec, "run.kernels.snap", "run.pickle");
+  const auto [joined, j] = join_kernel_recording(std::move(snap), rec, "run.kernels.snap", "run.pickle");
   CHECK(j.pid == 41);
   CHECK(j.processes == 1);
   CHECK(j.segment_events == 2);
@@ -99,11 +99,11 @@ TEST_CASE("a kernel recording joins its snapshot: the process, the offset and th
   REQUIRE(j.kernels == 3);
   CHECK(j.driver_memory_events == 3);
   CHECK(j.samples == 1);
-  REQUIRE(snap.kernels.size() == 3);
+  REQUIRE(joined.kernels.size() == 3);
   // Shifted by the rounded offset (249 us: llround(248.5)).
-  CHECK(snap.kernels[0].time_us == 2000 - 250 + 249);
-  CHECK(snap.strings.get(snap.kernels[2].name) == "gemm_b");
-  CHECK(snap.device_memory[0].time_us == 9000 - 250 + 249);
+  CHECK(joined.kernels[0].time_us == 2000 - 250 + 249);
+  CHECK(joined.strings.get(joined.kernels[2].name) == "gemm_b");
+  CHECK(joined.device_memory[0].time_us == 9000 - 250 + 249);
   // Each allocation has a launch on its stream after it.
   CHECK(j.allocations == 3);
   CHECK(j.allocations_with_kernel == 3);
@@ -121,13 +121,13 @@ TEST_CASE("a kernel recording: the process whose cudaMallocs are the snapshot's 
   add_process(rec, 20, -40, {{"parent", 2100}});
   std::stable_sort(rec.kernels.begin(), rec.kernels.end(),
                    [](const KernelLaunch& a, const KernelLaunch& b) { return a.time_us < b.time_us; });
-  const KernelJoin j = join_kernel_recording(snap, rec, "run.kernels.snap", "run.pickle");
+  const auto [joined, j] = join_kernel_recording(std::move(snap), rec, "run.kernels.snap", "run.pickle");
   CHECK(j.processes == 2);
   CHECK(j.pid == 20);
   CHECK(j.matched_segments == 2);
   CHECK(j.offset_us < 0);
-  REQUIRE(snap.kernels.size() == 1);
-  CHECK(snap.strings.get(snap.kernels[0].name) == "parent");
+  REQUIRE(joined.kernels.size() == 1);
+  CHECK(joined.strings.get(joined.kernels[0].name) == "parent");
 }
 
 TEST_CASE("a kernel recording of another run is refused, naming both files", "[analysis]") {
@@ -136,7 +136,7 @@ TEST_CASE("a kernel recording of another run is refused, naming both files", "[a
     Trace rec;
     add_process(rec, 5, -100'000'000, {{"k", 2000}});
     try {
-      join_kernel_recording(snap, rec, "other.kernels.snap", "run.pickle");
+      join_kernel_recording(std::move(snap), rec, "other.kernels.snap", "run.pickle");
       FAIL("accepted");
     } catch (const InputError& e) {
       CHECK_THAT(e.describe(), Catch::Matchers::Contains("other.kernels.snap") &&
@@ -151,7 +151,7 @@ TEST_CASE("a kernel recording of another run is refused, naming both files", "[a
     rec.kernels.push_back(launch(rec, 5, "k", 500));
     rec.kernels.push_back(launch(rec, 5, "k", 8000));
     try {
-      join_kernel_recording(snap, rec, "other.kernels.snap", "run.pickle");
+      join_kernel_recording(std::move(snap), rec, "other.kernels.snap", "run.pickle");
       FAIL("accepted");
     } catch (const InputError& e) {
       CHECK_THAT(e.describe(), Catch::Matchers::Contains("other.kernels.snap") &&
@@ -179,18 +179,18 @@ TEST_CASE("a kernel recording joins a snapshot without segment events on time al
   m.total_bytes = 1 << 30;
   rec.device_memory.push_back(m);
   rec.kernels.push_back(launch(rec, 3, "k", 2001));
-  const KernelJoin j = join_kernel_recording(snap, rec, "r.snap", "s.pickle");
+  const auto [joined, j] = join_kernel_recording(std::move(snap), rec, "r.snap", "s.pickle");
   CHECK(j.pid == 3);
   CHECK_FALSE(j.offset_measured);
   CHECK(j.matched_segments == 0);
-  CHECK(snap.kernels.size() == 1);
-  CHECK(snap.kernels[0].time_us == 2001);
+  CHECK(joined.kernels.size() == 1);
+  CHECK(joined.kernels[0].time_us == 2001);
   CHECK(j.recording_first_us == 1500);
   CHECK(j.allocations == 2);
   CHECK(j.allocations_before_kernels == 1);
   // The one before the recording gets none, though a launch follows it.
   CHECK(j.allocations_with_kernel == 1);
-  const StreamLaunches sl(snap, j.recording_first_us);
+  const StreamLaunches sl(joined, j.recording_first_us);
   CHECK(sl.first_at_or_after(0, 7, 1000) == -1);
   CHECK(sl.first_at_or_after(0, 7, 2000) == 0);
 }
@@ -207,7 +207,7 @@ TEST_CASE("a dump-time segment held by the process accepts a recording whose cud
   // is held at the recording's end.
   rec.driver_memory.push_back(drv(9, DriverMemoryKind::Alloc, 0x7f0000000000, 22 * kMiB, 1000));
   rec.kernels.push_back(launch(rec, 9, "k", 2500));
-  const KernelJoin j = join_kernel_recording(snap, rec, "r.snap", "s.pickle");
+  const auto [joined, j] = join_kernel_recording(std::move(snap), rec, "r.snap", "s.pickle");
   CHECK(j.pid == 9);
   CHECK(j.matched_segments == 0);
   CHECK(j.dump_segments_found == 1);

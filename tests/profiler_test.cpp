@@ -667,7 +667,10 @@ TEST_CASE("a snapshot joined with a trace of the same run: clocks lined up, ops 
   Trace snap = load_trace(fixture("profile/joint.snapshot.pickle"));
   Trace prof = load_trace(fixture("profile/joint.trace.json.gz"));
   const Analysis before = analyze(snap, ReportOptions{});
-  TraceJoin j = join_profiler_trace(snap, prof, "joint.trace.json.gz");
+  CHECK(snap.ops.empty());
+  Joined<TraceJoin> joined = join_profiler_trace(std::move(snap), prof, "joint.trace.json.gz");
+  snap = std::move(joined.trace);
+  const TraceJoin& j = joined.join;
   REQUIRE(j.devices.size() == 1);
   const TraceJoinDevice& jd = j.devices[0];
   CHECK(jd.method == "time");
@@ -676,9 +679,9 @@ TEST_CASE("a snapshot joined with a trace of the same run: clocks lined up, ops 
   CHECK(jd.matched <= jd.snapshot_allocs);
   CHECK(!snap.ops.empty());
   CHECK(snap.kernels.size() == prof.kernels.size());
-  ReportOptions ro;
-  ro.join = &j;
-  Analysis r = analyze(snap, ro);
+  Joins joins;
+  joins.trace = j;
+  Analysis r = analyze(snap, ReportOptions{}, std::move(joins));
   // The peak itself does not move: the join adds frames, not events.
   CHECK(r.devices[0].replay.peak_allocated.bytes == before.devices[0].replay.peak_allocated.bytes);
   CHECK(r.devices[0].replay.peak_requested.bytes == before.devices[0].replay.peak_requested.bytes);
@@ -690,7 +693,7 @@ TEST_CASE("a snapshot joined with a trace of the same run: clocks lined up, ops 
   Trace snap2 = load_trace(fixture("profile/joint.snapshot.pickle"));
   for (Device& d : snap2.devices)
     for (Event& e : d.events) e.time_us = kNoTime;
-  TraceJoin j2 = join_profiler_trace(snap2, prof, "joint.trace.json.gz");
+  const TraceJoin j2 = join_profiler_trace(std::move(snap2), prof, "joint.trace.json.gz").join;
   REQUIRE(j2.devices.size() == 1);
   CHECK(j2.devices[0].method == "address-order");
   CHECK(j2.devices[0].matched * 10 >= j2.devices[0].trace_allocs * 8);
@@ -771,10 +774,9 @@ TEST_CASE("a raw memory timeline gives the tensors from before profiling PyTorch
 }
 
 TEST_CASE("a snapshot joined with a trace of another run is an input error naming both", "[analysis][profiler]") {
-  Trace snap = load_trace(fixture("profile/joint.snapshot.pickle"));
   Trace other = load_trace(real_data("small_profile.trace.json.gz"));
   try {
-    join_profiler_trace(snap, other, "small_profile.trace.json.gz", "joint.snapshot.pickle");
+    join_profiler_trace(load_trace(fixture("profile/joint.snapshot.pickle")), other, "small_profile.trace.json.gz", "joint.snapshot.pickle");
     FAIL("joined a trace of another run");
   } catch (const InputError& e) {
     const std::string m = e.describe();
@@ -784,9 +786,9 @@ TEST_CASE("a snapshot joined with a trace of another run is an input error namin
     CHECK(m.find('\n') == std::string::npos);
   }
   // The trace of the same run still joins.
-  Trace snap2 = load_trace(fixture("profile/joint.snapshot.pickle"));
   Trace same = load_trace(fixture("profile/joint.trace.json.gz"));
-  TraceJoin j = join_profiler_trace(snap2, same, "joint.trace.json.gz", "joint.snapshot.pickle");
+  const TraceJoin j =
+      join_profiler_trace(load_trace(fixture("profile/joint.snapshot.pickle")), same, "joint.trace.json.gz", "joint.snapshot.pickle").join;
   REQUIRE(j.devices.size() == 1);
   CHECK(j.devices[0].matched * 10 >= j.devices[0].trace_allocs * 9);
 }

@@ -143,12 +143,11 @@ TEST_CASE("report JSON read back: --at, --window and --explain", "[report]") {
 
 TEST_CASE("report JSON read back: --trace joins and --memory-timeline", "[report]") {
   {
-    Trace snap = load_trace(test::fixture("profile/joint.snapshot.pickle"));
     const Trace prof = load_trace(test::fixture("profile/joint.trace.json.gz"));
-    const TraceJoin j = join_profiler_trace(snap, prof, "joint.trace.json.gz");
-    ReportOptions o = named("joint.snapshot.pickle");
-    o.join = &j;
-    const Report r = analyze_report(snap, o);
+    Joined<TraceJoin> j = join_profiler_trace(load_trace(test::fixture("profile/joint.snapshot.pickle")), prof, "joint.trace.json.gz");
+    Joins joins;
+    joins.trace = std::move(j.join);
+    const Report r = report_view(analyze(j.trace, named("joint.snapshot.pickle"), std::move(joins)));
     REQUIRE(r.devices.size() == 1);
     REQUIRE(r.devices[0].has_ops);
     check_round_trip(r, "joint --trace");

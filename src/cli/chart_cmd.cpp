@@ -3,6 +3,7 @@
 #include <boost/program_options.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
@@ -85,22 +86,23 @@ int cmd_chart(const std::vector<std::string>& args) {
   const std::vector<std::string> kernels = kernels_args(vm, in.size());
   std::vector<Trace> traces;
   std::vector<Analysis> reports;
-  std::vector<KernelJoin> joins(in.size());
   traces.reserve(in.size());
   reports.reserve(in.size());
   for (const std::string& path : in) {
     traces.push_back(load_input(path, lo));
-    ReportOptions ro;
     const size_t i = traces.size() - 1;
+    Joins joins;
     if (!kernels[i].empty()) {
-      joins[i] = join_kernels(traces.back(), path, kernels[i], lo);
-      ro.kernel_join = &joins[i];
+      Joined<KernelJoin> j = join_kernels(std::move(traces.back()), path, kernels[i], lo);
+      traces.back() = std::move(j.trace);
+      joins.kernels = std::move(j.join);
     }
+    ReportOptions ro;
     ro.rules = &rules;
     ro.input_name = path;
     ro.at = at;
     ro.window = window;
-    reports.push_back(analyze(traces.back(), ro));
+    reports.push_back(analyze(traces.back(), ro, std::move(joins)));
     const Analysis& r = reports.back();
     if (opt.device >= 0) {
       bool found = false;

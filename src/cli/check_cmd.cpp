@@ -74,15 +74,18 @@ PeakFigures analyze(const std::string& path, const LoadOptions& lo, const RuleSe
                     int side = 0) {
   // Its trace is gone before the function returns.
   Trace t = pair ? pair->load(side, path, lo) : load_input(path, lo);
-  KernelJoin kj;
-  if (!kernels.empty()) kj = join_kernels(t, path, kernels, lo);
+  Joins joins;
+  if (!kernels.empty()) {
+    Joined<KernelJoin> j = join_kernels(std::move(t), path, kernels, lo);
+    t = std::move(j.trace);
+    joins.kernels = std::move(j.join);
+  }
   ReportOptions ro;
-  if (kj.joined()) ro.kernel_join = &kj;
   ro.top_sites = 16;
   ro.input_name = path;
   ro.rules = &rules;
   ro.threads = pair ? 1 : 2;  // two runs at once are the parallelism
-  const Analysis a = analyze(t, ro);
+  const Analysis a = analyze(t, ro, std::move(joins));
   if (truncation) *truncation = a.truncation;
   return peak_figures(a);
 }

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <iostream>
 #include <thread>
+#include <utility>
 
 #include "snapdiff/analysis/check.hpp"
 #include "snapdiff/error.hpp"
@@ -141,8 +142,8 @@ Trace load_input(const std::string& path, LoadOptions opts) {
   }
 }
 
-KernelJoin join_kernels(Trace& t, const std::string& snapshot_path, const std::string& recording_path,
-                        const LoadOptions& opts) {
+Joined<KernelJoin> join_kernels(Trace t, const std::string& snapshot_path, const std::string& recording_path,
+                                const LoadOptions& opts) {
   if (is_profiler_trace(t))
     throw UsageError("--kernels joins a snapshot with a kernel recording; " + snapshot_path +
                      " is a profiler trace, which records its own kernels");
@@ -150,7 +151,7 @@ KernelJoin join_kernels(Trace& t, const std::string& snapshot_path, const std::s
   if (rec.event_count() > 0)
     throw UsageError("--kernels " + recording_path +
                      ": it has allocator events (a snapshot, not a kernel recording of snapcapture run)");
-  return join_kernel_recording(t, rec, recording_path, snapshot_path);
+  return join_kernel_recording(std::move(t), rec, recording_path, snapshot_path);
 }
 
 std::vector<std::string> kernels_args(const boost::program_options::variables_map& vm, size_t inputs) {

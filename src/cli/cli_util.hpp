@@ -37,11 +37,12 @@ Trace load_input(const std::string& path, LoadOptions opts);
 void mark_reading(const std::string& path);
 // --kernels RECORDING: loads the kernel recording (any input snapdiff reads:
 // a .snap of snapcapture run) and joins it into the snapshot `t` read from
-// `snapshot_path` (join_kernel_recording(); InputError naming both files for
-// another run's). UsageError when `t` is a profiler trace or the recording
-// has allocator events (a snapshot, not a recording).
-KernelJoin join_kernels(Trace& t, const std::string& snapshot_path, const std::string& recording_path,
-                        const LoadOptions& opts);
+// `snapshot_path` (join_kernel_recording(): `t` is moved in and comes back
+// joined; InputError naming both files for another run's). UsageError when
+// `t` is a profiler trace or the recording has allocator events (a
+// snapshot, not a recording).
+Joined<KernelJoin> join_kernels(Trace t, const std::string& snapshot_path, const std::string& recording_path,
+                                const LoadOptions& opts);
 
 // The recordings --kernels, --kernels-a and --kernels-b name, one per input
 // ("" for none): --kernels with one input, --kernels-a/-b with two (what

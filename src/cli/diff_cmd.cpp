@@ -1,6 +1,7 @@
 // `snapdiff diff A B` (and `snapdiff A B`).
 #include <boost/program_options.hpp>
 #include <sstream>
+#include <utility>
 
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
@@ -68,21 +69,24 @@ int cmd_diff(const std::vector<std::string>& args) {
   const LoadOptions lo = load_options(vm, 2);
   const bool parallel = pair_in_parallel(vm);
   Trace t[2];
-  KernelJoin kj[2];
   Analysis an[2];
   PairProgress progress(in[0], in[1]);
   run_pair(parallel, [&](int s, PairSide& side) {
     if (!side.step(0)) return;
     t[s] = parallel ? progress.load(s, in[s], pair_share(lo)) : load_input(in[s], lo);
     if (!side.step(1)) return;
-    if (!kernels[s].empty()) kj[s] = join_kernels(t[s], in[s], kernels[s], parallel ? pair_share(lo) : lo);
+    Joins joins;
+    if (!kernels[s].empty()) {
+      Joined<KernelJoin> j = join_kernels(std::move(t[s]), in[s], kernels[s], parallel ? pair_share(lo) : lo);
+      t[s] = std::move(j.trace);
+      joins.kernels = std::move(j.join);
+    }
     if (!side.step(2)) return;
     ReportOptions ro;
     ro.rules = &rules;
     ro.input_name = in[s];
-    if (kj[s].joined()) ro.kernel_join = &kj[s];
     ro.threads = parallel ? 1 : 2;  // the two runs are the parallelism
-    an[s] = analyze(t[s], ro);
+    an[s] = analyze(t[s], ro, std::move(joins));
   });
   const Trace &ta = t[0], &tb = t[1];
   const Analysis &ra = an[0], &rb = an[1];

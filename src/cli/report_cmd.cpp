@@ -4,6 +4,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cli/cli_util.hpp"
@@ -102,7 +103,7 @@ int cmd_report(const std::vector<std::string>& args) {
   if (vm.count("explain")) ro.explain = vm["explain"].as<std::string>();
   ro.at = at;
   ro.window = window;
-  TraceJoin join;
+  Joins joins;
   if (vm.count("trace")) {
     // The snapshot and the profiler trace are read at once (-j is for
     // ranks: here, two cores are enough); errors as reading one then the other.
@@ -121,15 +122,16 @@ int cmd_report(const std::vector<std::string>& args) {
         if (!is_profiler_trace(prof)) throw UsageError("--trace " + tp + ": not a torch.profiler Chrome trace");
       }
     });
-    join = join_profiler_trace(t, prof, tp, path);
-    ro.join = &join;
+    Joined<TraceJoin> j = join_profiler_trace(std::move(t), prof, tp, path);
+    t = std::move(j.trace);
+    joins.trace = std::move(j.join);
   } else {
     t = load_input(path, lo);
   }
-  KernelJoin kernels;
   if (vm.count("kernels")) {
-    kernels = join_kernels(t, path, vm["kernels"].as<std::string>(), lo);
-    ro.kernel_join = &kernels;
+    Joined<KernelJoin> j = join_kernels(std::move(t), path, vm["kernels"].as<std::string>(), lo);
+    t = std::move(j.trace);
+    joins.kernels = std::move(j.join);
   }
   MemoryTimeline timeline;
   if (vm.count("memory-timeline")) {
@@ -139,7 +141,7 @@ int cmd_report(const std::vector<std::string>& args) {
     timeline = load_memory_timeline(vm["memory-timeline"].as<std::string>(), lo);
     ro.timeline = &timeline;
   }
-  Analysis a = analyze(t, ro);
+  Analysis a = analyze(t, ro, std::move(joins));
   std::string text;
   if (fmt == "html") {
     text = render_html(report_view(a), [&](const ChartOptions& co) { return chart_series(a, t, co); });

@@ -28,8 +28,6 @@ struct ReportOptions {
   const RuleSet* rules = nullptr;  // nullptr: the built-in rules
   std::string explain;             // --explain ADDRESS|SITE ("" = none)
   const MemoryTimeline* timeline = nullptr;  // --memory-timeline: PyTorch's categories to compare with
-  const TraceJoin* join = nullptr;           // --trace: how the snapshot was joined with a trace
-  const KernelJoin* kernel_join = nullptr;   // --kernels: how the snapshot was joined with a kernel recording
   MomentSpec at;      // --at: categories, sites and the live set at this moment instead of the peak
   WindowSpec window;  // --window: the peaks and phases within this range (the replay still starts at the start)
   // Threads per device: 2 replays while the attribution runs beside it; 1
@@ -74,7 +72,17 @@ struct Analysis : ReportHead {
 // of every report (docs/reliability.md, "Time").
 constexpr size_t kMaxDevices = 1024;
 
-Analysis analyze(const Trace& trace, const ReportOptions& opts);
+// What joining other inputs into the analysed Trace found (Joined::join of
+// join_profiler_trace() and join_kernel_recording()). analyze() moves them
+// into its report (Analysis::join, ::kernel_join), which the view then moves
+// or copies with the rest; the kernel join's recording_first_us is the first
+// moment the kernel of an allocation is looked for.
+struct Joins {
+  TraceJoin trace;     // --trace (trace_name "" when not joined)
+  KernelJoin kernels;  // --kernels (recording_name "" when not joined)
+};
+
+Analysis analyze(const Trace& trace, const ReportOptions& opts, Joins joins = {});
 // The view the renderers read: the analysis's head and its devices' views,
 // gathered (copied from an analysis kept for other uses, moved from one
 // that is not).

@@ -1,6 +1,6 @@
 // snapdiff/analysis/kernel_join.hpp — the join of a snapshot with a kernel
 // recording of the same run (`snapdiff report SNAPSHOT --kernels
-// RUN.kernels.snap`; src/analysis/kernel_join.cpp), and the kernel each
+// RUN.kernels.snap`; src/analysis/joins/kernel_join.cpp), and the kernel each
 // allocation was made for in inputs with kernel launches but no ops.
 #pragma once
 
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "snapdiff/analysis/attribution.hpp"
+#include "snapdiff/analysis/trace_join.hpp"  // Joined
 #include "snapdiff/model/model.hpp"
 #include "snapdiff/view/joins.hpp"
 
@@ -28,17 +29,18 @@ constexpr int64_t kKernelJoinMaxOffsetUs = 1'000'000;
 // kKernelJoinMaxOffsetUs) and its dump-time segments, measures the clock
 // offset on the matched pairs, and copies that process's kernels, driver
 // memory events and samples into the snapshot, times shifted by the offset
-// (each list kept chronological). It writes into the snapshot, and must:
-// the replay, the device memory outside the allocator and the kernel of
-// each allocation read those lists from the one Trace they analyse. Its
-// returned value is what the report says about the join: the caller passes
-// it on to analyze() (ReportOptions::kernel_join), which keeps it in the
-// report once and reads its recording_first_us. A recording of another run is an
-// InputError naming both files: their time windows do not overlap, or the
-// snapshot has segment events inside the recording's window and no process
-// matched one (nor holds a dump-time segment's address).
-KernelJoin join_kernel_recording(Trace& snapshot, const Trace& recording, const std::string& recording_name,
-                                 const std::string& snapshot_name);
+// (each list kept chronological), and hands the joined snapshot back
+// (Joined::trace; the caller moves the snapshot in): the replay, the device
+// memory outside the allocator and the kernel of each allocation read those
+// lists from the one Trace they analyse. The returned join is what the
+// report says about it: the caller moves it into analyze()
+// (Joins::kernels), which keeps it in the report and reads its
+// recording_first_us. A recording of another run is an InputError naming
+// both files: their time windows do not overlap, or the snapshot has segment
+// events inside the recording's window and no process matched one (nor
+// holds a dump-time segment's address).
+Joined<KernelJoin> join_kernel_recording(Trace snapshot, const Trace& recording, const std::string& recording_name,
+                                         const std::string& snapshot_name);
 
 // The launches of a Trace by device and stream, for the kernel of each
 // allocation. Launches at the allocation's microsecond count as after it

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <map>
 #include <unordered_map>
+#include <utility>
 
 #include "snapdiff/model/frame_names.hpp"
 #include "analysis/joins/profiler_views.hpp"
@@ -342,14 +343,14 @@ DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analy
 }  // namespace
 
 namespace {
-Analysis analyze_trace(const Trace& trace, const ReportOptions& opts);
+Analysis analyze_trace(const Trace& trace, const ReportOptions& opts, Joins&& joins);
 }  // namespace
 
-Analysis analyze(const Trace& trace, const ReportOptions& opts) {
+Analysis analyze(const Trace& trace, const ReportOptions& opts, Joins joins) {
   // An input error the analysis finds (a running total beyond what a device
   // holds) names the input, as a reader's does.
   try {
-    return analyze_trace(trace, opts);
+    return analyze_trace(trace, opts, std::move(joins));
   } catch (InputError& e) {
     if (e.file().empty()) e.set_file(opts.input_name);
     throw;
@@ -357,7 +358,7 @@ Analysis analyze(const Trace& trace, const ReportOptions& opts) {
 }
 
 namespace {
-Analysis analyze_trace(const Trace& trace, const ReportOptions& opts) {
+Analysis analyze_trace(const Trace& trace, const ReportOptions& opts, Joins&& joins) {
   {
     size_t used = 0;
     for (const Device& dev : trace.devices) used += !(dev.events.empty() && dev.segments.empty());
@@ -373,6 +374,8 @@ Analysis analyze_trace(const Trace& trace, const ReportOptions& opts) {
   r.site_depth = opts.site_depth;
   r.source = trace.source;
   r.events = trace.event_count();
+  r.join = std::move(joins.trace);
+  r.kernel_join = std::move(joins.kernels);
   r.rules = std::make_shared<RuleSet>(opts.rules ? *opts.rules : RuleSet::builtin());
   const MemoryTimeline* timeline = opts.timeline && opts.timeline->raw && is_profiler_trace(trace) ? opts.timeline : nullptr;
   const int timeline_rules = timeline ? detail::add_timeline_rules(*r.rules) : -1;
@@ -380,12 +383,11 @@ Analysis analyze_trace(const Trace& trace, const ReportOptions& opts) {
   // The rules' verdicts on frames and stacks are the trace's, not a device's.
   detail::RuleMatcher matcher(trace, *r.frames, *r.rules);
   const detail::OpTree ops(trace);
-  const StreamLaunches launches(trace, opts.kernel_join ? opts.kernel_join->recording_first_us : kNoTime);
+  const StreamLaunches launches(trace, r.kernel_join.recording_first_us);
   for (const Device& dev : trace.devices) {
     if (dev.events.empty() && dev.segments.empty()) continue;
     r.devices.push_back(analyze_device(trace, dev, r, opts, matcher, ops, launches, timeline, timeline_rules));
   }
-  if (opts.kernel_join) r.kernel_join = *opts.kernel_join;
   if (!opts.explain.empty()) detail::explain_query(trace, r, opts.explain);
   kernels_and_device_memory(trace, r);
   outside_the_allocator(trace, r);
@@ -393,12 +395,11 @@ Analysis analyze_trace(const Trace& trace, const ReportOptions& opts) {
   for (size_t i = 0; i < r.devices.size(); ++i)
     if (r.devices[i].replay.peak_allocated.bytes > r.devices[r.peak_device].replay.peak_allocated.bytes)
       r.peak_device = i;
-  // Profiler inputs: ops, the CPU allocator, the join, PyTorch's timeline.
+  // Profiler inputs: ops, the CPU allocator, PyTorch's timeline.
   r.profiler_trace = is_profiler_trace(trace);
   r.ops = trace.ops.size();
   r.host_memory_events = trace.host_memory.size();
   for (const HostMemoryEvent& h : trace.host_memory) r.host_peak_bytes = std::max(r.host_peak_bytes, h.total_allocated);
-  if (opts.join) r.join = *opts.join;
   if (opts.timeline) detail::compare_timeline(trace, r, *opts.timeline, opts.top_sites);
   if (r.profiler_trace && r.devices.empty()) detail::trace_activity(trace, r, opts.top_sites);
 

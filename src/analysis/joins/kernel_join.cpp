@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <utility>
 
 #include "snapdiff/error.hpp"
 
@@ -89,8 +90,8 @@ int64_t shifted(int64_t t, int64_t off) {
 
 }  // namespace
 
-KernelJoin join_kernel_recording(Trace& snapshot, const Trace& recording, const std::string& recording_name,
-                                 const std::string& snapshot_name) {
+Joined<KernelJoin> join_kernel_recording(Trace snapshot, const Trace& recording, const std::string& recording_name,
+                                         const std::string& snapshot_name) {
   KernelJoin j;
   j.recording_name = recording_name;
   auto refuse = [&](const std::string& why) {
@@ -276,7 +277,7 @@ KernelJoin join_kernel_recording(Trace& snapshot, const Trace& recording, const 
         ++j.allocations_with_kernel;
     }
   }
-  return j;
+  return {std::move(snapshot), std::move(j)};
 }
 
 StreamLaunches::StreamLaunches(const Trace& t, int64_t not_before) : not_before_(not_before) {

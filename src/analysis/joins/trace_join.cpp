@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <unordered_map>
+#include <utility>
 
 #include "snapdiff/analysis/trace_join.hpp"
 #include "snapdiff/input/profiler.hpp"
@@ -119,8 +120,8 @@ std::string count_words(uint64_t n) {
 
 }  // namespace
 
-TraceJoin join_profiler_trace(Trace& snap, const Trace& tr, const std::string& trace_name,
-                              const std::string& snapshot_name) {
+Joined<TraceJoin> join_profiler_trace(Trace snap, const Trace& tr, const std::string& trace_name,
+                                      const std::string& snapshot_name) {
   TraceJoin out;
   out.trace_name = trace_name;
   // A trace of another run: it ties almost none of its allocations and its
@@ -302,7 +303,7 @@ TraceJoin join_profiler_trace(Trace& snap, const Trace& tr, const std::string& t
     e.set_file(trace_name);
     throw e;
   }
-  return out;
+  return {std::move(snap), std::move(out)};
 }
 
 }  // namespace snapdiff
