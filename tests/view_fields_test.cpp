@@ -66,6 +66,10 @@ class SchemaVisitor {
   }
   void time(const char* key, int64_t& t) { null_if(key, t, kNoTime); }
   template <class T>
+  void null_below(const char* key, T& m, const T&, const T&) {
+    null_if(key, m, m);
+  }
+  template <class T>
   void null_unless(const char* key, bool, T& m) {
     null_if(key, m, m);
   }
@@ -75,18 +79,23 @@ class SchemaVisitor {
   }
   template <class F>
   void group(const char* key, F fn) {
-    if (const json* n = property(key, {"object"})) inside(*n, key, fn);
+    if (const json* n = property(key, {"object"}))
+      if (const json* o = alternative(*n, "object")) inside(*o, key, fn);
   }
   template <class F>
   void group_or_null(const char* key, bool, F fn) {
-    if (const json* n = property(key, {"object", "null"})) inside(*n, key, fn);
+    if (const json* n = property(key, {"object", "null"}))
+      if (const json* o = alternative(*n, "object")) inside(*o, key, fn);
   }
   template <class B, class F>
-  void when(B&, const char*, F fn) {
+  void when(B&, const char* key, F fn) {
     const bool was = sometimes_;
+    const char* was_key = when_key_;
     sometimes_ = true;
+    when_key_ = key;
     fn();
     sometimes_ = was;
+    when_key_ = was_key;
   }
   template <class T>
   void computed(const char* key, const T&) {
@@ -104,11 +113,23 @@ class SchemaVisitor {
   void names_ahead(const char*, N&) {}
   template <class T>
   void words(const char* key, T&) {
-    property(key, {"string"});
+    if constexpr (std::is_same_v<T, OomView>) member<std::vector<std::string>>(key, false, [](auto&, auto&) {});
+    else property(key, {"string"});
   }
   template <class T>
   void categories(const char* key, T&) {
     property(key, {"object"});
+  }
+  template <class T>
+  void nonzero_categories(const char* key, T&) {
+    property(key, {"object"});
+  }
+  // The first element's keys here, the others' in an array at key.
+  template <class T>
+  void first_then(const char* key, std::vector<T>&) {
+    T x{};
+    fields(*this, x);
+    member<std::vector<T>>(key, false, [](auto& v, auto& y) { fields(v, y); });
   }
   void category(const char* key, int&, std::string&) { property(key, {"string", "null"}); }
   void rule(const char* key, bool&, std::string&) { property(key, {"string", "null"}); }
@@ -129,8 +150,44 @@ class SchemaVisitor {
     property(key, {"string"});
   }
   template <class S>
-  void special(const char*, view::Ops, S&) {}  // keys of their own, in the device's schema
-  // The parts written by hand: their key is there, and required unless written only sometimes.
+  void special(const char* key, view::Caller, S&) {
+    property(key, {"string"});
+  }
+  template <class S>
+  void special(const char* key, view::PytorchCategories, S&) {
+    property(key, {"object"});
+  }
+  // The top peak: the peak device's peak, with its device (the schema's
+  // first alternative; an input without devices has zeros and a null device).
+  template <class S>
+  void special(const char* key, view::TopPeak, S&) {
+    if (const json* n = property(key, {"object"}))
+      if (const json* o = alternative(*n, "object"))
+        inside(*o, key, [&] {
+          DeviceView d{};
+          DevicePeak{true}(*this, d);
+          property("device", {"integer"});
+        });
+  }
+  // The peak device's categories, phases, --at and --window, at the top.
+  template <class S>
+  void special(const char* key, view::TopDevice, S&) {
+    property(key, {"object"});
+    DeviceView d{};
+    (*this)("phases", d.phases);
+    bool at = false, window = false;
+    when(at, "at", [&] { (*this)("at", d.at); });
+    when(window, "window", [&] { (*this)("window", d.window); });
+  }
+  template <class S>
+  void special(const char* key, view::DeviceNumbers, S&) {
+    member<std::vector<int>>(key, false, [](auto&, auto&) {});
+  }
+  template <class S>
+  void special(const char* key, view::Recorded, S&) {
+    property(key, {"object"});
+  }
+  // The facts by their code: an object (null for a warning without facts).
   template <class Tag, class S>
   void special(const char* key, Tag, S&) {
     property(key, {});
@@ -140,6 +197,7 @@ class SchemaVisitor {
   template <class T>
   static const char* json_type() {
     if constexpr (std::is_same_v<T, bool>) return "boolean";
+    else if constexpr (std::is_null_pointer_v<T>) return "null";
     else if constexpr (std::is_integral_v<T>) return "integer";
     else if constexpr (std::is_floating_point_v<T>) return "number";
     else if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, const char*> ||
@@ -237,7 +295,9 @@ class SchemaVisitor {
   template <class T, class L>
   void member(const char* key, bool nullable, L list) {
     std::set<std::string> want{json_type<T>()};
-    if (nullable || view::IsOptional<T>::value) want.insert("null");
+    // An optional is null when empty, unless written only when it holds a value.
+    const bool present = when_key_ && std::string(when_key_) == key;
+    if (nullable || (view::IsOptional<T>::value && !present)) want.insert("null");
     if constexpr (view::IsOptional<T>::value) want.erase("object"), want.insert(json_type<typename T::value_type>());
     const json* p = property(key, want);
     if (p) value<T>(*p, key, list);
@@ -283,19 +343,23 @@ class SchemaVisitor {
     const json* was = node_;
     const std::string path = path_;
     const bool sometimes = sometimes_;
+    const char* when_key = when_key_;
     node_ = &node;
     path_ += "." + key;
     sometimes_ = false;
+    when_key_ = nullptr;
     fn();
     node_ = was;
     path_ = path;
     sometimes_ = sometimes;
+    when_key_ = when_key;
   }
 
   const json& root_;
   const json* node_ = nullptr;
   std::string path_;
   bool sometimes_ = false;
+  const char* when_key_ = nullptr;  // the key of the v.when() we are in
 };
 
 json report_schema() { return json::parse(test::read_file(std::string(SNAPDIFF_SOURCE_DIR) + "/schemas/report.schema.json")); }
@@ -319,17 +383,16 @@ std::vector<std::string> schema_errors(const json& schema, size_t* keys = nullpt
   v.walk<Fragmentation>(device + "/fragmentation_at_peak");
   v.walk<EndStateCheck>(device + "/end_state");
   v.walk<PoolUsage>(device + "/pools/items");
-  v.walk<SiteRow>("/properties/oom/properties/live/properties/sites/items", OomSite{});
-  v.walk<SiteRow>("/properties/oom/properties/live/properties/other", OtherSites{});
+  v.walk<OomView>("/properties/oom");
+  v.walk<DeviceView>("/$defs/device", DeviceOps{});
+  v.walk<TimelineComparison>("/properties/memory_timeline", TimelineFields{});
   v.walk<DeviceMemoryRow>("/properties/device_memory/properties/samples/items");
   v.walk<TraceJoin>("/properties/trace_join");
   v.walk<KernelJoin>("/properties/kernel_join");
   v.walk<ExplainItem>("/properties/explain/properties/items/items");
   v.walk<TraceActivity>("/properties/profiler_activity");
-  v.walk<OutsideSample>("/properties/outside_allocator/items/properties/over_time/items");
-  // Not yet DeviceFields at /$defs/device nor the Report at the root: the
-  // schema lacks about 40 always-written keys in `required` there, and an
-  // --at or --window written only when present reads as nullable here.
+  v.walk<OutsideDevice>("/properties/outside_allocator/items");
+  v.walk<Report>("");  // and from the root, every list nested in it
   if (keys) *keys = v.keys;
   return v.errors;
 }
@@ -347,7 +410,7 @@ TEST_CASE("view fields: every declared key is in the report schema, typed and re
   const std::vector<std::string> errors = schema_errors(report_schema(), &keys);
   INFO(joined(errors));
   CHECK(errors.empty());
-  CHECK(keys > 150);
+  CHECK(keys > 1000);  // every list nested in the Report, from the root
 }
 
 TEST_CASE("view fields: the schema check finds a key missing, mistyped or not required", "[report]") {
@@ -375,6 +438,16 @@ TEST_CASE("view fields: the schema check finds a key missing, mistyped or not re
     auto& req = s["$defs"]["counters"]["required"];
     req.erase(std::remove(req.begin(), req.end(), json("active_bytes")), req.end());
     CHECK(joined(schema_errors(s)).find("#/$defs/counters.active_bytes: always written, not in `required`") != std::string::npos);
+  }
+  {  // the walk from the root reaches the lists nested in the devices and the report
+    json s = good;
+    auto& req = s["$defs"]["device"]["required"];
+    req.erase(std::remove(req.begin(), req.end(), json("oom_events")), req.end());
+    s["properties"]["memory_timeline"]["properties"]["moments"]["items"]["properties"]["placements"]["items"] = {
+        {"type", "object"}};
+    const std::string e = joined(schema_errors(s));
+    CHECK(e.find("#.devices[].oom_events: always written, not in `required`") != std::string::npos);
+    CHECK(e.find("#.memory_timeline.moments[].placements[].kernel: not in the schema") != std::string::npos);
   }
 }
 
@@ -405,6 +478,10 @@ class Flat {
     (*this)(key, m);
   }
   void time(const char* key, int64_t t) { (*this)(key, t); }
+  template <class T>
+  void null_below(const char* key, const T& m, const T&, const T&) {
+    (*this)(key, m);
+  }
   template <class T>
   void null_unless(const char* key, bool, const T& m) {
     (*this)(key, m);
@@ -438,6 +515,14 @@ class Flat {
   void categories(const char* key, const std::vector<T>& v) {
     (*this)(key, v);
   }
+  template <class T>
+  void nonzero_categories(const char* key, const std::vector<T>& v) {
+    (*this)(key, v);
+  }
+  template <class T>
+  void first_then(const char* key, const std::vector<T>& list) {
+    (*this)(key, list);
+  }
   void category(const char* key, int index, const std::string& name) {
     line(key, std::to_string(index) + " " + name);
   }
@@ -466,41 +551,16 @@ class Flat {
         },
         x.facts);
   }
-  void special(const char*, view::Ops, const DeviceView& d) {
-    add("has_ops", d.has_ops).add("kernels_only", d.kernels_only);
-    add("ops_rows", d.ops_rows).add("kernel_rows", d.kernel_rows);
-    for (const auto* rows : {&d.by_op, &d.by_kernel})
-      for (const OpRow& o : *rows)
-        add("op", o.op).add("kernel", o.kernel).add("other", o.other).add("bytes", o.bytes).add("count", o.count)
-            .add("category", o.category_name).add("caller", o.caller).add("python_frame", o.python_frame, Unlabelled{})
-            .add("stack_frames", o.stack_frames, Unlabelled{});
-  }
   void special(const char*, view::TopPeak, const Report& r) { add("peak_device", r.peak_device); }
   void special(const char*, view::TopDevice, const Report&) {}
   void special(const char*, view::DeviceNumbers, const Report&) {}
-  void special(const char*, view::Profiler, const Report& r) {
-    add("profiler_trace", r.profiler_trace).add("ops", r.ops).add("host_memory_events", r.host_memory_events);
-    add("host_peak_bytes", r.host_peak_bytes);
+  void special(const char* key, view::Caller, const OutsideRow& row) {
+    line(key, row.context ? "context" : std::to_string(int(row.caller)));
   }
-  void special(const char*, view::Oom, const Report& r) {
-    for (const OomView& o : r.ooms) {
-      names = &o.category_names;
-      add("device", o.device).add("errors", o.errors).add("user_frame", o.user_frame, Unlabelled{});
-      add("stack", o.site.stack, Unlabelled{});
-      add("sites", o.sites, OomSite{}).add("other_sites", o.other_sites, OtherSites{});
-      add("categories", o.categories).add("cause", o.cause).add("request", o.request);
-      names = nullptr;
-    }
-  }
-  void special(const char*, view::Outside, const Report& r) {
-    for (const OutsideDevice& o : r.outside) {
-      add("device", o.device).add("pids", o.pids).add("snapshot_pid", o.snapshot_pid).add("over_time", o.over_time);
-      for (const OutsideRow& row : o.rows)
-        add("pid", row.pid).add("caller", row.caller).add("library", row.library).add("at_exit", row.at_exit);
-    }
-  }
-  void special(const char*, view::Timeline, const Report& r) {
-    add("timeline.present", r.timeline.present).add("timeline.moments", r.timeline.moments.size());
+  void special(const char* key, view::PytorchCategories, const std::array<int64_t, kPytorchCategories>& a) {
+    std::string x;
+    for (int64_t b : a) x += std::to_string(b) + " ";
+    line(key, x);
   }
   void special(const char*, view::Recorded, const AllocatorSettings& s) {
     for (const auto& kv : s.raw) add("recorded." + kv.first, kv.second);
@@ -560,8 +620,7 @@ class Flat {
   std::string path_ = "$";
 };
 
-// The report view, flattened by its field list (the parts written by hand
-// as far as the JSON carries them, by Flat's specials).
+// The report view, flattened by its field list.
 std::vector<std::string> flatten(const Report& r) {
   Flat f;
   fields(f, r);

@@ -151,8 +151,11 @@ struct RowWriter {
   Column* c;
   uint64_t* last;                 // per column: the previous row's value (delta columns)
   std::vector<uint64_t>* streams; // the table's stream list, filled as streams come
+  uint64_t row = 0;               // the row's index
   size_t i = 0;
   [[gnu::always_inline]] void plain(const char*, uint64_t v) { c[i++].u(v); }
+  [[gnu::always_inline]] void frame(const char*, uint64_t v) { c[i++].u(v); }
+  [[gnu::always_inline]] void parent(const char*, uint64_t v) { c[i++].u(row - v); }
   [[gnu::always_inline]] void size(const char*, uint64_t v) { c[i++].u(v); }
   [[gnu::always_inline]] void addr(const char*, uint64_t v) { delta(v); }
   [[gnu::always_inline]] void time(const char*, int64_t v) { delta(uint64_t(v)); }
@@ -190,8 +193,9 @@ OutSection table_section(const char* tag, const std::vector<Row>& rows, std::vec
   const size_t ncols = detail::column_names<Row>(false).names.size();
   std::vector<Column> c = columns(ncols, rows.size());
   std::vector<uint64_t> last(ncols, 0);
+  uint64_t row = 0;
   for (const Row& r : rows) {
-    RowWriter w{c.data(), last.data(), streams};
+    RowWriter w{c.data(), last.data(), streams, row++};
     detail::columns(w, r);
   }
   return section(tag, table_payload(c));
@@ -224,15 +228,7 @@ std::string write_snap_binary(const Trace& t) {
     secs.push_back(section("STRS", std::move(p)));
   }
   secs.push_back(table_section("FRMS", t.frames));
-  {
-    std::vector<Column> c = columns(2, t.stacks.size());
-    for (size_t i = 1; i < t.stacks.size(); ++i) {
-      const auto& nd = t.stacks.node(StackId(i));
-      c[0].u(i - 1 - nd.parent);  // parents come first: node i's parent is at most i - 1
-      c[1].u(nd.frame);
-    }
-    secs.push_back(section("STKS", table_payload(c)));
-  }
+  secs.push_back(table_section("STKS", detail::stack_rows(t)));
   J devs = J::array();
   for (const Device& d : t.devices) {
     std::vector<uint64_t> streams;
@@ -596,19 +592,11 @@ class BinaryReader {
   }
 
   void stacks(const InSection& s, uint64_t n) {
-    Where w{&s, ""};
-    Table tb;
-    table(s, w, 2, n, tb);
-    ColumnReader parent(tb.cols[0].first, tb.cols[0].second, &w, "parent"),
-        frame(tb.cols[1].first, tb.cols[1].second, &w, "frame");
+    std::vector<detail::StackNodeRow> nodes;
+    read_table(s, Where{&s, ""}, n, nodes);
     stack_map_.assign(size_t(n) + 1, 0);
-    for (uint64_t i = 0; i < n; ++i) {
-      const uint64_t back = parent.max(i, "parent after the node");
-      const uint64_t f = frame.u();
-      if (f >= frame_map_.size()) frame.bad_row("frame index out of range");
-      stack_map_[size_t(i) + 1] = t_.stacks.child(stack_map_[size_t(i - back)], frame_map_[size_t(f)]);
-    }
-    parent.done(), frame.done();
+    for (size_t i = 0; i < nodes.size(); ++i)
+      stack_map_[i + 1] = t_.stacks.child(stack_map_[size_t(nodes[i].parent)], frame_map_[size_t(nodes[i].frame)]);
   }
 
   // A table's columns, opened from its section, and the state its rows
@@ -628,8 +616,9 @@ class BinaryReader {
     // locals: the compiler keeps them in registers.
     void read(std::vector<Row>& out) {
       uint64_t last[kMaxColumns] = {};
+      uint64_t row = 0;
       for (Row& x : out) {
-        Reader v{*this, last};
+        Reader v{*this, last, row++};
         detail::columns(v, x);
       }
     }
@@ -642,10 +631,17 @@ class BinaryReader {
     struct Reader {
       Rows& t;
       uint64_t* last;
+      uint64_t row;  // the row's index
       size_t i = 0;
       [[gnu::always_inline]] ColumnReader& next() { return t.cols_[i++]; }
       ColumnReader& col(const char* name) { return t.cols_[t.names_.index(name)]; }
       [[gnu::always_inline]] void plain(const char*, uint64_t& x) { x = next().u(); }
+      [[gnu::always_inline]] void parent(const char*, uint64_t& x) { x = row - next().max(row, "parent after the node"); }
+      [[gnu::always_inline]] void frame(const char*, uint64_t& x) {
+        ColumnReader& c = next();
+        x = c.u();
+        if (x >= t.r_.frame_map_.size()) c.bad_row("frame index out of range");
+      }
       [[gnu::always_inline]] void size(const char*, uint64_t& x) { x = next().max(kMaxDeviceBytes, kTooLarge); }
       [[gnu::always_inline]] void addr(const char*, uint64_t& x) { x = delta(); }
       [[gnu::always_inline]] void time(const char*, int64_t& x) { x = int64_t(delta()); }

@@ -52,6 +52,8 @@ struct JsonWriter {
   size_t i = 0;
   J& next() { return row ? (i++, *c) : c[i++]; }
   void plain(const char*, uint64_t v) { next().push_back(v); }
+  void frame(const char*, uint64_t v) { next().push_back(v); }
+  void parent(const char*, uint64_t v) { next().push_back(v); }
   void size(const char*, uint64_t v) { next().push_back(v); }
   void addr(const char*, uint64_t v) { next().push_back(v); }
   void time(const char*, int64_t v) { push_time_delta(next(), v, *last); }
@@ -146,12 +148,7 @@ std::string write_snap_json(const Trace& t) {
   for (size_t i = 0; i < t.strings.size(); ++i) strings.push_back(std::string(t.strings.get(StrId(i))));
   j["strings"] = std::move(strings);
   j["frames"] = json_rows(t.frames);
-  J stacks = J::array();
-  for (size_t i = 1; i < t.stacks.size(); ++i) {
-    const auto& n = t.stacks.node(StackId(i));
-    stacks.push_back(J::array({n.parent, n.frame}));
-  }
-  j["stacks"] = std::move(stacks);
+  j["stacks"] = json_rows(detail::stack_rows(t));
   J devs = J::array();
   for (const Device& d : t.devices) {
     J dj;
@@ -249,13 +246,12 @@ class SnapReader {
     stack_map_.assign(stacks.size() + 1, 0);
     for (size_t i = 0; i < stacks.size(); ++i) {
       std::string p = "$.stacks[" + std::to_string(i) + "]";
-      const J& s = stacks[i];
-      if (!s.is_array() || s.size() != 2) fail(p, "expected [parent, frame]");
-      uint64_t parent = num_u64(s[0], p + "[0]");
-      uint64_t frame = num_u64(s[1], p + "[1]");
-      if (parent > i) fail(p + "[0]", "parent must refer to an earlier stack node");
-      if (frame >= frame_map_.size()) fail(p + "[1]", "frame index out of range");
-      stack_map_[i + 1] = t_.stacks.child(stack_map_[parent], frame_map_[frame]);
+      if (!stacks[i].is_array() || stacks[i].size() != 2) fail(p, "expected [parent, frame]");
+      detail::StackNodeRow n;
+      read_row(stacks[i], p, n);
+      if (n.parent > i) fail(p + "[0]", "parent must refer to an earlier stack node");
+      if (n.frame >= frame_map_.size()) fail(p + "[1]", "frame index out of range");
+      stack_map_[i + 1] = t_.stacks.child(stack_map_[size_t(n.parent)], frame_map_[size_t(n.frame)]);
     }
     common(j);
     const J& devs = arr(j, "devices", "$.devices");
@@ -491,6 +487,9 @@ class SnapReader {
     void plain(const char*, uint64_t& x) {
       if (next()) x = u64();
     }
+    // Their range is checked by the stacks' reader.
+    void frame(const char* n, uint64_t& x) { plain(n, x); }
+    void parent(const char* n, uint64_t& x) { plain(n, x); }
     void size(const char*, uint64_t& x) {
       if (!next(true)) return;
       x = u64();

@@ -44,6 +44,9 @@ void read_snap_common(const nlohmann::json& j, Trace& t, std::vector<StrId> stri
 //            (null: unknown)
 //   integer  signed
 //   str, stack    an index into the string table, the stack tree
+//   frame    an index into the frames table
+//   parent   an earlier row of the same table, at most this row's index:
+//            binary, this row's index minus it; JSON, as it is
 //   stream   a stream, stored as an index into the table's stream list
 //   device   a device index, signed, -1 to 2^20
 //   u32, flag (0 or 1), kind (an enum, KindColumn below)
@@ -98,6 +101,28 @@ template <class V, class R>
   v.str("name", f.name);
   v.str("file", f.file);
   v.integer("line", f.line);
+}
+
+// A node of the stack tree as the file stores it: row i is node i + 1 (node
+// 0 is the empty stack), with its parent node and its frame (file indices).
+struct StackNodeRow {
+  uint64_t parent = 0;
+  uint64_t frame = 0;
+};
+
+// The trace's stack tree as those rows.
+inline std::vector<StackNodeRow> stack_rows(const Trace& t) {
+  std::vector<StackNodeRow> rows(t.stacks.size() - 1);
+  for (size_t i = 1; i < t.stacks.size(); ++i) rows[i - 1] = {t.stacks.node(StackId(i)).parent, t.stacks.node(StackId(i)).frame};
+  return rows;
+}
+
+// STKS (the JSON form: rows [parent, frame]).
+template <class V, class R>
+  requires std::is_same_v<std::remove_const_t<R>, StackNodeRow>
+[[gnu::always_inline]] inline void columns(V& v, R& n) {
+  v.parent("parent", n.parent);
+  v.frame("frame", n.frame);
 }
 
 // EVTS (the JSON form: `events`, a column object).
@@ -213,6 +238,8 @@ struct ColumnNames {
   SNAPDIFF_COLUMN_NAME(integer)
   SNAPDIFF_COLUMN_NAME(str)
   SNAPDIFF_COLUMN_NAME(stack)
+  SNAPDIFF_COLUMN_NAME(frame)
+  SNAPDIFF_COLUMN_NAME(parent)
   SNAPDIFF_COLUMN_NAME(stream)
   SNAPDIFF_COLUMN_NAME(device)
   SNAPDIFF_COLUMN_NAME(u32)

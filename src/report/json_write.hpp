@@ -3,6 +3,7 @@
 // into obj in their declared order; to_json(x) gives x as one value.
 #pragma once
 
+#include <array>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -11,8 +12,6 @@
 
 #include "report/facts_json.hpp"
 #include "report/oom_report.hpp"
-#include "report/outside_report.hpp"
-#include "report/profiler_report.hpp"
 #include "snapdiff/analysis/catalogue.hpp"
 #include "snapdiff/report/report.hpp"
 #include "snapdiff/view/fields.hpp"
@@ -44,6 +43,10 @@ class JsonWriter {
   }
   void time(const char* key, int64_t t) { null_if(key, t, kNoTime); }
   template <class T>
+  void null_below(const char* key, const T& m, const T& min, const T&) {
+    (*cur_)[key] = m < min ? J(nullptr) : value(m);
+  }
+  template <class T>
   void null_unless(const char* key, bool ok, const T& m) {
     (*cur_)[key] = ok ? value(m) : J(nullptr);
   }
@@ -70,6 +73,8 @@ class JsonWriter {
   void words(const char* key, const TraceActivity& a) { (*cur_)[key] = no_memory_message(a); }
   void words(const char* key, const Finding& f) { (*cur_)[key] = finding_text(f); }
   void words(const char* key, const Warning& w) { (*cur_)[key] = warning_text(w); }
+  void words(const char* key, const OomView& o) { (*cur_)[key] = oom_sentences(o); }
+  void words(const char* key, const OutsideRow& row) { (*cur_)[key] = outside_row_name(row); }
   void names_ahead(const char*, const std::vector<std::string>& n) { names = &n; }
   template <class F>
   void derived(const char* key, F fn, const char*) {
@@ -85,6 +90,22 @@ class JsonWriter {
     if (names)
       for (size_t i = 0; i < names->size() && i < v.size(); ++i) o[(*names)[i]] = v[i];
     (*cur_)[key] = std::move(o);
+  }
+  template <class T>
+  void nonzero_categories(const char* key, const std::vector<T>& v) {
+    J o = J::object();
+    if (names)
+      for (size_t i = 0; i < names->size() && i < v.size(); ++i)
+        if (v[i] != 0) o[(*names)[i]] = v[i];
+    (*cur_)[key] = std::move(o);
+  }
+  template <class T>
+  void first_then(const char* key, const std::vector<T>& list) {
+    if (list.empty()) return;
+    fields(*this, list.front());
+    J rest = J::array();
+    for (size_t i = 1; i < list.size(); ++i) rest.push_back(value(list[i]));
+    (*cur_)[key] = std::move(rest);
   }
   void category(const char* key, int index, const std::string& name) {
     (*cur_)[key] = index >= 0 ? J(name) : J(nullptr);
@@ -106,11 +127,6 @@ class JsonWriter {
   }
   void special(const char* key, view::Facts, const Finding& f) { (*cur_)[key] = finding_facts_json(f); }
   void special(const char* key, view::Facts, const Warning& w) { (*cur_)[key] = warning_facts_json(w); }
-  void special(const char*, view::Ops, const DeviceView& d) {
-    if (!d.has_ops && !d.kernels_only) return;
-    J ops = ops_json(d);
-    for (auto it = ops.begin(); it != ops.end(); ++it) (*cur_)[it.key()] = it.value();
-  }
   void special(const char* key, view::DeviceNumbers, const Report& r) {
     J a = J::array();
     for (const DeviceView& d : r.devices) a.push_back(d.device);
@@ -140,10 +156,14 @@ class JsonWriter {
     if (top.at) (*this)("at", top.at);
     if (top.window) (*this)("window", top.window);
   }
-  void special(const char* key, view::Profiler, const Report& r) { (*cur_)[key] = profiler_input_json(r); }
-  void special(const char* key, view::Oom, const Report& r) { (*cur_)[key] = oom_json(r); }
-  void special(const char* key, view::Outside, const Report& r) { (*cur_)[key] = outside_json(r); }
-  void special(const char* key, view::Timeline, const Report& r) { (*cur_)[key] = timeline_json(r); }
+  void special(const char* key, view::Caller, const OutsideRow& row) {
+    (*cur_)[key] = row.context ? std::string("context") : std::string(memory_caller_name(row.caller));
+  }
+  void special(const char* key, view::PytorchCategories, const std::array<int64_t, kPytorchCategories>& a) {
+    J o = J::object();
+    for (int i = 0; i < MemoryTimeline::kCategories; ++i) o[MemoryTimeline::kCategoryNames[i]] = a[size_t(i)];
+    (*cur_)[key] = std::move(o);
+  }
   void special(const char* key, view::Recorded, const AllocatorSettings& s) {
     J raw = J::object();
     for (const auto& kv : s.raw) raw[kv.first] = kv.second;

@@ -16,8 +16,6 @@ namespace snapdiff::detail {
 
 namespace {
 
-using J = nlohmann::ordered_json;
-
 std::string hb(int64_t v) { return human_bytes(v); }
 std::string hb(uint64_t v) { return human_bytes(int64_t(std::min<uint64_t>(v, uint64_t(INT64_MAX)))); }
 std::string dn(std::string_view s) { return display_name(s); }
@@ -248,103 +246,6 @@ std::string oom_text(const Report& r) {
         << pad_left(with_commas(v.other_sites.count), 6) << "  " << pad_right("", 19) << "  [other sites]\n";
   }
   return o.str();
-}
-
-namespace {
-
-J frame_json(const FrameRef& f) {
-  return {{"name", f.name}, {"file", f.file}, {"line", f.line >= 0 ? J(f.line) : J(nullptr)}};
-}
-
-J stack_json(const std::vector<FrameRef>& stack) {
-  J a = J::array();
-  for (const FrameRef& f : stack) a.push_back(frame_json(f));
-  return a;
-}
-
-}  // namespace
-
-namespace {
-
-// One device's first OOM.
-J oom_view_json(const OomView& v) {
-  J j;
-  j["device"] = v.device;
-  j["errors"] = v.errors;
-  j["event_index"] = v.event_index;
-  j["time_us"] = v.time_us == kNoTime ? J(nullptr) : J(v.time_us);
-  j["time_since_first_event_us"] = v.since_first_event_us == kNoTime ? J(nullptr) : J(v.since_first_event_us);
-  j["phase"] = phase_name(v.phase);
-  j["iteration"] = v.iteration;
-  j["stream"] = v.stream;
-  j["user_frame"] = v.user_frame ? detail::frame_json(*v.user_frame, true) : J(nullptr);
-  j["stack"] = stack_json(v.site.stack);
-  j["requested_bytes"] = v.request;
-  j["segment_bytes"] = v.segment_size;
-  j["expandable_segments"] = v.expandable;
-  j["device_free_bytes"] = v.device_free;
-  j["device_total_bytes"] = v.device_total > 0 ? J(v.device_total) : J(nullptr);
-  j["device_free_sample"] = v.free_sample.empty() ? J(nullptr) : J(v.free_sample);
-  j["allocator"] = {{"reserved_bytes", v.held.reserved},
-                    {"allocated_bytes", v.held.allocated},
-                    {"active_bytes", v.held.active},
-                    {"requested_bytes", v.held.requested},
-                    {"max_reserved_bytes", v.max_reserved},
-                    {"free_cached_bytes", v.free_cached},
-                    {"free_blocks", v.free_blocks},
-                    {"largest_free_block_bytes", v.largest_free_block},
-                    {"usable_free_bytes", v.stream_free},
-                    {"usable_free_blocks", v.stream_free_blocks},
-                    {"usable_largest_free_block_bytes", v.stream_largest_free},
-                    {"pending_free_bytes", v.pending_free}};
-  j["cause"] = oom_cause_name(v.cause);
-  j["cap"] = v.capped ? J{{"at_least_bytes", v.cap_at_least > 0 ? J(v.cap_at_least) : J(nullptr)},
-                          {"below_bytes", v.cap_below}}
-                      : J(nullptr);
-  j["outside_allocator_bytes"] = v.others >= 0 ? J(v.others) : J(nullptr);
-  j["expandable"] = {{"need_bytes", v.expandable_need}, {"room_bytes", v.expandable_room}, {"fits", v.expandable_fits}};
-  j["whatif"] = v.whatif_run ? J{{"reproduced", v.whatif_reproduced}, {"tried", v.whatif_tried}, {"fit", v.whatif_fit}}
-                             : J(nullptr);
-  j["explanation"] = oom_sentences(v);
-  J live;
-  live["allocations"] = v.live_allocations;
-  live["requested_bytes"] = v.live_requested;
-  J cats = J::object();
-  for (size_t i = 0; i < v.category_names.size() && i < v.categories.size(); ++i) cats[v.category_names[i]] = v.categories[i];
-  live["categories"] = std::move(cats);
-  J allocs = J::object();
-  for (size_t i = 0; i < v.category_names.size() && i < v.category_allocations.size(); ++i)
-    allocs[v.category_names[i]] = v.category_allocations[i];
-  live["category_allocations"] = std::move(allocs);
-  live["sites"] = J::array();
-  for (const SiteRow& s : v.sites) {
-    live["sites"].push_back({{"requested_bytes", s.requested_bytes},
-                             {"block_bytes", s.block_bytes},
-                             {"count", s.count},
-                             {"category", s.category >= 0 ? J(s.category_name) : J(nullptr)},
-                             {"rule", s.has_rule ? J(s.rule_name) : J(nullptr)},
-                             {"user_frame", s.site.user ? frame_json(*s.site.user) : J(nullptr)},
-                             {"stack", stack_json(s.site.stack)}});
-    site_path_json(live["sites"].back(), s.site);
-  }
-  live["other"] = {{"requested_bytes", v.other_sites.requested_bytes},
-                   {"block_bytes", v.other_sites.block_bytes},
-                   {"count", v.other_sites.count}};
-  j["live"] = std::move(live);
-  return j;
-}
-
-}  // namespace
-
-// The first device's OOM, and every other device's in "other_devices" (the
-// same fields, device and errors first).
-J oom_json(const Report& r) {
-  if (r.ooms.empty()) return nullptr;
-  J j = oom_view_json(r.ooms.front());
-  J others = J::array();
-  for (size_t i = 1; i < r.ooms.size(); ++i) others.push_back(oom_view_json(r.ooms[i]));
-  j["other_devices"] = std::move(others);
-  return j;
 }
 
 std::string oom_html(const Report& r) {

@@ -2,7 +2,6 @@
 // explained; src/analysis/oom.cpp decides the facts) for text, JSON and HTML.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -18,8 +17,6 @@ std::vector<std::string> oom_sentences(const OomView& v);
 std::string bytes_apart(int64_t bytes, int64_t other);
 // The text section, one block per OOM ("" when the run had none).
 std::string oom_text(const Report& r);
-// The report's `oom` object: the first OOM (null when none).
-nlohmann::ordered_json oom_json(const Report& r);
 // The HTML section ("" when none).
 std::string oom_html(const Report& r);
 

@@ -14,8 +14,6 @@ namespace snapdiff::detail {
 
 namespace {
 
-using J = nlohmann::ordered_json;
-
 std::string dn(std::string_view s) { return display_name(s); }
 std::string esc(std::string_view s) { return escape(s, Markup::Html); }
 
@@ -25,8 +23,6 @@ std::string when(const OutsideDevice& d, int64_t t) {
   if (d.first_time_us == kNoTime) return utc_time(t, true);
   return signed_seconds_between(d.first_time_us, t);
 }
-
-J time_or_null(int64_t t) { return t == kNoTime ? J(nullptr) : J(t); }
 
 // The snapshot's allocator row (PyTorch of the snapshot's process).
 bool is_allocator_row(const OutsideDevice& d, const OutsideRow& row) {
@@ -167,56 +163,6 @@ std::string outside_text(const Report& r) {
     }
   }
   return o.str();
-}
-
-J outside_json(const Report& r) {
-  J all = J::array();
-  for (const OutsideDevice& d : r.outside) {
-    J rows = J::array();
-    for (const OutsideRow& row : d.rows)
-      rows.push_back({{"name", outside_row_name(row)},
-                      {"caller", row.context ? std::string("context") : std::string(memory_caller_name(row.caller))},
-                      {"library", row.library},
-                      {"pid", row.context ? J(nullptr) : J(row.pid)},
-                      {"allocator", is_allocator_row(d, row)},
-                      {"at_peak_bytes", row.at_peak_known ? J(row.at_peak) : J(nullptr)},
-                      {"at_exit_bytes", row.at_exit},
-                      {"max_bytes", row.max_bytes},
-                      {"max_time_us", time_or_null(row.max_time_us)}});
-    J j;
-    j["device"] = d.device;
-    j["processes"] = d.pids;
-    j["snapshot_pid"] = d.snapshot_pid == 0 ? J(nullptr) : J(d.snapshot_pid);
-    j["driver_events"] = d.driver_events;
-    j["unmatched_frees"] = d.unmatched_frees;
-    j["samples"] = d.samples;
-    j["total_bytes"] = d.total_bytes;
-    j["first_time_us"] = time_or_null(d.first_time_us);
-    j["peak_time_us"] = time_or_null(d.peak_time_us);
-    j["peak_sample_time_us"] = time_or_null(d.peak_sample_time_us);
-    j["exit_time_us"] = time_or_null(d.exit_time_us);
-    j["exit_from_sample"] = d.exit_from_sample;
-    j["rows"] = std::move(rows);
-    J over = J::array();
-    for (const OutsideSample& s : d.over_time)
-      over.push_back({{"time_us", time_or_null(s.time_us)}, {"label", s.label}, {"used_bytes", s.used}, {"bytes", s.bytes}});
-    j["over_time"] = std::move(over);
-    j["outside_at_peak_bytes"] = d.outside_at_peak_known ? J(d.outside_at_peak) : J(nullptr);
-    j["outside_at_exit_bytes"] = d.outside_at_exit;
-    j["device_peak"] = d.device_peak_known ? J{{"bytes", d.device_peak.bytes},
-                                               {"time_us", time_or_null(d.device_peak.time_us)},
-                                               {"reserved_bytes", d.device_peak.reserved},
-                                               {"outside_bytes", d.device_peak.outside}}
-                                           : J(nullptr);
-    j["pytorch_peak_allocated_bytes"] = d.peak_allocated;
-    j["pytorch_peak_reserved_bytes"] = d.peak_reserved;
-    j["reserved_check"] = {{"samples", d.checked_samples},
-                           {"mismatched", d.mismatched_samples},
-                           {"largest_difference_bytes", d.largest_mismatch},
-                           {"first_mismatch_time_us", time_or_null(d.first_mismatch_time_us)}};
-    all.push_back(std::move(j));
-  }
-  return all;
 }
 
 std::string outside_html(const Report& r) {

@@ -3,7 +3,6 @@
 // makes the figures) for text, JSON and HTML.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "snapdiff/report/report.hpp"
@@ -12,8 +11,6 @@ namespace snapdiff::detail {
 
 // One block per device ("" when the input has no driver calls).
 std::string outside_text(const Report& r);
-// The report's `outside_allocator` array (one object per device).
-nlohmann::ordered_json outside_json(const Report& r);
 // The HTML section ("" when none).
 std::string outside_html(const Report& r);
 // The sentences under the table of one device: the moments the columns are

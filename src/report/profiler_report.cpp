@@ -8,15 +8,12 @@
 
 #include "report/facts_json.hpp"
 #include "report/format.hpp"
-#include "report/json_write.hpp"
 #include "snapdiff/model/frame_names.hpp"
 #include "snapdiff/report/report.hpp"
 
 namespace snapdiff::detail {
 
 namespace {
-
-using J = nlohmann::ordered_json;
 
 std::string commas(uint64_t v) { return with_commas(v); }
 std::string percent(int64_t part, int64_t whole) { return share_percent(part, whole); }
@@ -105,21 +102,6 @@ std::string where(const OpRow& r) {
 
 std::string cat_name(const DeviceView& d, int c) {
   return c >= 0 && size_t(c) < d.category_names.size() ? d.category_names[size_t(c)] : std::string("?");
-}
-
-J row_j(const DeviceView& d, const OpRow& r) {
-  J j;
-  j["op"] = r.op.empty() ? J(nullptr) : J(r.op);
-  j["kernel"] = r.kernel.empty() ? J(nullptr) : J(r.kernel);
-  j["requested_bytes"] = r.bytes;
-  j["count"] = r.count;
-  j["category"] = r.category >= 0 ? J(cat_name(d, r.category)) : J(nullptr);
-  j["python_frame"] = r.python_frame ? frame_json(*r.python_frame, true) : J(nullptr);
-  j["caller"] = r.caller.empty() ? J(nullptr) : J(r.caller);
-  J st = J::array();
-  for (const FrameRef& f : r.stack_frames) st.push_back(frame_json(f, false));
-  j["stack"] = st;
-  return j;
 }
 
 std::string kernel_join_text(const KernelJoin& k) {
@@ -369,10 +351,6 @@ std::string activity_text(const Report& r) {
   return o.str();
 }
 
-J activity_json(const Report& r) {
-  return to_json(r.activity);
-}
-
 std::string timeline_text(const Report& r) {
   const TimelineComparison& c = r.timeline;
   if (!c.present) return "";
@@ -442,107 +420,6 @@ std::string timeline_text(const Report& r) {
                           " of the trace's allocations up to the peak tied to the timeline; " + dn(c.method) + ")",
                   100);
   return o.str();
-}
-
-J profiler_input_json(const Report& r) {
-  J j;
-  j["ops"] = r.ops;
-  j["cpu_memory_events"] = r.host_memory_events;
-  j["cpu_memory_peak_bytes"] = r.host_peak_bytes;
-  j["trace"] = r.profiler_trace;
-  return j;
-}
-
-J ops_json(const DeviceView& d) {
-  J j;
-  if (d.kernels_only) {
-    const KernelCoverage& c = d.kernel_coverage;
-    J ks = J::array();
-    for (const OpRow& r : d.by_kernel) {
-      J x = row_j(d, r);
-      x["op"] = nullptr;
-      x["site"] = r.other.empty() ? J(nullptr) : J(r.other);
-      ks.push_back(x);
-    }
-    j["by_kernel"] = ks;
-    j["by_kernel_other"] = {{"requested_bytes", d.other_kernels.bytes}, {"count", d.other_kernels.count}};
-    j["by_kernel_rows"] = d.kernel_rows;
-    j["kernel_coverage"] = {{"allocations", c.allocations},
-                            {"allocations_with_kernel", c.with_kernel},
-                            {"allocations_percent", c.allocations ? 100.0 * double(c.with_kernel) / double(c.allocations) : 0.0},
-                            {"requested_bytes", c.bytes},
-                            {"requested_bytes_with_kernel", c.bytes_with_kernel},
-                            {"requested_bytes_percent", c.bytes ? 100.0 * double(c.bytes_with_kernel) / double(c.bytes) : 0.0}};
-    return j;
-  }
-  J ops = J::array(), ks = J::array();
-  for (const OpRow& r : d.by_op) ops.push_back(row_j(d, r));
-  for (const OpRow& r : d.by_kernel) {
-    J x = row_j(d, r);
-    x["op"] = r.other.empty() ? J(nullptr) : J(r.other);
-    ks.push_back(x);
-  }
-  j["by_op"] = ops;
-  j["by_op_other"] = {{"requested_bytes", d.other_ops.bytes}, {"count", d.other_ops.count}};
-  j["by_kernel"] = ks;
-  j["by_kernel_other"] = {{"requested_bytes", d.other_kernels.bytes}, {"count", d.other_kernels.count}};
-  j["by_op_rows"] = d.ops_rows;
-  j["by_kernel_rows"] = d.kernel_rows;
-  return j;
-}
-
-J timeline_json(const Report& r) {
-  const TimelineComparison& c = r.timeline;
-  J j;
-  j["name"] = c.name;
-  j["raw"] = c.raw;
-  j["device"] = c.device;
-  j["pytorch_peak_bytes"] = c.pytorch_peak;
-  j["pytorch_peak_time_us"] = c.pytorch_peak_time_us == kNoTime ? J(nullptr) : J(c.pytorch_peak_time_us);
-  j["method"] = c.method;
-  const DeviceView* d = nullptr;
-  for (const DeviceView& x : r.devices)
-    if (x.device == c.device) d = &x;
-  J ms = J::array();
-  for (const TimelineMoment& m : c.moments) {
-    J x;
-    x["label"] = m.label;
-    x["time_us"] = m.time_us == kNoTime ? J(nullptr) : J(m.time_us);
-    x["event_index"] = m.event_index;
-    x["phase"] = phase_name(m.phase);
-    x["iteration"] = m.iteration;
-    J pc = J::object();
-    for (int i = 0; i < MemoryTimeline::kCategories; ++i) pc[MemoryTimeline::kCategoryNames[i]] = m.pytorch[size_t(i)];
-    x["pytorch_categories"] = pc;
-    x["pytorch_total_bytes"] = m.pytorch_total;
-    J sc = J::object(), ub = J::object();
-    if (d) {
-      for (size_t i = 0; i < m.snapdiff.size(); ++i) sc[d->category_names[i]] = m.snapdiff[i];
-      for (size_t i = 0; i < m.unknown_by_category.size(); ++i)
-        if (m.unknown_by_category[i] != 0) ub[d->category_names[i]] = m.unknown_by_category[i];
-    }
-    x["snapdiff_categories"] = sc;
-    x["snapdiff_total_bytes"] = m.snapdiff_total;
-    x["unknown_bytes"] = m.unknown;
-    x["placed_bytes"] = m.placed;
-    x["before_profiler_bytes"] = m.before_profiler;
-    if (c.raw) {
-      J pt = J::object();
-      for (int i = 0; i < MemoryTimeline::kCategories; ++i) pt[MemoryTimeline::kCategoryNames[i]] = m.pre_trace_tensors[size_t(i)];
-      x["pre_trace_live_bytes"] = m.pre_trace_live;
-      x["pre_trace_tensors"] = pt;
-    }
-    x["unknown_by_category"] = ub;
-    J pl = J::array();
-    if (d)
-      for (const OpRow& p : m.placements) pl.push_back(row_j(*d, p));
-    x["placements"] = pl;
-    x["allocations_matched"] = m.allocations_matched;
-    x["allocations"] = m.allocations;
-    ms.push_back(x);
-  }
-  j["moments"] = ms;
-  return j;
 }
 
 }  // namespace snapdiff::detail

@@ -1,7 +1,6 @@
 // Internal: the report sections profiler inputs add (text and JSON).
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "snapdiff/report/report.hpp"
@@ -34,12 +33,5 @@ std::string timeline_text(const Report& r);
 // TIME, TOP KERNELS BY LAUNCHES (empty when the trace has memory events).
 std::string activity_text(const Report& r);
 std::string no_memory_message(const TraceActivity& a);
-
-// JSON: input.profiler, devices[].by_op/by_kernel, memory_timeline, trace_join.
-nlohmann::ordered_json profiler_input_json(const Report& r);
-nlohmann::ordered_json ops_json(const DeviceView& d);
-nlohmann::ordered_json timeline_json(const Report& r);
-// "profiler_activity": present only with r.activity.
-nlohmann::ordered_json activity_json(const Report& r);
 
 }  // namespace snapdiff::detail

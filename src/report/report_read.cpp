@@ -1,8 +1,9 @@
-// The report view read back from the JSON render_json() writes: the inverse
-// of json_report.cpp (and of the JSON parts of oom_report.cpp,
-// profiler_report.cpp and facts_json.cpp), one reader per writer. Ids that
-// point into a Trace (StackId, FrameId, rule indices) are not in the JSON and
-// stay unset; what the renderers show comes back whole.
+// The report view read back from the JSON render_json() writes, by the same
+// field lists (snapdiff/view/fields.hpp) as the writer (json_write.hpp); by
+// hand only the schema's version, the facts by their code and the checks
+// across sections. Ids that point into a Trace (StackId, FrameId, rule
+// indices) are not in the JSON and stay unset; what the renderers show comes
+// back whole.
 #include "snapdiff/report/report_read.hpp"
 
 #include <cstring>
@@ -149,17 +150,6 @@ int category_index(const In& j, const std::vector<std::string>& names) {
   j.fail("unknown category '" + n + "'");
 }
 
-// A category -> bytes object, in the device's category order (the writer
-// stops at the shorter of the names and the figures: a prefix of the names).
-std::vector<int64_t> read_categories(const In& j, const std::vector<std::string>& names) {
-  std::vector<int64_t> v;
-  j.items([&](const std::string& key, const In& x) {
-    if (v.size() >= names.size() || names[v.size()] != key) x.fail("unexpected category '" + key + "'");
-    v.push_back(x.i64());
-  });
-  return v;
-}
-
 // The size classes analyze() counts free blocks in (src/analysis/analyze.cpp):
 // FreeSizeClass::label points at a name, so the names read back are these.
 constexpr struct {
@@ -170,14 +160,9 @@ constexpr struct {
                         {"20-200 MiB", uint64_t(200) << 20},
                         {">= 200 MiB", UINT64_MAX}};
 
-// The sections still read by hand (below).
-class JsonReader;
+// The facts, by their code (below).
 void read_facts(const In& j, Finding& f);
 void read_facts(const In& j, Warning& w);
-void read_ops(const In& j, DeviceView& d);
-OomView read_oom(const In& j);
-OutsideDevice read_outside(const In& x);
-TimelineComparison read_timeline(const In& j, const Report& r);
 
 class JsonReader {
  public:
@@ -201,6 +186,10 @@ class JsonReader {
     else read(x, m);
   }
   void time(const char* key, int64_t& t) { null_if(key, t, kNoTime); }
+  template <class T>
+  void null_below(const char* key, T& m, const T&, const T& none) {
+    null_if(key, m, none);
+  }
   template <class T>
   void null_unless(const char* key, bool ok, T& m) {
     const In x = in_[key];
@@ -232,10 +221,11 @@ class JsonReader {
   }
   template <class T>
   void computed(const char*, const T&) {}
-  // Words are written, not read back: a string.
+  // Words are written, not read back: a string (an OOM's explanation: strings).
   template <class T>
   void words(const char* key, const T&) {
-    (void)in_[key].s();
+    if constexpr (std::is_same_v<T, OomView>) in_[key].each([](const In& x) { (void)x.s(); });
+    else (void)in_[key].s();
   }
   // Checked once the object is read: the fields it is derived from come later.
   template <class F>
@@ -264,6 +254,25 @@ class JsonReader {
       if (v.size() >= n.size() || n[v.size()] != name) x.fail("unexpected category '" + name + "'");
       read(x, v.emplace_back());
     });
+  }
+  // Absent categories are 0.
+  template <class T>
+  void nonzero_categories(const char* key, std::vector<T>& v) {
+    static const std::vector<std::string> kNone;
+    const std::vector<std::string>& n = names ? *names : kNone;
+    v.assign(n.size(), T{});
+    in_[key].items([&](const std::string& name, const In& x) {
+      size_t i = 0;
+      while (i < n.size() && n[i] != name) ++i;
+      if (i == n.size()) x.fail("unknown category '" + name + "'");
+      read(x, v[i]);
+    });
+  }
+  template <class T>
+  void first_then(const char* key, std::vector<T>& list) {
+    list.clear();
+    fields(*this, list.emplace_back());
+    in_[key].each([&](const In& x) { read(x, list.emplace_back()); });
   }
   void names_ahead(const char* key, std::vector<std::string>& n) {
     n.clear();
@@ -315,29 +324,24 @@ class JsonReader {
   void special(const char*, view::Facts, S& x) {
     read_facts(in_, x);
   }
-  void special(const char*, view::Ops, DeviceView& d) {
-    if (in_.has("by_op") || in_.has("kernel_coverage")) read_ops(in_, d);
-  }
   // Checked against $.devices once they are read (read_report).
   void special(const char* key, view::DeviceNumbers, Report&) { listed.emplace(in_[key]); }
   void special(const char* key, view::TopPeak, Report&) { top_device.emplace(in_[key]["device"]); }
   void special(const char*, view::TopDevice, Report&) {}
-  void special(const char* key, view::Profiler, Report& r) {
-    const In p = in_[key];
-    r.ops = p["ops"].u64();
-    r.host_memory_events = p["cpu_memory_events"].u64();
-    r.host_peak_bytes = p["cpu_memory_peak_bytes"].i64();
-    r.profiler_trace = p["trace"].b();
+  void special(const char* key, view::Caller, OutsideRow& row) {
+    const In x = in_[key];
+    const std::string caller = x.s();
+    row.context = caller == "context";
+    if (row.context) return;
+    for (MemoryCaller c : {MemoryCaller::Unknown, MemoryCaller::PyTorch, MemoryCaller::Nccl, MemoryCaller::Cublas,
+                           MemoryCaller::Cudnn, MemoryCaller::Other})
+      if (caller == memory_caller_name(c)) return void(row.caller = c);
+    x.fail("unknown caller '" + caller + "'");
   }
-  void special(const char* key, view::Oom, Report& r) {
-    const In o = in_[key];
-    r.ooms.push_back(read_oom(o));
-    o["other_devices"].each([&](const In& x) { r.ooms.push_back(read_oom(x)); });
+  void special(const char* key, view::PytorchCategories, std::array<int64_t, kPytorchCategories>& a) {
+    const In x = in_[key];
+    for (int i = 0; i < MemoryTimeline::kCategories; ++i) a[size_t(i)] = x[MemoryTimeline::kCategoryNames[i]].i64();
   }
-  void special(const char* key, view::Outside, Report& r) {
-    in_[key].each([&](const In& x) { r.outside.push_back(read_outside(x)); });
-  }
-  void special(const char* key, view::Timeline, Report& r) { r.timeline = read_timeline(in_[key], r); }
   void special(const char* key, view::Recorded, AllocatorSettings& s) {
     in_[key].items([&](const std::string& k, const In& v) { s.raw.emplace_back(k, v.s()); });
   }
@@ -425,27 +429,6 @@ T read_value(const In& x, const std::vector<std::string>* names = nullptr) {
   return v;
 }
 
-// ---- Shared records -------------------------------------------------------
-
-std::optional<FrameRef> read_opt_frame(const In& j) { return read_value<std::optional<FrameRef>>(j); }
-std::vector<FrameRef> read_stack(const In& j) { return read_value<std::vector<FrameRef>>(j); }
-void read_site_path(const In& j, SiteFrames& s) {
-  JsonReader r(j);
-  site_path_fields(r, s);
-}
-
-template <class T, class Get>
-std::vector<T> read_by_category(const In& j, const std::vector<std::string>& names, Get get) {
-  std::vector<T> v(names.size(), T{});
-  j.items([&](const std::string& key, const In& x) {
-    size_t i = 0;
-    while (i < names.size() && names[i] != key) ++i;
-    if (i == names.size()) x.fail("unknown category '" + key + "'");
-    v[i] = get(x);
-  });
-  return v;
-}
-
 // ---- Findings and warnings (facts_json.cpp) -------------------------------
 
 // A finding's facts by its code (j: the finding, its kind read).
@@ -484,275 +467,6 @@ void read_facts(const In& j, Warning& w) {
   }
 }
 
-// ---- Device sections (json_report.cpp) ------------------------------------
-
-
-
-
-SiteRow read_other_sites(const In& j) {
-  SiteRow s;
-  JsonReader(j).read(j, s, OtherSites{});
-  return s;
-}
-
-
-
-
-
-
-
-// An op row (profiler_report.cpp row_j); by kernel, "op" is the op holding most of its bytes.
-OpRow read_op_row(const In& j, const std::vector<std::string>& names, bool by_kernel) {
-  OpRow r;
-  (by_kernel ? r.other : r.op) = j["op"].s_or_empty();
-  r.kernel = j["kernel"].s_or_empty();
-  r.bytes = j["requested_bytes"].i64();
-  r.count = j["count"].u64();
-  r.category = category_index(j["category"], names);
-  if (r.category >= 0) r.category_name = names[size_t(r.category)];
-  r.python_frame = read_opt_frame(j["python_frame"]);
-  r.caller = j["caller"].s_or_empty();
-  r.stack_frames = read_stack(j["stack"]);
-  return r;
-}
-
-void read_ops(const In& j, DeviceView& d) {
-  if (j.has("kernel_coverage")) {
-    // An input with launches and no ops: by_kernel alone.
-    d.kernels_only = true;
-    const In& c = j["kernel_coverage"];
-    d.kernel_coverage.present = true;
-    d.kernel_coverage.allocations = c["allocations"].u64();
-    d.kernel_coverage.with_kernel = c["allocations_with_kernel"].u64();
-    d.kernel_coverage.bytes = c["requested_bytes"].i64();
-    d.kernel_coverage.bytes_with_kernel = c["requested_bytes_with_kernel"].i64();
-    j["by_kernel"].each([&](const In& r) {
-      OpRow o = read_op_row(r, d.category_names, true);
-      o.other = r["site"].s_or_empty();
-      d.by_kernel.push_back(std::move(o));
-    });
-    d.other_kernels.bytes = j["by_kernel_other"]["requested_bytes"].i64();
-    d.other_kernels.count = j["by_kernel_other"]["count"].u64();
-    d.kernel_rows = j["by_kernel_rows"].u64();
-    return;
-  }
-  d.has_ops = true;
-  j["by_op"].each([&](const In& r) { d.by_op.push_back(read_op_row(r, d.category_names, false)); });
-  j["by_kernel"].each([&](const In& r) { d.by_kernel.push_back(read_op_row(r, d.category_names, true)); });
-  d.other_ops.bytes = j["by_op_other"]["requested_bytes"].i64();
-  d.other_ops.count = j["by_op_other"]["count"].u64();
-  d.other_kernels.bytes = j["by_kernel_other"]["requested_bytes"].i64();
-  d.other_kernels.count = j["by_kernel_other"]["count"].u64();
-  d.ops_rows = j["by_op_rows"].u64();
-  d.kernel_rows = j["by_kernel_rows"].u64();
-}
-
-
-// ---- Report sections ------------------------------------------------------
-
-
-
-OomView read_oom(const In& j) {
-  OomView v;
-  v.device = j["device"].i32();
-  v.errors = j["errors"].u64();
-  v.event_index = j["event_index"].i64();
-  v.time_us = j["time_us"].i64_or(kNoTime);
-  v.since_first_event_us = j["time_since_first_event_us"].i64_or(kNoTime);
-  v.phase = j["phase"].phase();
-  v.iteration = j["iteration"].i32();
-  v.stream = j["stream"].u64();
-  v.user_frame = read_opt_frame(j["user_frame"]);
-  if (v.user_frame) v.site.user = v.user_frame;
-  v.site.stack = read_stack(j["stack"]);
-  v.request = j["requested_bytes"].u64();
-  v.segment_size = j["segment_bytes"].u64();
-  v.expandable = j["expandable_segments"].b();
-  v.device_free = j["device_free_bytes"].u64();
-  v.device_total = j["device_total_bytes"].null() ? 0 : j["device_total_bytes"].u64();
-  v.free_sample = j["device_free_sample"].s_or_empty();
-  const In a = j["allocator"];
-  v.held.reserved = a["reserved_bytes"].i64();
-  v.held.allocated = a["allocated_bytes"].i64();
-  v.held.active = a["active_bytes"].i64();
-  v.held.requested = a["requested_bytes"].i64();
-  v.max_reserved = a["max_reserved_bytes"].i64();
-  v.free_cached = a["free_cached_bytes"].i64();
-  v.free_blocks = a["free_blocks"].u64();
-  v.largest_free_block = a["largest_free_block_bytes"].u64();
-  v.stream_free = a["usable_free_bytes"].i64();
-  v.stream_free_blocks = a["usable_free_blocks"].u64();
-  v.stream_largest_free = a["usable_largest_free_block_bytes"].u64();
-  v.pending_free = a["pending_free_bytes"].i64();
-  const In cause = j["cause"];
-  if (!oom_cause_from_name(cause.s(), &v.cause)) cause.fail("unknown cause '" + cause.s() + "'");
-  const In cap = j["cap"];
-  v.capped = !cap.null();
-  if (v.capped) {
-    v.cap_at_least = cap["at_least_bytes"].i64_or(0);
-    v.cap_below = cap["below_bytes"].i64();
-  }
-  v.others = j["outside_allocator_bytes"].i64_or(-1);
-  const In e = j["expandable"];
-  v.expandable_need = e["need_bytes"].i64();
-  v.expandable_room = e["room_bytes"].i64();
-  v.expandable_fits = e["fits"].b();
-  if (j.has("whatif") && !j["whatif"].null()) {
-    const In w = j["whatif"];
-    v.whatif_run = true;
-    v.whatif_reproduced = w["reproduced"].b();
-    w["tried"].each([&](const In& x) { v.whatif_tried.push_back(x.s()); });
-    w["fit"].each([&](const In& x) { v.whatif_fit.push_back(x.s()); });
-  }
-  const In live = j["live"];
-  v.live_allocations = live["allocations"].u64();
-  v.live_requested = live["requested_bytes"].i64();
-  live["categories"].items([&](const std::string& name, const In& x) {
-    v.category_names.push_back(name);
-    v.categories.push_back(x.i64());
-  });
-  v.category_allocations =
-      read_by_category<uint64_t>(live["category_allocations"], v.category_names, [](const In& x) { return x.u64(); });
-  live["sites"].each([&](const In& s) {
-    SiteRow row;
-    row.requested_bytes = s["requested_bytes"].i64();
-    row.block_bytes = s["block_bytes"].i64();
-    row.count = s["count"].u64();
-    row.category = category_index(s["category"], v.category_names);
-    if (row.category >= 0) row.category_name = v.category_names[size_t(row.category)];
-    const In rule = s["rule"];
-    if (!rule.null()) row.has_rule = true, row.rule_name = rule.s();
-    row.site.user = read_opt_frame(s["user_frame"]);
-    row.site.stack = read_stack(s["stack"]);
-    read_site_path(s, row.site);
-    v.sites.push_back(std::move(row));
-  });
-  v.other_sites = read_other_sites(live["other"]);
-  return v;
-}
-
-TimelineComparison read_timeline(const In& j, const Report& r) {
-  TimelineComparison c;
-  c.present = true;
-  c.name = j["name"].s();
-  c.raw = j["raw"].b();
-  c.device = j["device"].i32();
-  c.pytorch_peak = j["pytorch_peak_bytes"].i64();
-  c.pytorch_peak_time_us = j["pytorch_peak_time_us"].i64_or(kNoTime);
-  c.method = j["method"].s();
-  const DeviceView* d = nullptr;
-  for (const DeviceView& x : r.devices)
-    if (x.device == c.device) d = &x;
-  static const std::vector<std::string> kNone;
-  const std::vector<std::string>& names = d ? d->category_names : kNone;
-  auto pytorch = [](const In& o) {
-    std::array<int64_t, MemoryTimeline::kCategories> a{};
-    for (int i = 0; i < MemoryTimeline::kCategories; ++i) a[size_t(i)] = o[MemoryTimeline::kCategoryNames[i]].i64();
-    return a;
-  };
-  j["moments"].each([&](const In& x) {
-    TimelineMoment m;
-    m.label = x["label"].s();
-    m.time_us = x["time_us"].i64_or(kNoTime);
-    m.event_index = x["event_index"].i64();
-    m.phase = x["phase"].phase();
-    m.iteration = x["iteration"].i32();
-    m.pytorch = pytorch(x["pytorch_categories"]);
-    m.pytorch_total = x["pytorch_total_bytes"].i64();
-    if (d) m.snapdiff = read_categories(x["snapdiff_categories"], names);
-    m.snapdiff_total = x["snapdiff_total_bytes"].i64();
-    m.unknown = x["unknown_bytes"].i64();
-    m.placed = x["placed_bytes"].i64();
-    m.before_profiler = x["before_profiler_bytes"].i64();
-    if (c.raw) {
-      m.pre_trace_live = x["pre_trace_live_bytes"].i64();
-      m.pre_trace_tensors = pytorch(x["pre_trace_tensors"]);
-    }
-    m.unknown_by_category = read_by_category<int64_t>(x["unknown_by_category"], names, [](const In& v) { return v.i64(); });
-    x["placements"].each([&](const In& p) { m.placements.push_back(read_op_row(p, names, false)); });
-    m.allocations_matched = x["allocations_matched"].u64();
-    m.allocations = x["allocations"].u64();
-    c.moments.push_back(std::move(m));
-  });
-  return c;
-}
-
-
-
-
-
-// One device of `outside_allocator` (json_report.cpp, outside_report.cpp).
-OutsideDevice read_outside(const In& x) {
-  OutsideDevice d;
-  d.device = x["device"].i32();
-  x["processes"].each([&](const In& p) {
-    const uint64_t v = p.u64();
-    if (v > UINT32_MAX) p.fail("integer out of range");
-    d.pids.push_back(uint32_t(v));
-  });
-  auto pid_of = [](const In& p) {
-    if (p.null()) return uint32_t(0);
-    const uint64_t v = p.u64();
-    if (v > UINT32_MAX) p.fail("integer out of range");
-    return uint32_t(v);
-  };
-  d.snapshot_pid = pid_of(x["snapshot_pid"]);
-  d.driver_events = x["driver_events"].u64();
-  d.unmatched_frees = x["unmatched_frees"].u64();
-  d.samples = x["samples"].u64();
-  d.total_bytes = x["total_bytes"].u64();
-  d.first_time_us = x["first_time_us"].i64_or(kNoTime);
-  d.peak_time_us = x["peak_time_us"].i64_or(kNoTime);
-  d.peak_sample_time_us = x["peak_sample_time_us"].i64_or(kNoTime);
-  d.exit_time_us = x["exit_time_us"].i64_or(kNoTime);
-  d.exit_from_sample = x["exit_from_sample"].b();
-  x["rows"].each([&](const In& y) {
-    OutsideRow row;
-    const std::string caller = y["caller"].s();
-    row.context = caller == "context";
-    if (!row.context) {
-      bool found = false;
-      for (MemoryCaller c : {MemoryCaller::Unknown, MemoryCaller::PyTorch, MemoryCaller::Nccl, MemoryCaller::Cublas,
-                             MemoryCaller::Cudnn, MemoryCaller::Other})
-        if (caller == memory_caller_name(c)) row.caller = c, found = true;
-      if (!found) y["caller"].fail("unknown caller '" + caller + "'");
-    }
-    row.library = y["library"].s();
-    row.pid = pid_of(y["pid"]);
-    row.at_peak_known = !y["at_peak_bytes"].null();
-    row.at_peak = y["at_peak_bytes"].i64_or(0);
-    row.at_exit = y["at_exit_bytes"].i64();
-    row.max_bytes = y["max_bytes"].i64();
-    row.max_time_us = y["max_time_us"].i64_or(kNoTime);
-    d.rows.push_back(std::move(row));
-  });
-  x["over_time"].each([&](const In& y) {
-    OutsideSample s;
-    s.time_us = y["time_us"].i64_or(kNoTime);
-    s.label = y["label"].s();
-    s.used = y["used_bytes"].i64();
-    y["bytes"].each([&](const In& v) { s.bytes.push_back(v.i64()); });
-    if (s.bytes.size() != d.rows.size()) y["bytes"].fail("expected " + std::to_string(d.rows.size()) + " elements, one per row");
-    d.over_time.push_back(std::move(s));
-  });
-  d.outside_at_peak_known = !x["outside_at_peak_bytes"].null();
-  d.outside_at_peak = x["outside_at_peak_bytes"].i64_or(0);
-  d.outside_at_exit = x["outside_at_exit_bytes"].i64();
-  if (!x["device_peak"].null()) {
-    const In p = x["device_peak"];
-    d.device_peak_known = true;
-    d.device_peak = {p["bytes"].i64(), p["time_us"].i64_or(kNoTime), p["reserved_bytes"].i64(), p["outside_bytes"].i64()};
-  }
-  d.peak_allocated = x["pytorch_peak_allocated_bytes"].i64();
-  d.peak_reserved = x["pytorch_peak_reserved_bytes"].i64();
-  const In c = x["reserved_check"];
-  d.checked_samples = c["samples"].u64();
-  d.mismatched_samples = c["mismatched"].u64();
-  d.largest_mismatch = c["largest_difference_bytes"].i64();
-  d.first_mismatch_time_us = c["first_mismatch_time_us"].i64_or(kNoTime);
-  return d;
-}
-
 Report read_report(const In& j) {
   const In schema = j["schema"];
   if (schema.s() != "snapdiff/report/1")
@@ -778,6 +492,14 @@ Report read_report(const In& j) {
     if (!d.has_peak_event) continue;
     d.peak_index = d.peak_requested.event_index;
     if (d.peak_index < 0) j["devices"].elements(r.devices.size())[i]["peak"]["reached_by"].fail("a peak reached by an event has an event index");
+  }
+  // An outside device's samples hold a figure per row.
+  for (size_t i = 0; i < r.outside.size(); ++i) {
+    const OutsideDevice& d = r.outside[i];
+    for (size_t k = 0; k < d.over_time.size(); ++k)
+      if (d.over_time[k].bytes.size() != d.rows.size())
+        j["outside_allocator"].elements(r.outside.size())[i]["over_time"].elements(d.over_time.size())[k]["bytes"].fail(
+            "expected " + std::to_string(d.rows.size()) + " elements, one per row");
   }
   if (r.kernel_join.joined() != j.has("kernel_join")) j["kernel_join"]["recording"].fail("expected the recording's name");
   if (j.has("explain") && r.explain_query.empty()) j["explain"]["query"].fail("expected the query given");

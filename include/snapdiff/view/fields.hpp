@@ -12,6 +12,7 @@
 //                               optional (null when empty)
 //   v(key, m, list)             the same with another field list for the struct(s)
 //   v.null_if(key, m, none)     m, or null when m == none (kNoTime: v.time(key, m))
+//   v.null_below(key, m, min, none)  m, or null when m < min (reading: null gives none)
 //   v.null_unless(key, ok, m)   m, or null when !ok (reading: m only when not null)
 //   v.flag_null(key, flag, m)   m, or null when !flag (reading: flag = not null)
 //   v.group(key, fn)            the fields fn declares, written as one object
@@ -20,11 +21,13 @@
 //   v.computed(key, value)      written, not read back (a constant, a sum)
 //   v.derived(key, fn, msg)     written from other fields; reading checks it agrees (else msg)
 //   v.categories(key, m)        bytes keyed by the category names in scope
+//   v.nonzero_categories(key, m)  the same, only the categories not 0 (reading: 0 for those absent)
 //   v.category(key, index, name)  a category by name (null: index -1)
 //   v.rule(key, has, name)      a rule by name (null: no rule)
 //   v.words(key, x)             the report layer's words about x (write only)
 //   v.names_ahead(key, names)   the category names in scope from here on: the
 //                               keys of the object at key (read ahead of it)
+//   v.first_then(key, list)     the first element's fields here, then key: the others
 //   v.special(key, Tag{}, x)    a coding of its own, named by a tag below
 #pragma once
 
@@ -46,14 +49,10 @@ struct Pair {};         // two ints as [first, last], or null (Growth::judged_*)
 struct OutsidePid {};   // a process id, null for 0
 struct Caller {};       // OutsideRow: "context" or memory_caller_name()
 struct Facts {};        // a finding's or warning's facts, by its code (facts_json.cpp)
-struct Ops {};          // a device's op and kernel rows, keys of the device (profiler_report.cpp)
 struct TopPeak {};      // the peak device's peak again, with its "device" (zeros without devices)
 struct TopDevice {};    // the peak device's categories, phases, --at and --window again (write only)
 struct DeviceNumbers {};  // the devices' numbers (reading: checked against $.devices)
-struct Profiler {};     // the input's profiler figures (profiler_report.cpp)
-struct Oom {};          // the first OOM and those of other devices (oom_report.cpp)
-struct Outside {};      // memory outside the allocator per device (outside_report.cpp)
-struct Timeline {};     // the --memory-timeline comparison (profiler_report.cpp)
+struct PytorchCategories {};  // TimelineMoment: bytes keyed by MemoryTimeline::kCategoryNames
 struct Recorded {};     // the allocator settings as recorded, key -> value
 
 // What a visitor tells apart: a list of values, a value that may be absent.
@@ -240,6 +239,181 @@ SNAPDIFF_FIELDS(GradientSize) {
   v("tensor_bytes", x.tensor_bytes);
   v("count", x.count);
   v("requested_bytes", x.requested_bytes);
+}
+
+// ---- Op and kernel rows (profiler traces, kernel recordings) ---------------
+
+// An op or kernel row. By op: "op" is the op; by kernel: the op holding most
+// of its bytes; kernels only (no ops): null, and "site" the row's site last.
+struct OpRowFields {
+  enum Kind { ByOp, ByKernel, KernelsOnly } kind = ByOp;
+  template <class V, class S>
+  void operator()(V& v, S& x) const {
+    if (kind == ByOp) v.null_if("op", x.op, std::string());
+    else if (kind == ByKernel) v.null_if("op", x.other, std::string());
+    else v.computed("op", nullptr);
+    v.null_if("kernel", x.kernel, std::string());
+    v("requested_bytes", x.bytes);
+    v("count", x.count);
+    v.category("category", x.category, x.category_name);
+    v("python_frame", x.python_frame);
+    v.null_if("caller", x.caller, std::string());
+    v("stack", x.stack_frames, Unlabelled{});
+    bool site = kind == KernelsOnly;  // in the kernels-only rows of the shared schema
+    v.when(site, "site", [&] { v.null_if("site", x.other, std::string()); });
+  }
+};
+// The rows beyond the shown ones, summed.
+struct OpTotal {
+  template <class V, class S>
+  void operator()(V& v, S& x) const {
+    v("requested_bytes", x.bytes);
+    v("count", x.count);
+  }
+};
+
+SNAPDIFF_FIELDS(KernelCoverage) {
+  v("allocations", x.allocations);
+  v("allocations_with_kernel", x.with_kernel);
+  v.computed("allocations_percent", x.allocations ? 100.0 * double(x.with_kernel) / double(x.allocations) : 0.0);
+  v("requested_bytes", x.bytes);
+  v("requested_bytes_with_kernel", x.bytes_with_kernel);
+  v.computed("requested_bytes_percent", x.bytes ? 100.0 * double(x.bytes_with_kernel) / double(x.bytes) : 0.0);
+}
+
+// A device's op and kernel rows (keys of the device): inputs with ops, or
+// inputs with kernel launches and no ops (by_kernel and its coverage alone).
+struct DeviceOps {
+  template <class V, class S>
+  void operator()(V& v, S& x) const {
+    v.when(x.kernels_only, "kernel_coverage", [&] {
+      v("by_kernel", x.by_kernel, OpRowFields{OpRowFields::KernelsOnly});
+      v("by_kernel_other", x.other_kernels, OpTotal{});
+      v("by_kernel_rows", x.kernel_rows);
+      v.when(x.kernel_coverage.present, "kernel_coverage", [&] { v("kernel_coverage", x.kernel_coverage); });
+    });
+    v.when(x.has_ops, "by_op", [&] {
+      v("by_op", x.by_op, OpRowFields{OpRowFields::ByOp});
+      v("by_op_other", x.other_ops, OpTotal{});
+      v("by_kernel", x.by_kernel, OpRowFields{OpRowFields::ByKernel});
+      v("by_kernel_other", x.other_kernels, OpTotal{});
+      v("by_op_rows", x.ops_rows);
+      v("by_kernel_rows", x.kernel_rows);
+    });
+  }
+};
+
+// ---- --memory-timeline -----------------------------------------------------
+
+// A moment of the comparison; `raw`: the raw export (with the bytes before the trace).
+struct TimelineMomentFields {
+  bool raw = false;
+  template <class V, class S>
+  void operator()(V& v, S& x) const {
+    v("label", x.label);
+    v.time("time_us", x.time_us);
+    v("event_index", x.event_index);
+    v("phase", x.phase);
+    v("iteration", x.iteration);
+    v.special("pytorch_categories", view::PytorchCategories{}, x.pytorch);
+    v("pytorch_total_bytes", x.pytorch_total);
+    v.categories("snapdiff_categories", x.snapdiff);
+    v("snapdiff_total_bytes", x.snapdiff_total);
+    v("unknown_bytes", x.unknown);
+    v("placed_bytes", x.placed);
+    v("before_profiler_bytes", x.before_profiler);
+    bool pre_trace = raw;
+    v.when(pre_trace, "pre_trace_live_bytes", [&] {
+      v("pre_trace_live_bytes", x.pre_trace_live);
+      v.special("pre_trace_tensors", view::PytorchCategories{}, x.pre_trace_tensors);
+    });
+    v.nonzero_categories("unknown_by_category", x.unknown_by_category);
+    v("placements", x.placements, OpRowFields{OpRowFields::ByOp});
+    v("allocations_matched", x.allocations_matched);
+    v("allocations", x.allocations);
+  }
+};
+
+// The comparison; its categories are those of its device among `devices`.
+struct TimelineFields {
+  const std::vector<DeviceView>* devices = nullptr;
+  template <class V, class S>
+  void operator()(V& v, S& x) const {
+    v("name", x.name);
+    v("raw", x.raw);
+    v("device", x.device);
+    v("pytorch_peak_bytes", x.pytorch_peak);
+    v.time("pytorch_peak_time_us", x.pytorch_peak_time_us);
+    v("method", x.method);
+    const std::vector<std::string>* was = v.names;
+    v.names = nullptr;
+    if (devices)
+      for (const DeviceView& d : *devices)
+        if (d.device == x.device) v.names = &d.category_names;
+    v("moments", x.moments, TimelineMomentFields{x.raw});
+    v.names = was;
+  }
+};
+
+// ---- The first OOM of each device ------------------------------------------
+
+SNAPDIFF_FIELDS(OomView) {
+  v("device", x.device);
+  v("errors", x.errors);
+  v("event_index", x.event_index);
+  v.time("time_us", x.time_us);
+  v.time("time_since_first_event_us", x.since_first_event_us);
+  v("phase", x.phase);
+  v("iteration", x.iteration);
+  v("stream", x.stream);
+  v("user_frame", x.user_frame);
+  v("stack", x.site.stack, Unlabelled{});
+  v("requested_bytes", x.request);
+  v("segment_bytes", x.segment_size);
+  v("expandable_segments", x.expandable);
+  v("device_free_bytes", x.device_free);
+  v.null_if("device_total_bytes", x.device_total, uint64_t(0));
+  v.null_if("device_free_sample", x.free_sample, std::string());
+  v.group("allocator", [&] {
+    v("reserved_bytes", x.held.reserved);
+    v("allocated_bytes", x.held.allocated);
+    v("active_bytes", x.held.active);
+    v("requested_bytes", x.held.requested);
+    v("max_reserved_bytes", x.max_reserved);
+    v("free_cached_bytes", x.free_cached);
+    v("free_blocks", x.free_blocks);
+    v("largest_free_block_bytes", x.largest_free_block);
+    v("usable_free_bytes", x.stream_free);
+    v("usable_free_blocks", x.stream_free_blocks);
+    v("usable_largest_free_block_bytes", x.stream_largest_free);
+    v("pending_free_bytes", x.pending_free);
+  });
+  v("cause", x.cause);
+  v.group_or_null("cap", x.capped, [&] {
+    v.null_below("at_least_bytes", x.cap_at_least, int64_t(1), int64_t(0));
+    v("below_bytes", x.cap_below);
+  });
+  v.null_below("outside_allocator_bytes", x.others, int64_t(0), int64_t(-1));
+  v.group("expandable", [&] {
+    v("need_bytes", x.expandable_need);
+    v("room_bytes", x.expandable_room);
+    v("fits", x.expandable_fits);
+  });
+  v.group_or_null("whatif", x.whatif_run, [&] {
+    v("reproduced", x.whatif_reproduced);
+    v("tried", x.whatif_tried);
+    v("fit", x.whatif_fit);
+  });
+  v.words("explanation", x);
+  v.group("live", [&] {
+    v.names_ahead("categories", x.category_names);
+    v("allocations", x.live_allocations);
+    v("requested_bytes", x.live_requested);
+    v.categories("categories", x.categories);
+    v.categories("category_allocations", x.category_allocations);
+    v("sites", x.sites, OomSite{});
+    v("other", x.other_sites, OtherSites{});
+  });
 }
 
 SNAPDIFF_FIELDS(FreeSizeClass) {
@@ -533,6 +707,56 @@ SNAPDIFF_FIELDS(OutsideSample) {
   v("bytes", x.bytes);
 }
 
+// A row of a device; "allocator": the PyTorch row of the snapshot's process.
+struct OutsideRowFields {
+  uint32_t snapshot_pid = 0;
+  template <class V, class S>
+  void operator()(V& v, S& x) const {
+    v.words("name", x);
+    v.special("caller", view::Caller{}, x);
+    v("library", x.library);
+    v.null_unless("pid", !x.context, x.pid);
+    v.computed("allocator", !x.context && x.caller == MemoryCaller::PyTorch && x.pid == snapshot_pid && snapshot_pid != 0);
+    v.flag_null("at_peak_bytes", x.at_peak_known, x.at_peak);
+    v("at_exit_bytes", x.at_exit);
+    v("max_bytes", x.max_bytes);
+    v.time("max_time_us", x.max_time_us);
+  }
+};
+
+SNAPDIFF_FIELDS(OutsideDevice) {
+  v("device", x.device);
+  v("processes", x.pids);
+  v.special("snapshot_pid", view::OutsidePid{}, x.snapshot_pid);
+  v("driver_events", x.driver_events);
+  v("unmatched_frees", x.unmatched_frees);
+  v("samples", x.samples);
+  v("total_bytes", x.total_bytes);
+  v.time("first_time_us", x.first_time_us);
+  v.time("peak_time_us", x.peak_time_us);
+  v.time("peak_sample_time_us", x.peak_sample_time_us);
+  v.time("exit_time_us", x.exit_time_us);
+  v("exit_from_sample", x.exit_from_sample);
+  v("rows", x.rows, OutsideRowFields{x.snapshot_pid});
+  v("over_time", x.over_time);
+  v.flag_null("outside_at_peak_bytes", x.outside_at_peak_known, x.outside_at_peak);
+  v("outside_at_exit_bytes", x.outside_at_exit);
+  v.group_or_null("device_peak", x.device_peak_known, [&] {
+    v("bytes", x.device_peak.bytes);
+    v.time("time_us", x.device_peak.time_us);
+    v("reserved_bytes", x.device_peak.reserved);
+    v("outside_bytes", x.device_peak.outside);
+  });
+  v("pytorch_peak_allocated_bytes", x.peak_allocated);
+  v("pytorch_peak_reserved_bytes", x.peak_reserved);
+  v.group("reserved_check", [&] {
+    v("samples", x.checked_samples);
+    v("mismatched", x.mismatched_samples);
+    v("largest_difference_bytes", x.largest_mismatch);
+    v.time("first_mismatch_time_us", x.first_mismatch_time_us);
+  });
+}
+
 // ---- Findings, warnings, devices and the report ---------------------------
 
 SNAPDIFF_FIELDS(Finding) {
@@ -632,7 +856,7 @@ struct DeviceFields {
     v.when(x.reported_totals, "counters", [&] {
       v.derived("counters", [] { return std::string("reported"); }, "expected \"reported\"");
     });
-    v.special("by_op", view::Ops{}, x);
+    DeviceOps{}(v, x);
   }
 };
 
@@ -651,11 +875,18 @@ SNAPDIFF_FIELDS(Report) {
     bool launches = x.kernel_launches > 0;
     v.when(launches, "kernel_launches", [&] { v("kernel_launches", x.kernel_launches); });
     bool profiler = x.profiler_trace || x.ops > 0;
-    v.when(profiler, "profiler", [&] { v.special("profiler", view::Profiler{}, x); });
+    v.when(profiler, "profiler", [&] {
+      v.group("profiler", [&] {
+        v("ops", x.ops);
+        v("cpu_memory_events", x.host_memory_events);
+        v("cpu_memory_peak_bytes", x.host_peak_bytes);
+        v("trace", x.profiler_trace);
+      });
+    });
     v.special("devices", view::DeviceNumbers{}, x);
   });
   bool oom = !x.ooms.empty();
-  v.when(oom, "oom", [&] { v.special("oom", view::Oom{}, x); });
+  v.when(oom, "oom", [&] { v.group("oom", [&] { v.first_then("other_devices", x.ooms); }); });
   v.group("allocator_settings", [&] {
     v("present", x.allocator_settings.present);
     v("expandable_segments", x.allocator_settings.expandable_segments);
@@ -674,8 +905,8 @@ SNAPDIFF_FIELDS(Report) {
     });
   });
   bool outside = !x.outside.empty();
-  v.when(outside, "outside_allocator", [&] { v.special("outside_allocator", view::Outside{}, x); });
-  v.when(x.timeline.present, "memory_timeline", [&] { v.special("memory_timeline", view::Timeline{}, x); });
+  v.when(outside, "outside_allocator", [&] { v("outside_allocator", x.outside); });
+  v.when(x.timeline.present, "memory_timeline", [&] { v("memory_timeline", x.timeline, TimelineFields{&x.devices}); });
   v.when(x.activity.present, "profiler_activity", [&] { v("profiler_activity", x.activity); });
   bool join = !x.join.devices.empty() || !x.join.trace_name.empty();
   v.when(join, "trace_join", [&] { v("trace_join", x.join); });
