@@ -129,6 +129,66 @@ TEST_CASE("sites on one side alone fall back to function and file, marked", "[an
   CHECK(render_diff_markdown(d2).find("[MOVED]") != std::string::npos);
 }
 
+TEST_CASE("sites matched by function and file: one row per line, never two lines of a run merged", "[analysis]") {
+  // small_fp8 against small_fp8_pw: the reference workload's forward keeps an
+  // FP8 input copy (torch_reference.py:37) and an FP8 weight transpose (:43)
+  // in both runs, called from other lines in B (the FP8-primary-weight
+  // path), so their stacks with lines exist on one side alone each.
+  auto p = diff_files(test::real_data("small_fp8.pickle"), test::real_data("small_fp8_pw.pickle"));
+  size_t moved = 0;
+  for (const SiteDelta& s : p->d.sites) {
+    if (!s.moved) continue;
+    ++moved;
+    INFO(s.display << "  (in A: " << s.a_display << ")");
+    // A moved row pairs one site of each run: its B line and its A line are
+    // the same line of the same function, or the code around it shifted.
+    for (const char* line : {"torch_reference.py:37)", "torch_reference.py:43)"})
+      CHECK((s.display.find(line) != std::string::npos) == (s.a_display.find(line) != std::string::npos));
+  }
+  CHECK(moved > 0);
+  // The changed rows hold no more of B than B's bytes live at its peak.
+  int64_t b = p->d.other_sites.b;
+  for (const SiteDelta& s : p->d.sites) b += s.b;
+  CHECK(b <= p->rb.devices[p->rb.peak_device].peak_live_requested);
+  // Synthetic: A allocates at lines 37 and 43 of f, called from main:5; B at
+  // the same two lines called from main:9 (the caller moved). Two moved rows,
+  // each line with its own, nothing new or gone.
+  auto make = [](Trace& t, int64_t caller_line, std::initializer_list<std::pair<int64_t, uint64_t>> sites) {
+    int64_t time = 1;
+    for (auto [line, size] : sites) {
+      Frame f, m;
+      f.name = t.strings.intern("forward");
+      f.file = t.strings.intern("/home/u/model.py");
+      f.line = line;
+      m.name = t.strings.intern("main");
+      m.file = t.strings.intern("/home/u/train.py");
+      m.line = caller_line;
+      const StackId s = t.stacks.child(t.stacks.child(0, t.intern_frame(m)), t.intern_frame(f));
+      test::push_alloc(t, uint64_t(time) << 24, size, s, time);
+      ++time;
+    }
+  };
+  Trace sa, sb;
+  make(sa, 5, {{37, 1 << 20}, {43, 4 << 20}});
+  make(sb, 9, {{37, 1 << 20}, {43, 6 << 20}});
+  Analysis qa = analyze(sa, {}), qb = analyze(sb, {});
+  DiffOptions o;
+  const Diff d = diff_reports(qa, qb, o);
+  REQUIRE(d.sites.size() == 1);  // line 37 moved unchanged: not listed
+  CHECK(d.sites[0].moved);
+  CHECK(d.sites[0].delta() == 2 << 20);
+  CHECK(d.sites[0].display.find("model.py:43") != std::string::npos);
+  CHECK(d.sites[0].a_display.find("model.py:43") != std::string::npos);
+  // B adds a third line (49) under the moved caller: new, not merged.
+  Trace sc;
+  make(sc, 9, {{37, 1 << 20}, {43, 4 << 20}, {49, 8 << 20}});
+  Analysis qc = analyze(sc, {});
+  const Diff d2 = diff_reports(qa, qc, o);
+  REQUIRE(d2.sites.size() == 1);
+  CHECK(d2.sites[0].a_count == 0);  // [NEW]
+  CHECK(d2.sites[0].display.find("model.py:49") != std::string::npos);
+}
+
 TEST_CASE("the same run recorded with Python and with C++ stacks diffs as no change", "[analysis]") {
   // One workload, one seed, recorded with stacks="python" and stacks="all":
   // the reference workload (small_bf16, small_bf16_cpp) and transformers'

@@ -35,6 +35,7 @@ struct Pair {
 const Pair kPairs[] = {
     {"ans_gpt2_py", "ans_gpt2_cpp"},       // Python-only stacks against C++ ones
     {"small_bf16", "small_fp8"},           // a dtype change
+    {"small_fp8", "small_fp8_pw"},         // code moved: sites matched by function and file
     {"fsdp2_gpt2", "fsdp2_late_gpt2"},     // a complete history against a late start
     {"late_gpt2", "expandable_gpt2"},      // an allocator setting
     {"adam_loop", "adamw_fused"},          // optimizer temporaries

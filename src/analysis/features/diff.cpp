@@ -130,6 +130,7 @@ struct SiteAcc {
   uint64_t count = 0;
   uint32_t loose = 0;  // the stack's id without line numbers (the fallback match)
   StackId stack = 0;   // its (first) stack: the text without lines is written only for a moved row
+  bool from_a = false;  // diff_reports(): the stack is run A's
   const SiteRow* row = nullptr;  // diff_views(): its (largest) view row, for the same
   std::map<std::string, int64_t> by_cat;
 };
@@ -303,13 +304,84 @@ void compare_devices(Diff& d, const DeviceView& da, const DeviceView& db) {
   add(db, false);
 }
 
+// Pairs of sites on one side alone each with the same stack without lines
+// (function and file of every frame), one to one, as code moves between two
+// versions: first a site of A and one of B whose innermost frames' lines
+// agree the longest (a caller's line moved, the allocating line did not);
+// then the rest in line order, when as many are left on each side (code
+// shifted: an edit moves lines and keeps their order), else by nearest
+// lines. Two distinct lines of one run are never one row: what finds no
+// partner stays new or gone. lines: each site's frame lines, innermost
+// first (the frames with a line).
+std::vector<std::pair<size_t, size_t>> pair_moved(const std::vector<std::vector<int64_t>>& xl,
+                                                  const std::vector<std::vector<int64_t>>& yl) {
+  struct Cand {
+    size_t x, y, same;  // same: innermost frames with equal lines
+    uint64_t dist;      // sum of |line differences|
+  };
+  std::vector<std::pair<size_t, size_t>> out;
+  std::vector<bool> xu(xl.size()), yu(yl.size());
+  auto in_order = [&] {
+    std::vector<size_t> xo, yo;
+    for (size_t i = 0; i < xl.size(); ++i)
+      if (!xu[i]) xo.push_back(i);
+    for (size_t i = 0; i < yl.size(); ++i)
+      if (!yu[i]) yo.push_back(i);
+    std::sort(xo.begin(), xo.end(), [&](size_t a, size_t b) { return xl[a] < xl[b]; });
+    std::sort(yo.begin(), yo.end(), [&](size_t a, size_t b) { return yl[a] < yl[b]; });
+    for (size_t i = 0; i < xo.size() && i < yo.size(); ++i) out.push_back({xo[i], yo[i]});
+  };
+  // Beyond this many candidates (a group of thousands of sites on each side:
+  // generated code), the sites are paired in line order.
+  constexpr size_t kMaxCandidates = 1 << 18;
+  if (xl.size() * yl.size() > kMaxCandidates) {
+    in_order();
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  std::vector<Cand> c;
+  c.reserve(xl.size() * yl.size());
+  for (size_t i = 0; i < xl.size(); ++i)
+    for (size_t j = 0; j < yl.size(); ++j) {
+      const auto &a = xl[i], &b = yl[j];
+      const size_t n = std::min(a.size(), b.size());
+      size_t same = 0;
+      while (same < n && a[same] == b[same]) ++same;
+      uint64_t dist = 0;
+      for (size_t k = 0; k < n; ++k) dist += uint64_t(std::llabs(a[k] - b[k]));
+      c.push_back({i, j, same, dist});
+    }
+  std::stable_sort(c.begin(), c.end(), [](const Cand& p, const Cand& q) {
+    if (p.same != q.same) return p.same > q.same;
+    return p.dist < q.dist;
+  });
+  size_t left_x = xl.size(), left_y = yl.size();
+  auto take = [&](const Cand& k) {
+    xu[k.x] = yu[k.y] = true;
+    --left_x, --left_y;
+    out.push_back({k.x, k.y});
+  };
+  for (const Cand& k : c)
+    if (k.same > 0 && !xu[k.x] && !yu[k.y]) take(k);
+  if (left_x == left_y) {
+    in_order();
+  } else {
+    for (const Cand& k : c)
+      if (!xu[k.x] && !yu[k.y]) take(k);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 // Rows of both runs, one per (site, category), matched: the same stack,
 // lines included, in both; else, on one side alone, the same stack without
-// lines (code moved between the versions: one row, marked); else new or
-// gone. Sorted by |delta|, largest first. moved_key writes a moved row's key
-// (without lines) from B's largest row.
+// lines, paired one to one (pair_moved(): code moved between the versions;
+// one row each, marked); else new or gone. Sorted by |delta|, largest
+// first. moved_key writes a moved row's key (without lines) from B's site;
+// lines_of gives a site's frame lines (innermost first).
 std::vector<SiteDelta> match_sites(std::map<SiteKey, SiteAcc>& sa, std::map<SiteKey, SiteAcc>& sb,
-                                   const std::function<std::string(const SiteAcc&)>& moved_key) {
+                                   const std::function<std::string(const SiteAcc&)>& moved_key,
+                                   const std::function<std::vector<int64_t>(const SiteAcc&)>& lines_of) {
   std::vector<SiteDelta> all;
   std::vector<SiteKey> all_keys;  // parallel to `all`: ties of a cut key text keep one order
   auto row = [&](const SiteKey& k, SiteAcc* x, SiteAcc* y) {
@@ -332,32 +404,30 @@ std::vector<SiteDelta> match_sites(std::map<SiteKey, SiteAcc>& sa, std::map<Site
   }
   for (auto& kv : sb)
     if (!sa.count(kv.first)) alone[{kv.second.loose, kv.first.category}].second.push_back(&kv.second);
-  // 2. Sites on one side alone: matched by function and file (code moved
+  // 2. Sites on one side alone: paired by function and file (code moved
   // between the versions), marked; else new or gone.
   for (auto& kv : alone) {
     auto& [xs, ys] = kv.second;
+    std::vector<bool> xpaired(xs.size()), ypaired(ys.size());
     if (!xs.empty() && !ys.empty() && kv.first.first != 0) {
-      SiteDelta s;
-      s.moved = true;
-      const SiteAcc* bx = xs[0];
-      const SiteAcc* by = ys[0];
-      std::map<std::string, int64_t> cats;
-      for (const SiteAcc* x : xs) {
-        s.a += x->bytes, s.a_count += x->count;
-        if (x->bytes > bx->bytes) bx = x;
+      std::vector<std::vector<int64_t>> xl, yl;
+      for (const SiteAcc* x : xs) xl.push_back(lines_of(*x));
+      for (const SiteAcc* y : ys) yl.push_back(lines_of(*y));
+      for (auto [i, j] : pair_moved(xl, yl)) {
+        xpaired[i] = ypaired[j] = true;
+        const SiteAcc* x = xs[i];
+        const SiteAcc* y = ys[j];
+        SiteDelta s;
+        s.moved = true;
+        s.a = x->bytes, s.a_count = x->count;
+        s.b = y->bytes, s.b_count = y->count;
+        s.key = moved_key(*y) + "|" + kv.first.second;
+        s.display = y->display;
+        s.a_display = x->display;
+        s.category = top_cat(y->by_cat);
+        all_keys.push_back({0, kv.first.second, uint64_t(all.size())});
+        all.push_back(std::move(s));
       }
-      for (const SiteAcc* y : ys) {
-        s.b += y->bytes, s.b_count += y->count;
-        if (y->bytes > by->bytes) by = y;
-        for (auto& c : y->by_cat) cats[c.first] += c.second;
-      }
-      s.key = moved_key(*by) + "|" + kv.first.second;
-      s.display = by->display;
-      s.a_display = bx->display;
-      s.category = top_cat(cats);
-      all_keys.push_back({0, kv.first.second, 0});
-      all.push_back(std::move(s));
-      continue;
     }
     // New or gone: a row with one side only.
     auto alone_row = [&](const SiteAcc* x, bool in_a) {
@@ -370,8 +440,10 @@ std::vector<SiteDelta> match_sites(std::map<SiteKey, SiteAcc>& sa, std::map<Site
       all_keys.push_back({0, kv.first.second, uint64_t(all.size())});
       all.push_back(std::move(s));
     };
-    for (const SiteAcc* x : xs) alone_row(x, true);
-    for (const SiteAcc* y : ys) alone_row(y, false);
+    for (size_t i = 0; i < xs.size(); ++i)
+      if (!xpaired[i]) alone_row(xs[i], true);
+    for (size_t j = 0; j < ys.size(); ++j)
+      if (!ypaired[j]) alone_row(ys[j], false);
   }
   std::vector<size_t> order(all.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -585,6 +657,18 @@ std::string view_stack_text(const std::vector<FrameRef>& st, bool with_lines, bo
   return k;
 }
 
+// A written-out stack's frame lines as diff_reports() reads them from the
+// trace's frames (innermost first; the frames view_stack_text() keys).
+std::vector<int64_t> view_stack_lines(const std::vector<FrameRef>& st, bool python_only) {
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < st.size(); ++i) {
+    if (elided_ref(st, i) || scope_ref(st[i]) || st[i].line == kNoLine) continue;
+    if (python_only && !python_file(st[i].file)) continue;
+    out.push_back(int64_t(st[i].line));
+  }
+  return out;
+}
+
 // A row's display, as site_display() writes it from the trace: from the
 // frames the view wrote out (its path holds at most its --depth's labels,
 // four at least).
@@ -685,8 +769,20 @@ Diff diff_reports(const Analysis& a, const Analysis& b, const DiffOptions& opts)
   SymbolicStacks sym(true, python_only), loose(false, python_only);
   auto sa = sites_at_peak(*a.frames, da, sym, loose, opts.depth);
   auto sb = sites_at_peak(*b.frames, db, sym, loose, opts.depth);
-  std::vector<SiteDelta> all =
-      match_sites(sa, sb, [&](const SiteAcc& by) { return loose.text(*b.frames, by.stack); });
+  for (auto& kv : sa) kv.second.from_a = true;
+  auto lines_of = [&](const FrameTable& ft, StackId st) {
+    std::vector<int64_t> out;
+    const FrameTable::Shown sh = ft.shown(st);
+    for (const std::vector<FrameId>* part : {&sh.inner, &sh.outer})
+      for (FrameId f : *part)
+        if ((!python_only || ft.python(f)) && !ft.scope(f) && ft.trace().frames[f].line != kNoLine)
+          out.push_back(int64_t(ft.trace().frames[f].line));
+    return out;
+  };
+  // (Each side's sites are looked up in its own run: a pair's x is A's.)
+  std::vector<SiteDelta> all = match_sites(
+      sa, sb, [&](const SiteAcc& by) { return loose.text(*b.frames, by.stack); },
+      [&](const SiteAcc& s) { return lines_of(s.from_a ? *a.frames : *b.frames, s.stack); });
   SiteGroups groups = keep_sites(d, all, opts.top_sites);
   add_findings(d, side_of(va), side_of(vb), groups);
   return d;
@@ -709,7 +805,8 @@ Diff diff_views(const Report& a, const Report& b, const DiffOptions& opts) {
   auto sa = view_sites(va, python_only, sym, loose, opts.depth, other_a);
   auto sb = view_sites(vb, python_only, sym, loose, opts.depth, other_b);
   std::vector<SiteDelta> all = match_sites(
-      sa, sb, [&](const SiteAcc& by) { return view_stack_text(by.row->site.stack, false, python_only); });
+      sa, sb, [&](const SiteAcc& by) { return view_stack_text(by.row->site.stack, false, python_only); },
+      [&](const SiteAcc& s) { return view_stack_lines(s.row->site.stack, python_only); });
   SiteGroups groups = keep_sites(d, all, opts.top_sites);
   // What each view summed beyond the rows it kept.
   d.other_sites.a += other_a.requested_bytes;
