@@ -129,6 +129,14 @@ class SchemaVisitor {
     property(key, {"string"});
   }
   template <class S>
+  void special(const char* key, view::FrameName, S&) {
+    property(key, {"string"});
+  }
+  template <class S>
+  void special(const char* key, view::FrameLabel, S&) {
+    property(key, {"string"});
+  }
+  template <class S>
   void special(const char*, view::Ops, S&) {}  // keys of their own, in the device's schema
   // The parts written by hand: their key is there, and required unless written only sometimes.
   template <class Tag, class S>
@@ -449,6 +457,10 @@ class Flat {
     line(key, std::string(c.label ? c.label : "(none)") + " < " + std::to_string(c.max_bytes));
   }
   void special(const char* key, view::OutsidePid, uint32_t pid) { line(key, std::to_string(pid)); }
+  void special(const char* key, view::FrameName, const FrameRef& f) {
+    line(key, f.name + (f.elided ? " elided " + std::to_string(f.elided) : ""));
+  }
+  void special(const char* key, view::FrameLabel, const FrameRef& f) { line(key, f.label); }
   template <class F>
   void derived_time(const char*, F, const char*) {}
   void names_ahead(const char*, const std::vector<std::string>& n) { names = &n; }
@@ -627,4 +639,53 @@ TEST_CASE("view fields: the equality visitor sees a changed field", "[report]") 
   changed = fresh;
   changed.devices[0].frag.free_blocks += 1;
   CHECK(first_difference(fresh, changed).find(".fragmentation_at_peak.free_blocks") != std::string::npos);
+}
+
+TEST_CASE("view fields: a deep stack's left-out frames are a count; the report layer writes their words", "[report]") {
+  // One 3,000-frame stack (f0 outermost, f2999 innermost): the view keeps 500
+  // frames at each end and, between them, one frame that counts the 2,000
+  // left out. A kernel launched from it at the peak has that scope stack.
+  Trace t;
+  StackId s = 0;
+  for (size_t i = 0; i < 3000; ++i) {
+    Frame f;
+    f.name = t.strings.intern(std::string("f").append(std::to_string(i)));
+    f.file = t.strings.intern("/home/u/model.py");
+    f.line = int64_t(i);
+    s = t.stacks.child(s, t.intern_frame(f));
+  }
+  test::push_alloc(t, 1 << 20, 1 << 20, s, 1);
+  KernelLaunch k;
+  k.time_us = 1;
+  k.name = t.strings.intern("gemm");
+  k.stack = s;
+  t.kernels.push_back(k);
+  ReportOptions o;
+  o.input_name = "deep";
+  const Report fresh = analyze_report(t, o);
+  REQUIRE(fresh.devices.size() == 1);
+  const DeviceView& d = fresh.devices[0];
+  REQUIRE(d.sites.size() == 1);
+  const std::vector<FrameRef>& st = d.sites[0].site.stack;
+  REQUIRE(st.size() == kShownFrames + 1);
+  CHECK(st[kShownInner].elided == 2000);
+  CHECK(st[kShownInner].name.empty());
+  CHECK(st[kShownInner].label.empty());
+  CHECK(st[kShownInner - 1].elided == 0);
+  REQUIRE(d.kernel_before);
+  CHECK(d.kernel_before->stack.size() == kShownFrames + 1);
+
+  const std::string json = render_json(fresh);
+  CHECK(json.find("\"name\": \"<2000 frames elided>\"") != std::string::npos);
+  CHECK(json.find("\"label\": \"<2,000 frames elided>\"") != std::string::npos);
+  CHECK(json.find("f498 / f499 / <2,000 scopes elided> / f2500 / f2501") != std::string::npos);
+  CHECK(render_text(fresh).find("f499 / <2,000 scopes elided> / f2500") != std::string::npos);
+
+  const Report back = read_report_json(json, "deep.json");
+  CHECK(first_difference(fresh, back) == "");
+  REQUIRE(back.devices.size() == 1);
+  REQUIRE(back.devices[0].sites.size() == 1);
+  CHECK(back.devices[0].sites[0].site.stack[kShownInner].elided == 2000);
+  CHECK(back.devices[0].sites[0].site.stack[kShownInner].name.empty());
+  CHECK(render_json(back) == json);
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "report/facts_json.hpp"
+#include "report/format.hpp"
 #include "report/oom_report.hpp"
 #include "report/outside_report.hpp"
 #include "report/profiler_report.hpp"
@@ -70,6 +71,7 @@ class JsonWriter {
   void words(const char* key, const TraceActivity& a) { (*cur_)[key] = no_memory_message(a); }
   void words(const char* key, const Finding& f) { (*cur_)[key] = finding_text(f); }
   void words(const char* key, const Warning& w) { (*cur_)[key] = warning_text(w); }
+  void words(const char* key, const KernelRef& k) { (*cur_)[key] = kernel_scope(k); }
   void names_ahead(const char*, const std::vector<std::string>& n) { names = &n; }
   template <class F>
   void derived(const char* key, F fn, const char*) {
@@ -96,6 +98,8 @@ class JsonWriter {
                                                                           : J(nullptr);
   }
   void special(const char* key, view::SizeClass, const FreeSizeClass& c) { (*cur_)[key] = c.label; }
+  void special(const char* key, view::FrameName, const FrameRef& f) { (*cur_)[key] = frame_name(f); }
+  void special(const char* key, view::FrameLabel, const FrameRef& f) { (*cur_)[key] = frame_label(f); }
   void special(const char* key, view::OutsidePid, uint32_t pid) { (*cur_)[key] = pid == 0 ? J(nullptr) : J(pid); }
   static const char* history(bool has, bool truncated) { return !has ? "none" : truncated ? "truncated" : "complete"; }
   void special(const char* key, view::History, const DeviceView& d) {

@@ -253,7 +253,7 @@ std::string oom_text(const Report& r) {
 namespace {
 
 J frame_json(const FrameRef& f) {
-  return {{"name", f.name}, {"file", f.file}, {"line", f.line >= 0 ? J(f.line) : J(nullptr)}};
+  return {{"name", frame_name(f)}, {"file", f.file}, {"line", f.line >= 0 ? J(f.line) : J(nullptr)}};
 }
 
 J stack_json(const std::vector<FrameRef>& stack) {

@@ -114,7 +114,7 @@ void peak(std::ostream& o, const TextDevice& t) {
         }
         o << dn(k->display) << "  (" << offset_from_peak(k->time_us, pk.time_us);
         if (k->stream != 0) o << ", stream 0x" << hex(k->stream);
-        o << ")  in " << dn(k->scope) << "\n";
+        o << ")  in " << dn(detail::kernel_scope(*k)) << "\n";
       };
       kernel("last kernel", d.kernel_before, "none launched at or before the peak");
       kernel("next kernel", d.kernel_after, "none launched after the peak");

@@ -55,6 +55,8 @@ struct Oom {};          // the first OOM and those of other devices (oom_report.
 struct Outside {};      // memory outside the allocator per device (outside_report.cpp)
 struct Timeline {};     // the --memory-timeline comparison (profiler_report.cpp)
 struct Recorded {};     // the allocator settings as recorded, key -> value
+struct FrameName {};    // a frame's name, or "<1234 frames elided>" for FrameRef::elided
+struct FrameLabel {};   // a frame's label, or "<1,234 frames elided>" for FrameRef::elided
 
 // What a visitor tells apart: a list of values, a value that may be absent.
 template <class T>
@@ -97,11 +99,11 @@ SNAPDIFF_FIELDS(PeakPoint) {
 // A frame; its label (how the text report writes it) where the visitor's
 // `labels` is on (user frames, call sites), not in stacks of kernels and OOMs.
 SNAPDIFF_FIELDS(FrameRef) {
-  v("name", x.name);
+  v.special("name", view::FrameName{}, x);
   v("file", x.file);
   v.null_if("line", x.line, kNoLine);
   bool label = v.labels;
-  v.when(label, "label", [&] { v("label", x.label); });
+  v.when(label, "label", [&] { v.special("label", view::FrameLabel{}, x); });
 }
 // A list of frames written without labels.
 struct Unlabelled {
@@ -193,7 +195,7 @@ SNAPDIFF_FIELDS(KernelRef) {
   v.time("time_us", x.time_us);
   v("stream", x.stream);
   v("display", x.display);
-  v("scope", x.scope);
+  v.words("scope", x);
   v("stack", x.stack, Unlabelled{});
 }
 

@@ -27,11 +27,15 @@ namespace snapdiff {
 // snapdiff/input/profiler.hpp, in its column order).
 constexpr int kPytorchCategories = 8;
 
-// A frame written out: as recorded, and as the reports show it.
+// A frame written out: as recorded, and as the reports show it. Or, where
+// elided > 0, the frames a deep stack leaves out (FrameTable::shown()): their
+// count, with no name, file, line or label (the report layer writes
+// "<1234 frames elided>").
 struct FrameRef {
   std::string name, file;
   int64_t line = kNoLine;   // kNoLine when unknown
   std::string label;        // "name (dir/file.py:88)" (FrameTable::label)
+  uint64_t elided = 0;      // > 0: this many frames left out here
 };
 
 // A stack written out for a site row.
@@ -41,7 +45,7 @@ struct SiteFrames {
   std::string callee;              // the Python frame inside the user's call ("" = none)
   std::optional<FrameRef> user;    // the user frame (none for an empty stack)
   std::vector<FrameRef> stack;     // every frame, innermost first (FrameTable::shown(): a stack deeper
-                                   // than 1,000 frames as its ends and one "<N frames elided>" frame)
+                                   // than 1,000 frames as its ends and one FrameRef::elided frame)
 };
 
 // A kernel launch written out.
@@ -50,8 +54,8 @@ struct KernelRef {
   std::string display;   // shortened for the text report
   int64_t time_us = kNoTime;
   uint64_t stream = 0;
-  std::string scope;     // its scope stack, outermost first: "iter 2 / backward / attn" (cut like `stack`)
-  std::vector<FrameRef> stack;  // innermost first, cut as SiteFrames::stack
+  std::vector<FrameRef> stack;  // innermost first, cut as SiteFrames::stack (its scope stack: the
+                                // report layer writes it outermost first, "iter 2 / backward / attn")
 };
 
 // Bytes live at the peak by the op that allocated them, or by the kernel
