@@ -15,6 +15,7 @@
 #include <variant>
 #include <vector>
 
+#include "report/format.hpp"
 #include "snapdiff/analysis/analysis.hpp"
 #include "snapdiff/input/input.hpp"
 #include "snapdiff/report/report.hpp"
@@ -134,6 +135,10 @@ class SchemaVisitor {
   }
   template <class S>
   void special(const char* key, view::FrameLabel, S&) {
+    property(key, {"string"});
+  }
+  template <class S>
+  void special(const char* key, view::Evidence, S&) {
     property(key, {"string"});
   }
   template <class S>
@@ -461,6 +466,8 @@ class Flat {
     line(key, f.name + (f.elided ? " elided " + std::to_string(f.elided) : ""));
   }
   void special(const char* key, view::FrameLabel, const FrameRef& f) { line(key, f.label); }
+  // As the report layer words it (a view read back holds the words only).
+  void special(const char* key, view::Evidence, const ExplainItem& x) { line(key, detail::explain_evidence(x)); }
   template <class F>
   void derived_time(const char*, F, const char*) {}
   void names_ahead(const char*, const std::vector<std::string>& n) { names = &n; }
@@ -675,17 +682,17 @@ TEST_CASE("view fields: a deep stack's left-out frames are a count; the report l
   REQUIRE(d.kernel_before);
   CHECK(d.kernel_before->stack.size() == kShownFrames + 1);
 
-  const std::string json = render_json(fresh);
-  CHECK(json.find("\"name\": \"<2000 frames elided>\"") != std::string::npos);
-  CHECK(json.find("\"label\": \"<2,000 frames elided>\"") != std::string::npos);
-  CHECK(json.find("f498 / f499 / <2,000 scopes elided> / f2500 / f2501") != std::string::npos);
+  const std::string text = render_json(fresh);
+  CHECK(text.find("\"name\": \"<2000 frames elided>\"") != std::string::npos);
+  CHECK(text.find("\"label\": \"<2,000 frames elided>\"") != std::string::npos);
+  CHECK(text.find("f498 / f499 / <2,000 scopes elided> / f2500 / f2501") != std::string::npos);
   CHECK(render_text(fresh).find("f499 / <2,000 scopes elided> / f2500") != std::string::npos);
 
-  const Report back = read_report_json(json, "deep.json");
+  const Report back = read_report_json(text, "deep.json");
   CHECK(first_difference(fresh, back) == "");
   REQUIRE(back.devices.size() == 1);
   REQUIRE(back.devices[0].sites.size() == 1);
   CHECK(back.devices[0].sites[0].site.stack[kShownInner].elided == 2000);
   CHECK(back.devices[0].sites[0].site.stack[kShownInner].name.empty());
-  CHECK(render_json(back) == json);
+  CHECK(render_json(back) == text);
 }

@@ -12,6 +12,7 @@
 namespace snapdiff {
 struct FrameRef;
 struct KernelRef;
+struct ExplainItem;
 }  // namespace snapdiff
 
 namespace snapdiff::detail {
@@ -58,6 +59,10 @@ uint64_t elided_count(std::string_view name);
 // backward / attn", "<1,234 scopes elided>" where the stack leaves frames
 // out, "(outside every scope)" for none.
 std::string kernel_scope(const KernelRef& k);
+// An explained allocation's evidence (--explain): the rule's, then each
+// inference it relied on, "; inferred (pre_trace_parameter): 12 blocks
+// (96 MiB) size-matched to ..." (words.cpp).
+std::string explain_evidence(const ExplainItem& it);
 
 // ---------------------------------------------------------------------------
 // Names are bytes: a frame, file, op or category name, user metadata, a rule,

@@ -98,6 +98,7 @@ class JsonWriter {
                                                                           : J(nullptr);
   }
   void special(const char* key, view::SizeClass, const FreeSizeClass& c) { (*cur_)[key] = c.label; }
+  void special(const char* key, view::Evidence, const ExplainItem& x) { (*cur_)[key] = explain_evidence(x); }
   void special(const char* key, view::FrameName, const FrameRef& f) { (*cur_)[key] = frame_name(f); }
   void special(const char* key, view::FrameLabel, const FrameRef& f) { (*cur_)[key] = frame_label(f); }
   void special(const char* key, view::OutsidePid, uint32_t pid) { (*cur_)[key] = pid == 0 ? J(nullptr) : J(pid); }

@@ -308,6 +308,10 @@ class JsonReader {
     std::string label = in_[key].s();
     if (f.elided == 0) f.label = std::move(label);
   }
+  void special(const char* key, view::Evidence, ExplainItem& x) {
+    x.evidence = in_[key].s();
+    x.inferred.clear();
+  }
   void special(const char* key, view::OutsidePid, uint32_t& pid) {
     const In x = in_[key];
     if (x.null()) return;

@@ -321,7 +321,7 @@ void explain(std::ostream& o, const Report& r) {
     if (it.count > 1) o << "   (" << with_commas(it.count) << " allocations, " << human_bytes(it.bytes) << ")";
     else o << "   (" << human_bytes(int64_t(it.requested)) << " at 0x" << hex(it.addr) << ")";
     o << "\n";
-    o << wrap("      why: ", dn(it.evidence), 100);
+    o << wrap("      why: ", dn(detail::explain_evidence(it)), 100);
     o << "      allocated: " << (it.alloc_event < 0 ? std::string("before the recorded history")
                                                    : "event " + std::to_string(it.alloc_event) + ", " +
                                                          phase_name(it.alloc_phase) +

@@ -56,7 +56,8 @@ struct Outside {};      // memory outside the allocator per device (outside_repo
 struct Timeline {};     // the --memory-timeline comparison (profiler_report.cpp)
 struct Recorded {};     // the allocator settings as recorded, key -> value
 struct FrameName {};    // a frame's name, or "<1234 frames elided>" for FrameRef::elided
-struct FrameLabel {};   // a frame's label, or "<1,234 frames elided>" for FrameRef::elided
+struct FrameLabel {};
+struct Evidence {};     // an explained allocation's evidence and its inferences' words (read back: all as evidence)   // a frame's label, or "<1,234 frames elided>" for FrameRef::elided
 
 // What a visitor tells apart: a list of values, a value that may be absent.
 template <class T>
@@ -337,7 +338,7 @@ SNAPDIFF_FIELDS(ExplainItem) {
   v("bytes", x.bytes);
   v("category", x.category);
   v("rule", x.rule);
-  v("evidence", x.evidence);
+  v.special("evidence", view::Evidence{}, x);
   v("alloc_event", x.alloc_event);
   v("alloc_phase", x.alloc_phase);
   v("alloc_iteration", x.alloc_iteration);

@@ -143,6 +143,14 @@ struct TraceActivity {
   std::vector<Kernel> top_kernels;  // by launches
 };
 
+// An inference a rule relied on, with this run's evidence for it.
+struct InferredEvidence {
+  std::string fact;        // its name (kFactNames): "pre_trace_parameter"
+  std::string words;       // the analysis's words for it, unless
+  int pre_trace = -1;      // 0, 1, 2: the pre-trace inference of parameters, gradients, states,
+  PreTraceEvidence facts;  // with these facts (the report layer words them)
+};
+
 struct ExplainItem {
   int device = 0;
   uint64_t addr = 0;
@@ -151,7 +159,10 @@ struct ExplainItem {
   int64_t alloc_event = -1, free_event = INT64_MAX;
   Phase alloc_phase = Phase::PreTrace, free_phase = Phase::Other;
   int alloc_iteration = 0, free_iteration = 0;
-  std::string category, rule, evidence;
+  std::string category, rule;
+  std::string evidence;  // the rule's evidence, or why no rule matched (read back from JSON: all the words)
+  std::vector<InferredEvidence> inferred;  // the inferences it relied on, worded after `evidence` ("; inferred
+                                           // (fact): ..."; none in a view read back)
   uint64_t count = 1;  // for a SITE query: allocations of this stack and category
   int64_t bytes = 0;   // for a SITE query: their requested bytes in total
   // An ADDRESS query on an input with launches and no ops: the kernel it was
