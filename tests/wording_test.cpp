@@ -408,3 +408,17 @@ TEST_CASE("--explain: the report layer words the pre-trace inferences from their
   CHECK(detail::explain_evidence(it).ends_with("(parameter, gradient, states; parameters and states in groups of 3 "
                                                "blocks of one size, the parameters adding up to an iteration's gradients)"));
 }
+
+TEST_CASE("--explain: the report layer says why no rule matched from when the allocation lived", "[report]") {
+  ExplainItem it;
+  it.rule = "(none)";
+  CHECK(detail::explain_evidence(it) ==
+        "no rule matched: allocated before recording started, never freed, and its size matches no gradient or "
+        "optimizer state the recording shows");
+  it.alloc_event = 5, it.alloc_phase = Phase::Forward;
+  it.free_event = 9, it.free_phase = Phase::Backward;
+  CHECK(detail::explain_evidence(it) == std::string("no rule matched: allocated in ") + phase_name(Phase::Forward) +
+                                            ", freed in " + phase_name(Phase::Backward));
+  it.evidence = "as read back";  // a view read back from JSON keeps the words
+  CHECK(detail::explain_evidence(it) == "as read back");
+}

@@ -398,8 +398,26 @@ std::string pre_trace_words(const PreTraceEvidence& e, int which) {
          " optimizer states per parameter (" + from + "), size-matched to the parameters";
 }
 
+// Why no rule placed an allocation (rule "(none)"), from when it lived.
+std::string no_rule_words(const ExplainItem& it) {
+  const bool freed = it.free_event != INT64_MAX;
+  std::string s = "no rule matched: allocated ";
+  if (it.alloc_event < 0) {
+    s += "before recording started, ";
+    s += freed ? "freed in " : "never freed";
+    if (freed) s += phase_name(it.free_phase);
+    s += ", and its size matches no gradient or optimizer state the recording shows";
+  } else {
+    s += "in ";
+    s += phase_name(it.alloc_phase);
+    s += freed ? ", freed in " : ", never freed";
+    if (freed) s += phase_name(it.free_phase);
+  }
+  return s;
+}
+
 std::string explain_evidence(const ExplainItem& it) {
-  std::string s = it.evidence;
+  std::string s = it.evidence.empty() && it.rule == "(none)" ? no_rule_words(it) : it.evidence;
   for (const InferredEvidence& f : it.inferred) {
     s += "; inferred (";
     s += f.fact;

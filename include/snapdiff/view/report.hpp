@@ -160,7 +160,8 @@ struct ExplainItem {
   Phase alloc_phase = Phase::PreTrace, free_phase = Phase::Other;
   int alloc_iteration = 0, free_iteration = 0;
   std::string category, rule;
-  std::string evidence;  // the rule's evidence, or why no rule matched (read back from JSON: all the words)
+  std::string evidence;  // the rule's evidence ("" for rule "(none)": the report layer says why from the
+                         // phases; read back from JSON: all the words)
   std::vector<InferredEvidence> inferred;  // the inferences it relied on, worded after `evidence` ("; inferred
                                            // (fact): ..."; none in a view read back)
   uint64_t count = 1;  // for a SITE query: allocations of this stack and category

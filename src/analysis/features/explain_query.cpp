@@ -70,15 +70,8 @@ void explain_query(const Trace& t, Analysis& r, const std::string& q) {
           }
           it.inferred.push_back(std::move(e));
         }
-    } else if (al.alloc_event < 0) {
-      it.rule = "(none)";
-      it.evidence = "no rule matched: allocated before recording started, " +
-                    std::string(al.user_free() == INT64_MAX ? "never freed" : "freed in " + std::string(phase_name(it.free_phase))) +
-                    ", and its size matches no gradient or optimizer state the recording shows";
     } else {
-      it.rule = "(none)";
-      it.evidence = "no rule matched: allocated in " + std::string(phase_name(it.alloc_phase)) +
-                    (al.user_free() == INT64_MAX ? ", never freed" : ", freed in " + std::string(phase_name(it.free_phase)));
+      it.rule = "(none)";  // no evidence: the report layer says why from its phases
     }
     it.bytes = int64_t(al.requested);
   };
