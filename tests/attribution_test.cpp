@@ -188,8 +188,14 @@ TEST_CASE("--explain gives the run's own evidence for an inference", "[analysis]
   REQUIRE(r.explain.size() == 1);
   CHECK(r.explain[0].category == "parameter");
   CHECK(r.explain[0].rule == "pre-trace-size-parameter");
-  CHECK(r.explain[0].evidence.find("inferred (pre_trace_parameter): ") != std::string::npos);
-  CHECK(r.explain[0].evidence.find("size-matched to the ") != std::string::npos);
+  // The evidence as facts (the report layer words them: "12 blocks (96 MiB) size-matched to the 12 gradients ...").
+  const InferredEvidence* pre = nullptr;
+  for (const InferredEvidence& e : r.explain[0].inferred)
+    if (e.fact == "pre_trace_parameter") pre = &e;
+  REQUIRE(pre);
+  CHECK(pre->pre_trace == 0);
+  CHECK(pre->facts.blocks[0] > 0);
+  CHECK(pre->facts.gradients > 0);
 }
 
 TEST_CASE("--explain names the rule and the evidence", "[analysis][attribution][rules]") {

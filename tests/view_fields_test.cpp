@@ -15,6 +15,7 @@
 #include <variant>
 #include <vector>
 
+#include "report/format.hpp"
 #include "snapdiff/analysis/analysis.hpp"
 #include "snapdiff/input/input.hpp"
 #include "snapdiff/report/report.hpp"
@@ -186,6 +187,18 @@ class SchemaVisitor {
   template <class S>
   void special(const char* key, view::Recorded, S&) {
     property(key, {"object"});
+  }
+  template <class S>
+  void special(const char* key, view::FrameName, S&) {
+    property(key, {"string"});
+  }
+  template <class S>
+  void special(const char* key, view::FrameLabel, S&) {
+    property(key, {"string"});
+  }
+  template <class S>
+  void special(const char* key, view::Evidence, S&) {
+    property(key, {"string"});
   }
   // The facts by their code: an object (null for a warning without facts).
   template <class Tag, class S>
@@ -534,6 +547,12 @@ class Flat {
     line(key, std::string(c.label ? c.label : "(none)") + " < " + std::to_string(c.max_bytes));
   }
   void special(const char* key, view::OutsidePid, uint32_t pid) { line(key, std::to_string(pid)); }
+  void special(const char* key, view::FrameName, const FrameRef& f) {
+    line(key, f.name + (f.elided ? " elided " + std::to_string(f.elided) : ""));
+  }
+  void special(const char* key, view::FrameLabel, const FrameRef& f) { line(key, f.label); }
+  // As the report layer words it (a view read back holds the words only).
+  void special(const char* key, view::Evidence, const ExplainItem& x) { line(key, detail::explain_evidence(x)); }
   template <class F>
   void derived_time(const char*, F, const char*) {}
   void names_ahead(const char*, const std::vector<std::string>& n) { names = &n; }
@@ -686,4 +705,53 @@ TEST_CASE("view fields: the equality visitor sees a changed field", "[report]") 
   changed = fresh;
   changed.devices[0].frag.free_blocks += 1;
   CHECK(first_difference(fresh, changed).find(".fragmentation_at_peak.free_blocks") != std::string::npos);
+}
+
+TEST_CASE("view fields: a deep stack's left-out frames are a count; the report layer writes their words", "[report]") {
+  // One 3,000-frame stack (f0 outermost, f2999 innermost): the view keeps 500
+  // frames at each end and, between them, one frame that counts the 2,000
+  // left out. A kernel launched from it at the peak has that scope stack.
+  Trace t;
+  StackId s = 0;
+  for (size_t i = 0; i < 3000; ++i) {
+    Frame f;
+    f.name = t.strings.intern(std::string("f").append(std::to_string(i)));
+    f.file = t.strings.intern("/home/u/model.py");
+    f.line = int64_t(i);
+    s = t.stacks.child(s, t.intern_frame(f));
+  }
+  test::push_alloc(t, 1 << 20, 1 << 20, s, 1);
+  KernelLaunch k;
+  k.time_us = 1;
+  k.name = t.strings.intern("gemm");
+  k.stack = s;
+  t.kernels.push_back(k);
+  ReportOptions o;
+  o.input_name = "deep";
+  const Report fresh = analyze_report(t, o);
+  REQUIRE(fresh.devices.size() == 1);
+  const DeviceView& d = fresh.devices[0];
+  REQUIRE(d.sites.size() == 1);
+  const std::vector<FrameRef>& st = d.sites[0].site.stack;
+  REQUIRE(st.size() == kShownFrames + 1);
+  CHECK(st[kShownInner].elided == 2000);
+  CHECK(st[kShownInner].name.empty());
+  CHECK(st[kShownInner].label.empty());
+  CHECK(st[kShownInner - 1].elided == 0);
+  REQUIRE(d.kernel_before);
+  CHECK(d.kernel_before->stack.size() == kShownFrames + 1);
+
+  const std::string text = render_json(fresh);
+  CHECK(text.find("\"name\": \"<2000 frames elided>\"") != std::string::npos);
+  CHECK(text.find("\"label\": \"<2,000 frames elided>\"") != std::string::npos);
+  CHECK(text.find("f498 / f499 / <2,000 scopes elided> / f2500 / f2501") != std::string::npos);
+  CHECK(render_text(fresh).find("f499 / <2,000 scopes elided> / f2500") != std::string::npos);
+
+  const Report back = read_report_json(text, "deep.json");
+  CHECK(first_difference(fresh, back) == "");
+  REQUIRE(back.devices.size() == 1);
+  REQUIRE(back.devices[0].sites.size() == 1);
+  CHECK(back.devices[0].sites[0].site.stack[kShownInner].elided == 2000);
+  CHECK(back.devices[0].sites[0].site.stack[kShownInner].name.empty());
+  CHECK(render_json(back) == text);
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "report/format.hpp"
 #include "snapdiff/analysis/analysis.hpp"
 #include "snapdiff/analysis/catalogue.hpp"
 #include "snapdiff/input/input.hpp"
@@ -362,4 +363,62 @@ TEST_CASE("wording: every line of the reports of many ranks", "[report][wording]
       start = end + 1;
     }
   }
+}
+
+TEST_CASE("--explain: the report layer words the pre-trace inferences from their facts", "[report]") {
+  PreTraceEvidence e;
+  e.blocks[0] = 12, e.bytes[0] = (96 << 20) + (1 << 19);  // rounds up to 97 MiB
+  e.blocks[1] = 1, e.bytes[1] = 1;
+  e.blocks[2] = 24, e.bytes[2] = int64_t(192) << 20;
+  e.states = 2;
+  e.states_from = PreTraceEvidence::StatesFrom::OptimizerClass;
+  ExplainItem it;
+  it.evidence = "the rule's words";
+  for (int i = 0; i < 3; ++i) {
+    InferredEvidence f;
+    f.fact = std::string("fact") + char('0' + i);
+    f.pre_trace = i;
+    f.facts = e;
+    it.inferred.push_back(f);
+  }
+  InferredEvidence other;
+  other.fact = "zero_grad_free";
+  other.words = "as the analysis says";
+  it.inferred.push_back(other);
+  CHECK(detail::explain_evidence(it) ==
+        "the rule's words; inferred (fact0): 12 blocks (97 MiB) never freed, with no training step recorded to match"
+        "; inferred (fact1): 1 blocks (0 MiB) kept as gradients: none is made in the recording, one per parameter"
+        "; inferred (fact2): 24 blocks (192 MiB): 2 optimizer states per parameter (the optimizer class "
+        "(Optimizer.step annotation)), size-matched to the parameters"
+        "; inferred (zero_grad_free): as the analysis says");
+  it.inferred.resize(1);
+  it.inferred[0].facts.steps = true;
+  it.inferred[0].facts.states_from = PreTraceEvidence::StatesFrom::SizeClasses;
+  it.inferred[0].facts.grouped = true;
+  CHECK(detail::explain_evidence(it) ==
+        "the rule's words; inferred (fact0): 12 blocks (97 MiB) the first of each parameter-sized group of 4 blocks "
+        "(parameter, gradient, states; the blocks of each size; parameters and states in groups of 3 blocks of one "
+        "size, the parameters adding up to an iteration's gradients)");
+  it.inferred[0].facts.gradients = 30;
+  CHECK(detail::explain_evidence(it) ==
+        "the rule's words; inferred (fact0): 12 blocks (97 MiB) size-matched to the 30 gradients one iteration makes "
+        "(and the model's buffers of those sizes)");
+  it.inferred[0].facts.states_from = PreTraceEvidence::StatesFrom::Unknown;
+  it.inferred[0].facts.gradients = 0;
+  CHECK(detail::explain_evidence(it).ends_with("(parameter, gradient, states; parameters and states in groups of 3 "
+                                               "blocks of one size, the parameters adding up to an iteration's gradients)"));
+}
+
+TEST_CASE("--explain: the report layer says why no rule matched from when the allocation lived", "[report]") {
+  ExplainItem it;
+  it.rule = "(none)";
+  CHECK(detail::explain_evidence(it) ==
+        "no rule matched: allocated before recording started, never freed, and its size matches no gradient or "
+        "optimizer state the recording shows");
+  it.alloc_event = 5, it.alloc_phase = Phase::Forward;
+  it.free_event = 9, it.free_phase = Phase::Backward;
+  CHECK(detail::explain_evidence(it) == std::string("no rule matched: allocated in ") + phase_name(Phase::Forward) +
+                                            ", freed in " + phase_name(Phase::Backward));
+  it.evidence = "as read back";  // a view read back from JSON keeps the words
+  CHECK(detail::explain_evidence(it) == "as read back");
 }

@@ -81,14 +81,4 @@ std::string capped_for_display(std::string s, size_t max_bytes) {
   return s + "...(" + std::to_string(dropped) + " more bytes)";
 }
 
-std::string with_commas(uint64_t v) {
-  const std::string digits = std::to_string(v);
-  std::string s;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) s += ',';
-    s += digits[i];
-  }
-  return s;
-}
-
 }  // namespace snapdiff::detail

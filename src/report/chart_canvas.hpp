@@ -11,7 +11,7 @@
 
 #include "snapdiff/report/chart.hpp"
 #include "report/format.hpp"
-#include "snapdiff/model/frame_names.hpp"  // with_commas()
+#include "snapdiff/model/frame_names.hpp"  // capped_for_display()
 
 namespace snapdiff::detail {
 

@@ -36,16 +36,20 @@ std::string human_delta(int64_t bytes) {
 
 namespace detail {
 
-std::string with_commas_signed(int64_t v) {
-  const bool neg = v < 0;
-  const uint64_t u = neg ? uint64_t(0) - uint64_t(v) : uint64_t(v);
-  const std::string digits = std::to_string(u);
+std::string with_commas(uint64_t v) {
+  const std::string digits = std::to_string(v);
   std::string s;
-  if (neg) s.push_back('-');
   for (size_t i = 0; i < digits.size(); ++i) {
     if (i > 0 && (digits.size() - i) % 3 == 0) s.push_back(',');
     s.push_back(digits[i]);
   }
+  return s;
+}
+
+std::string with_commas_signed(int64_t v) {
+  const bool neg = v < 0;
+  std::string s(neg ? "-" : "");
+  s += with_commas(neg ? uint64_t(0) - uint64_t(v) : uint64_t(v));
   return s;
 }
 
@@ -126,6 +130,49 @@ int64_t clamped_difference(int64_t from_us, int64_t to_us) {
   const uint64_t d = distance(from_us, to_us, &neg);
   if (!neg) return d > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(d);
   return d >= uint64_t(1) << 63 ? INT64_MIN : -int64_t(d);
+}
+
+namespace {
+// "<1,234 frames elided>" (appended piece by piece: `"<" + std::string`
+// draws a GCC 12 -Wrestrict false positive).
+std::string elided_words(const std::string& count, const char* what) {
+  std::string s(1, '<');
+  s += count;
+  s += ' ';
+  s += what;
+  s += " elided>";
+  return s;
+}
+}  // namespace
+
+std::string frame_name(const FrameRef& f) {
+  return f.elided > 0 ? elided_words(std::to_string(f.elided), "frames") : f.name;
+}
+
+std::string frame_label(const FrameRef& f) { return f.elided > 0 ? elided_words(with_commas(f.elided), "frames") : f.label; }
+
+uint64_t elided_count(std::string_view name) {
+  constexpr std::string_view tail = " frames elided>";
+  if (name.size() < tail.size() + 2 || name.front() != '<' || name.substr(name.size() - tail.size()) != tail) return 0;
+  const std::string_view digits = name.substr(1, name.size() - tail.size() - 1);
+  if (digits.size() > 19 || digits.front() == '0') return 0;
+  uint64_t n = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return 0;
+    n = n * 10 + uint64_t(c - '0');
+  }
+  return n;
+}
+
+std::string kernel_scope(const KernelRef& k) {
+  if (k.stack.empty()) return "(outside every scope)";
+  std::string out;
+  for (size_t i = k.stack.size(); i-- > 0;) {
+    if (!out.empty()) out += " / ";
+    const FrameRef& f = k.stack[i];
+    out += f.elided > 0 ? elided_words(with_commas(f.elided), "scopes") : f.name;
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------

@@ -9,8 +9,16 @@
 #include <string>
 #include <string_view>
 
+namespace snapdiff {
+struct FrameRef;
+struct KernelRef;
+struct ExplainItem;
+}  // namespace snapdiff
+
 namespace snapdiff::detail {
 
+// "1,234,567": a count with its thousands grouped.
+std::string with_commas(uint64_t v);
 // "1,234,567", "-12,000".
 std::string with_commas_signed(int64_t v);
 // A share as a report column: " 12.5%" (%5.1f; 0.0% when whole is 0).
@@ -38,6 +46,23 @@ std::string time_span(int64_t first_us, int64_t last_us, bool milliseconds);
 std::string moment_words(int64_t event, int64_t time_us, int64_t first_time_us, std::string_view phase, int iteration);
 // to_us - from_us in microseconds, clamped to the int64 range.
 int64_t clamped_difference(int64_t from_us, int64_t to_us);
+
+// A frame of a written-out stack: its name and label, or for the frames a
+// deep stack leaves out (FrameRef::elided) "<1234 frames elided>" as its name
+// and "<1,234 frames elided>" as its label.
+std::string frame_name(const FrameRef& f);
+std::string frame_label(const FrameRef& f);
+// The inverse of frame_name() for those frames: the count in
+// "<1234 frames elided>", 0 for every other name.
+uint64_t elided_count(std::string_view name);
+// A kernel's scope stack, outermost first, from its frames: "iter 2 /
+// backward / attn", "<1,234 scopes elided>" where the stack leaves frames
+// out, "(outside every scope)" for none.
+std::string kernel_scope(const KernelRef& k);
+// An explained allocation's evidence (--explain): the rule's, then each
+// inference it relied on, "; inferred (pre_trace_parameter): 12 blocks
+// (96 MiB) size-matched to ..." (words.cpp).
+std::string explain_evidence(const ExplainItem& it);
 
 // ---------------------------------------------------------------------------
 // Names are bytes: a frame, file, op or category name, user metadata, a rule,

@@ -519,7 +519,7 @@ void explain(std::ostream& o, const Report& r) {
     o << "<table><thead><tr><th>category</th><th>rule</th><th>why</th><th>allocated</th><th>freed</th><th>site</th>"
          "</tr></thead><tbody>\n";
   for (const ExplainItem& it : r.explain)
-    o << "<tr><td>" << cat_cell(it.category) << "</td><td>" << esc(it.rule) << "</td><td>" << esc(it.evidence) << "</td><td>"
+    o << "<tr><td>" << cat_cell(it.category) << "</td><td>" << esc(it.rule) << "</td><td>" << esc(detail::explain_evidence(it)) << "</td><td>"
       << (it.alloc_event < 0 ? "before the history" : "event " + std::to_string(it.alloc_event) + ", " +
                                                           esc(phase_words(it.alloc_phase, it.alloc_iteration)))
       << "</td><td>"

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "report/facts_json.hpp"
+#include "report/format.hpp"
 #include "report/oom_report.hpp"
 #include "snapdiff/analysis/catalogue.hpp"
 #include "snapdiff/report/report.hpp"
@@ -75,6 +76,7 @@ class JsonWriter {
   void words(const char* key, const Warning& w) { (*cur_)[key] = warning_text(w); }
   void words(const char* key, const OomView& o) { (*cur_)[key] = oom_sentences(o); }
   void words(const char* key, const OutsideRow& row) { (*cur_)[key] = outside_row_name(row); }
+  void words(const char* key, const KernelRef& k) { (*cur_)[key] = kernel_scope(k); }
   void names_ahead(const char*, const std::vector<std::string>& n) { names = &n; }
   template <class F>
   void derived(const char* key, F fn, const char*) {
@@ -117,6 +119,9 @@ class JsonWriter {
                                                                           : J(nullptr);
   }
   void special(const char* key, view::SizeClass, const FreeSizeClass& c) { (*cur_)[key] = c.label; }
+  void special(const char* key, view::Evidence, const ExplainItem& x) { (*cur_)[key] = explain_evidence(x); }
+  void special(const char* key, view::FrameName, const FrameRef& f) { (*cur_)[key] = frame_name(f); }
+  void special(const char* key, view::FrameLabel, const FrameRef& f) { (*cur_)[key] = frame_label(f); }
   void special(const char* key, view::OutsidePid, uint32_t pid) { (*cur_)[key] = pid == 0 ? J(nullptr) : J(pid); }
   static const char* history(bool has, bool truncated) { return !has ? "none" : truncated ? "truncated" : "complete"; }
   void special(const char* key, view::History, const DeviceView& d) {

@@ -14,6 +14,7 @@
 #include <simdjson.h>
 #include <vector>
 
+#include "report/format.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/report/report.hpp"
 #include "snapdiff/view/fields.hpp"
@@ -304,6 +305,21 @@ class JsonReader {
     for (const auto& k : kFreeSizeClasses)
       if (label == k.label) fc.label = k.label, fc.max_bytes = k.max_bytes;
     if (!fc.label) name.fail("unknown size class '" + label + "'");
+  }
+  // "<1234 frames elided>" is the frames a deep stack leaves out (their
+  // label the same words, not kept).
+  void special(const char* key, view::FrameName, FrameRef& f) {
+    std::string name = in_[key].s();
+    f.elided = detail::elided_count(name);
+    if (f.elided == 0) f.name = std::move(name);
+  }
+  void special(const char* key, view::FrameLabel, FrameRef& f) {
+    std::string label = in_[key].s();
+    if (f.elided == 0) f.label = std::move(label);
+  }
+  void special(const char* key, view::Evidence, ExplainItem& x) {
+    x.evidence = in_[key].s();
+    x.inferred.clear();
   }
   void special(const char* key, view::OutsidePid, uint32_t& pid) {
     const In x = in_[key];

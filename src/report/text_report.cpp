@@ -114,7 +114,7 @@ void peak(std::ostream& o, const TextDevice& t) {
         }
         o << dn(k->display) << "  (" << offset_from_peak(k->time_us, pk.time_us);
         if (k->stream != 0) o << ", stream 0x" << hex(k->stream);
-        o << ")  in " << dn(k->scope) << "\n";
+        o << ")  in " << dn(detail::kernel_scope(*k)) << "\n";
       };
       kernel("last kernel", d.kernel_before, "none launched at or before the peak");
       kernel("next kernel", d.kernel_after, "none launched after the peak");
@@ -321,7 +321,7 @@ void explain(std::ostream& o, const Report& r) {
     if (it.count > 1) o << "   (" << with_commas(it.count) << " allocations, " << human_bytes(it.bytes) << ")";
     else o << "   (" << human_bytes(int64_t(it.requested)) << " at 0x" << hex(it.addr) << ")";
     o << "\n";
-    o << wrap("      why: ", dn(it.evidence), 100);
+    o << wrap("      why: ", dn(detail::explain_evidence(it)), 100);
     o << "      allocated: " << (it.alloc_event < 0 ? std::string("before the recorded history")
                                                    : "event " + std::to_string(it.alloc_event) + ", " +
                                                          phase_name(it.alloc_phase) +

@@ -368,6 +368,65 @@ std::string history_words(const Report& r) {
   return s + ")";
 }
 
+// What decided a pre-trace inference (0 parameters, 1 gradients, 2 optimizer
+// states): the blocks taken, their MiB, and why.
+std::string pre_trace_words(const PreTraceEvidence& e, int which) {
+  auto mib = [](int64_t b) { return std::to_string((b + (1 << 19)) >> 20) + " MiB"; };
+  using From = PreTraceEvidence::StatesFrom;
+  std::string from = e.states_from == From::RecordingCreates ? "the recording creates the optimizer state"
+                     : e.states_from == From::OptimizerClass ? "the optimizer class (Optimizer.step annotation)"
+                     : e.states_from == From::GradientSizes  ? "the blocks of each gradient's size"
+                     : e.states_from == From::SizeClasses    ? "the blocks of each size"
+                                                             : "";
+  if (e.grouped) {
+    from += from.empty() ? "" : "; ";
+    from += "parameters and states in groups of " + std::to_string(e.states + 1) +
+            " blocks of one size, the parameters adding up to an iteration's gradients";
+  }
+  const uint64_t n = e.blocks[which];
+  if (which == 0)
+    return std::to_string(n) + " blocks (" + mib(e.bytes[0]) + ") " +
+           (e.gradients > 0 ? "size-matched to the " + std::to_string(e.gradients) +
+                                  " gradients one iteration makes (and the model's buffers of those sizes)"
+            : e.steps       ? "the first of each parameter-sized group of " + std::to_string(e.states + 2) +
+                            " blocks (parameter, gradient, states; " + from + ")"
+                            : "never freed, with no training step recorded to match");
+  if (which == 1)
+    return std::to_string(n) + " blocks (" + mib(e.bytes[1]) +
+           ") kept as gradients: none is made in the recording, one per parameter";
+  return std::to_string(n) + " blocks (" + mib(e.bytes[2]) + "): " + std::to_string(e.states) +
+         " optimizer states per parameter (" + from + "), size-matched to the parameters";
+}
+
+// Why no rule placed an allocation (rule "(none)"), from when it lived.
+std::string no_rule_words(const ExplainItem& it) {
+  const bool freed = it.free_event != INT64_MAX;
+  std::string s = "no rule matched: allocated ";
+  if (it.alloc_event < 0) {
+    s += "before recording started, ";
+    s += freed ? "freed in " : "never freed";
+    if (freed) s += phase_name(it.free_phase);
+    s += ", and its size matches no gradient or optimizer state the recording shows";
+  } else {
+    s += "in ";
+    s += phase_name(it.alloc_phase);
+    s += freed ? ", freed in " : ", never freed";
+    if (freed) s += phase_name(it.free_phase);
+  }
+  return s;
+}
+
+std::string explain_evidence(const ExplainItem& it) {
+  std::string s = it.evidence.empty() && it.rule == "(none)" ? no_rule_words(it) : it.evidence;
+  for (const InferredEvidence& f : it.inferred) {
+    s += "; inferred (";
+    s += f.fact;
+    s += "): ";
+    s += f.pre_trace >= 0 ? pre_trace_words(f.facts, f.pre_trace) : f.words;
+  }
+  return s;
+}
+
 }  // namespace detail
 
 std::vector<std::pair<std::string, std::string>> detail::settings_rows(const AllocatorSettings& s) {

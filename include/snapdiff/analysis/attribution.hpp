@@ -144,7 +144,9 @@ struct Attribution {
   std::vector<uint32_t> event_alloc;    // per event: the allocation it allocates or frees (UINT32_MAX: none)
   std::vector<PhaseSpan> spans;
   std::string phase_evidence;           // how phases were found
-  std::string fact_evidence[kFactCount];  // what decided each inference in this run ("size-matched to 324 gradients")
+  std::string fact_evidence[kFactCount];  // what decided each inference in this run ("freed inside an
+                                          // Optimizer.zero_grad annotation (3 allocations)"), but:
+  PreTraceEvidence pre_trace;             // what decided the pre-trace inferences (facts 1 to 3)
   int iterations = 0;
   uint64_t allocs_without_frames = 0;
 

@@ -1,5 +1,5 @@
-// snapdiff/model/frame_names.hpp — display helpers for frame names and counts
-// (model layer).
+// snapdiff/model/frame_names.hpp — display helpers for frame names
+// (model layer; numbers in words are the report layer's: src/report/format.hpp).
 #pragma once
 
 #include <cstdint>
@@ -20,9 +20,5 @@ std::string numbers_as_stars(std::string_view s);
 // A name or file for display: beyond max_bytes (a hostile input's
 // megabytes) cut at a UTF-8 boundary, with the number of bytes left out.
 std::string capped_for_display(std::string s, size_t max_bytes = 400);
-
-// "1,234,567": a count with its thousands grouped (chart labels and the HTML).
-std::string with_commas(uint64_t v);
-
 
 }  // namespace snapdiff::detail

@@ -69,6 +69,29 @@ struct TruncationEvidence {
   uint64_t dropped_mid_history = 0;  // frees of blocks the history had already seen freed
 };
 
+// What decided the inferences about blocks from before the recording
+// (pre_trace_parameter, pre_trace_gradient, pre_trace_optimizer_state; the
+// report layer words them for --explain): how many blocks, and their bytes,
+// were taken for parameters, gradients and optimizer states, and why.
+struct PreTraceEvidence {
+  // Where the count of optimizer states per parameter came from.
+  enum class StatesFrom : uint8_t {
+    Unknown,
+    RecordingCreates,  // the recording creates the optimizer state (none from before)
+    OptimizerClass,    // the optimizer class (Optimizer.step annotation)
+    GradientSizes,     // the blocks of each gradient's size
+    SizeClasses,       // the blocks of each size
+  };
+  uint64_t blocks[3] = {0, 0, 0};  // parameters, gradients, optimizer states
+  int64_t bytes[3] = {0, 0, 0};
+  int64_t gradients = 0;           // the gradients one iteration makes (0: the recording makes none)
+  bool steps = false;              // the recording has an optimizer step
+  int states = 0;                  // optimizer states per parameter
+  StatesFrom states_from = StatesFrom::Unknown;
+  bool grouped = false;            // parameters and states found in groups of states + 1 blocks of one
+                                   // size, the parameters adding up to an iteration's gradients
+};
+
 struct PeakPoint {
   int64_t bytes = 0;
   int64_t event_index = -1;  // -1: before the first event (pre-trace state)

@@ -54,6 +54,9 @@ struct TopDevice {};    // the peak device's categories, phases, --at and --wind
 struct DeviceNumbers {};  // the devices' numbers (reading: checked against $.devices)
 struct PytorchCategories {};  // TimelineMoment: bytes keyed by MemoryTimeline::kCategoryNames
 struct Recorded {};     // the allocator settings as recorded, key -> value
+struct FrameName {};    // a frame's name, or "<1234 frames elided>" for FrameRef::elided
+struct FrameLabel {};
+struct Evidence {};     // an explained allocation's evidence and its inferences' words (read back: all as evidence)   // a frame's label, or "<1,234 frames elided>" for FrameRef::elided
 
 // What a visitor tells apart: a list of values, a value that may be absent.
 template <class T>
@@ -96,11 +99,11 @@ SNAPDIFF_FIELDS(PeakPoint) {
 // A frame; its label (how the text report writes it) where the visitor's
 // `labels` is on (user frames, call sites), not in stacks of kernels and OOMs.
 SNAPDIFF_FIELDS(FrameRef) {
-  v("name", x.name);
+  v.special("name", view::FrameName{}, x);
   v("file", x.file);
   v.null_if("line", x.line, kNoLine);
   bool label = v.labels;
-  v.when(label, "label", [&] { v("label", x.label); });
+  v.when(label, "label", [&] { v.special("label", view::FrameLabel{}, x); });
 }
 // A list of frames written without labels.
 struct Unlabelled {
@@ -192,7 +195,7 @@ SNAPDIFF_FIELDS(KernelRef) {
   v.time("time_us", x.time_us);
   v("stream", x.stream);
   v("display", x.display);
-  v("scope", x.scope);
+  v.words("scope", x);
   v("stack", x.stack, Unlabelled{});
 }
 
@@ -515,7 +518,7 @@ SNAPDIFF_FIELDS(ExplainItem) {
   v("bytes", x.bytes);
   v("category", x.category);
   v("rule", x.rule);
-  v("evidence", x.evidence);
+  v.special("evidence", view::Evidence{}, x);
   v("alloc_event", x.alloc_event);
   v("alloc_phase", x.alloc_phase);
   v("alloc_iteration", x.alloc_iteration);

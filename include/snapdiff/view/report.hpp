@@ -27,11 +27,15 @@ namespace snapdiff {
 // snapdiff/input/profiler.hpp, in its column order).
 constexpr int kPytorchCategories = 8;
 
-// A frame written out: as recorded, and as the reports show it.
+// A frame written out: as recorded, and as the reports show it. Or, where
+// elided > 0, the frames a deep stack leaves out (FrameTable::shown()): their
+// count, with no name, file, line or label (the report layer writes
+// "<1234 frames elided>").
 struct FrameRef {
   std::string name, file;
   int64_t line = kNoLine;   // kNoLine when unknown
   std::string label;        // "name (dir/file.py:88)" (FrameTable::label)
+  uint64_t elided = 0;      // > 0: this many frames left out here
 };
 
 // A stack written out for a site row.
@@ -41,7 +45,7 @@ struct SiteFrames {
   std::string callee;              // the Python frame inside the user's call ("" = none)
   std::optional<FrameRef> user;    // the user frame (none for an empty stack)
   std::vector<FrameRef> stack;     // every frame, innermost first (FrameTable::shown(): a stack deeper
-                                   // than 1,000 frames as its ends and one "<N frames elided>" frame)
+                                   // than 1,000 frames as its ends and one FrameRef::elided frame)
 };
 
 // A kernel launch written out.
@@ -50,8 +54,8 @@ struct KernelRef {
   std::string display;   // shortened for the text report
   int64_t time_us = kNoTime;
   uint64_t stream = 0;
-  std::string scope;     // its scope stack, outermost first: "iter 2 / backward / attn" (cut like `stack`)
-  std::vector<FrameRef> stack;  // innermost first, cut as SiteFrames::stack
+  std::vector<FrameRef> stack;  // innermost first, cut as SiteFrames::stack (its scope stack: the
+                                // report layer writes it outermost first, "iter 2 / backward / attn")
 };
 
 // Bytes live at the peak by the op that allocated them, or by the kernel
@@ -139,6 +143,14 @@ struct TraceActivity {
   std::vector<Kernel> top_kernels;  // by launches
 };
 
+// An inference a rule relied on, with this run's evidence for it.
+struct InferredEvidence {
+  std::string fact;        // its name (kFactNames): "pre_trace_parameter"
+  std::string words;       // the analysis's words for it, unless
+  int pre_trace = -1;      // 0, 1, 2: the pre-trace inference of parameters, gradients, states,
+  PreTraceEvidence facts;  // with these facts (the report layer words them)
+};
+
 struct ExplainItem {
   int device = 0;
   uint64_t addr = 0;
@@ -147,7 +159,11 @@ struct ExplainItem {
   int64_t alloc_event = -1, free_event = INT64_MAX;
   Phase alloc_phase = Phase::PreTrace, free_phase = Phase::Other;
   int alloc_iteration = 0, free_iteration = 0;
-  std::string category, rule, evidence;
+  std::string category, rule;
+  std::string evidence;  // the rule's evidence ("" for rule "(none)": the report layer says why from the
+                         // phases; read back from JSON: all the words)
+  std::vector<InferredEvidence> inferred;  // the inferences it relied on, worded after `evidence` ("; inferred
+                                           // (fact): ..."; none in a view read back)
   uint64_t count = 1;  // for a SITE query: allocations of this stack and category
   int64_t bytes = 0;   // for a SITE query: their requested bytes in total
   // An ADDRESS query on an input with launches and no ops: the kernel it was

@@ -3,7 +3,6 @@
 #include <optional>
 
 #include "analysis/joins/profiler_views.hpp"
-#include "snapdiff/model/frame_names.hpp"
 #include "analysis/analyze/report_view_build.hpp"
 #include "snapdiff/analysis/analysis.hpp"
 
@@ -24,18 +23,7 @@ FrameRef frame_ref(const FrameTable& ft, FrameId f) {
 
 // A stack's frames as the reports list them, innermost first: a stack deeper
 // than kShownFrames keeps its innermost and outermost frames, with one frame
-// "<N frames elided>" (no file, no line) for the rest.
-// "<1,234 frames elided>" (appended piece by piece: `"<" + std::string`
-// draws a GCC 12 -Wrestrict false positive).
-static std::string elided(const std::string& count, const char* what) {
-  std::string s(1, '<');
-  s += count;
-  s += ' ';
-  s += what;
-  s += " elided>";
-  return s;
-}
-
+// for the rest that holds their count (FrameRef::elided).
 std::vector<FrameRef> shown_frames(const FrameTable& ft, StackId stack) {
   const FrameTable::Shown sh = ft.shown(stack);
   std::vector<FrameRef> out;
@@ -43,8 +31,7 @@ std::vector<FrameRef> shown_frames(const FrameTable& ft, StackId stack) {
   for (FrameId f : sh.inner) out.push_back(frame_ref(ft, f));
   if (sh.elided > 0) {
     FrameRef m;
-    m.name = elided(std::to_string(sh.elided), "frames");
-    m.label = elided(with_commas(sh.elided), "frames");
+    m.elided = sh.elided;
     out.push_back(std::move(m));
   }
   for (FrameId f : sh.outer) out.push_back(frame_ref(ft, f));
@@ -64,22 +51,6 @@ SiteFrames site_frames(const FrameTable& ft, StackId stack, size_t depth) {
 
 namespace {
 
-// A kernel's scope stack, outermost to innermost: "iter 2 / backward / attn".
-std::string scope_text(const FrameTable& ft, StackId stack) {
-  const Trace& t = ft.trace();
-  const FrameTable::Shown sh = ft.shown(stack);
-  if (sh.inner.empty()) return "(outside every scope)";
-  std::string out;
-  auto add = [&](std::string_view part) {
-    if (!out.empty()) out += " / ";
-    out += part;
-  };
-  for (size_t i = sh.outer.size(); i-- > 0;) add(t.strings.get(t.frames[sh.outer[i]].name));
-  if (sh.elided > 0) add(elided(with_commas(sh.elided), "scopes"));
-  for (size_t i = sh.inner.size(); i-- > 0;) add(t.strings.get(t.frames[sh.inner[i]].name));
-  return out;
-}
-
 std::optional<KernelRef> kernel_ref(const FrameTable& ft, int64_t idx) {
   if (idx < 0) return std::nullopt;
   const Trace& t = ft.trace();
@@ -89,7 +60,6 @@ std::optional<KernelRef> kernel_ref(const FrameTable& ft, int64_t idx) {
   r.display = kernel_display_name(r.name);
   r.time_us = k.time_us;
   r.stream = k.stream;
-  r.scope = scope_text(ft, k.stack);
   r.stack = shown_frames(ft, k.stack);
   return r;
 }

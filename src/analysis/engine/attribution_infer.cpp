@@ -27,27 +27,6 @@ void assign_pools(const Device& d, const DeviceReplay& rp,
   }
 }
 
-// What decided the pre-trace inferences (--explain gives it): how many
-// blocks, and their MiB, were taken for parameters, gradients and optimizer
-// states, and why.
-void pre_trace_evidence(const uint64_t n[3], const int64_t bytes[3], int64_t grad_total, bool steps, int k,
-                        const std::string& k_from, std::string* evidence) {
-  auto mib = [](int64_t b) { return std::to_string((b + (1 << 19)) >> 20) + " MiB"; };
-  if (n[0])
-    evidence[1] = std::to_string(n[0]) + " blocks (" + mib(bytes[0]) + ") " +
-                  (grad_total > 0 ? "size-matched to the " + std::to_string(grad_total) +
-                                        " gradients one iteration makes (and the model's buffers of those sizes)"
-                   : steps ? "the first of each parameter-sized group of " + std::to_string(k + 2) +
-                                 " blocks (parameter, gradient, states; " + k_from + ")"
-                           : "never freed, with no training step recorded to match");
-  if (n[1])
-    evidence[2] = std::to_string(n[1]) + " blocks (" + mib(bytes[1]) +
-                  ") kept as gradients: none is made in the recording, one per parameter";
-  if (n[2])
-    evidence[3] = std::to_string(n[2]) + " blocks (" + mib(bytes[2]) + "): " + std::to_string(k) +
-                  " optimizer states per parameter (" + k_from + "), size-matched to the parameters";
-}
-
 }  // namespace
 
 // Does any frame of the stack have a name containing one of `needles`?
@@ -167,8 +146,11 @@ bool Inferrer::infer_pre_trace() {
   // recording creates the state (its first step is recorded), else the
   // optimizer class's, else what the size classes say.
   int k = state_in_trace > 0 || !steps ? 0 : states_per_parameter();
-  std::string k_from = state_in_trace > 0 ? "the recording creates the optimizer state"
-                                           : k >= 0 ? "the optimizer class (Optimizer.step annotation)" : "";
+  // What decided, for --explain (the report layer words it).
+  PreTraceEvidence& ev = a_.pre_trace;
+  ev = PreTraceEvidence{};
+  using From = PreTraceEvidence::StatesFrom;
+  ev.states_from = state_in_trace > 0 ? From::RecordingCreates : k >= 0 ? From::OptimizerClass : From::Unknown;
   if (k < 0 && grad_total > 0) {
     std::map<int, uint64_t> votes;
     for (const auto& [size, ids] : pre) {
@@ -181,7 +163,7 @@ bool Inferrer::infer_pre_trace() {
     uint64_t best = 0;
     for (const auto& [r, b] : votes)
       if (b > best) best = b, k = r;
-    k_from = "the blocks of each gradient's size";
+    ev.states_from = From::GradientSizes;
   }
   const uint16_t fp = kFactPreParameter, fg = kFactPreGradient, fs = kFactPreOptimizerState;
   uint64_t n[3] = {0, 0, 0};
@@ -218,7 +200,7 @@ bool Inferrer::infer_pre_trace() {
           if (ids.size() % size_t(c) == 0) b += size * ids.size();
         if (b > best) best = b, m = c;
       }
-      k_from = "the blocks of each size";
+      ev.states_from = From::SizeClasses;
     }
     for (auto [size, ids] : pre) {
       // A class one or two blocks over a multiple of m: those are real
@@ -275,9 +257,7 @@ bool Inferrer::infer_pre_trace() {
         for (size_t i = 0; i < ids.size(); ++i) mark(ids[i], i < p ? 0 : 2);
       }
       left = std::move(rest);
-      k_from += k_from.empty() ? "" : "; ";
-      k_from += "parameters and states in groups of " + std::to_string(k + 1) +
-                " blocks of one size, the parameters adding up to an iteration's gradients";
+      ev.grouped = true;
     }
   }
   // Optimizer state not of a parameter's size (FSDP1's flat parameters
@@ -303,7 +283,10 @@ bool Inferrer::infer_pre_trace() {
       left.clear();
     }
   }
-  pre_trace_evidence(n, bytes, grad_total, steps, k, k_from, a_.fact_evidence);
+  for (int i = 0; i < 3; ++i) ev.blocks[i] = n[i], ev.bytes[i] = bytes[i];
+  ev.gradients = grad_total;
+  ev.steps = steps;
+  ev.states = k;
   return n[0] + n[1] + n[2] > 0;
 }
 

@@ -594,12 +594,8 @@ bool python_file(std::string_view f) { return f.size() > 3 && f.substr(f.size() 
 bool scope_ref(const FrameRef& f) { return f.file == "snapcapture"; }
 // The one frame a view writes for the frames of a deep stack left out
 // (FrameTable::shown(): between the kShownInner innermost and the kShownOuter
-// outermost, no file, no line).
-bool elided_ref(const std::vector<FrameRef>& st, size_t i) {
-  const FrameRef& f = st[i];
-  return st.size() == kShownFrames + 1 && i == kShownInner && f.file.empty() && f.line == kNoLine &&
-         f.name.size() > 16 && f.name.front() == '<' && f.name.ends_with(" frames elided>");
-}
+// outermost; FrameRef::elided holds their count).
+bool elided_ref(const std::vector<FrameRef>& st, size_t i) { return st[i].elided > 0; }
 bool native_ref(const std::vector<FrameRef>& st, size_t i) {
   return !python_file(st[i].file) && !scope_ref(st[i]) && !elided_ref(st, i);
 }
@@ -635,8 +631,9 @@ std::string view_stack_text(const std::vector<FrameRef>& st, bool with_lines, bo
   for (size_t i = 0; i < st.size(); ++i) {
     const FrameRef& f = st[i];
     if (elided_ref(st, i)) {
-      k += f.name;
-      k += ';';
+      k += '<';
+      k += std::to_string(f.elided);
+      k += " frames elided>;";
       continue;
     }
     const bool scope = scope_ref(f);

@@ -57,17 +57,21 @@ void explain_query(const Trace& t, Analysis& r, const std::string& q) {
       // The run's own evidence for each inference the rule relied on.
       const uint16_t used = uint16_t(rs.rules[size_t(al.rule)].facts_any & al.facts);
       for (int f = 0; f < kFactCount; ++f)
-        if ((used >> f & 1) && !a.fact_evidence[f].empty())
-          it.evidence += "; inferred (" + std::string(kFactNames[f]) + "): " + a.fact_evidence[f];
-    } else if (al.alloc_event < 0) {
-      it.rule = "(none)";
-      it.evidence = "no rule matched: allocated before recording started, " +
-                    std::string(al.user_free() == INT64_MAX ? "never freed" : "freed in " + std::string(phase_name(it.free_phase))) +
-                    ", and its size matches no gradient or optimizer state the recording shows";
+        if (used >> f & 1) {
+          InferredEvidence e;
+          e.fact = kFactNames[f];
+          if (f >= 1 && f <= 3) {  // kFactPreParameter, kFactPreGradient, kFactPreOptimizerState
+            if (a.pre_trace.blocks[f - 1] == 0) continue;
+            e.pre_trace = f - 1;
+            e.facts = a.pre_trace;
+          } else {
+            if (a.fact_evidence[f].empty()) continue;
+            e.words = a.fact_evidence[f];
+          }
+          it.inferred.push_back(std::move(e));
+        }
     } else {
-      it.rule = "(none)";
-      it.evidence = "no rule matched: allocated in " + std::string(phase_name(it.alloc_phase)) +
-                    (al.user_free() == INT64_MAX ? ", never freed" : ", freed in " + std::string(phase_name(it.free_phase)));
+      it.rule = "(none)";  // no evidence: the report layer says why from its phases
     }
     it.bytes = int64_t(al.requested);
   };
