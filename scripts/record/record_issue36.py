@@ -39,6 +39,7 @@ truth of every kind of tensor at the peak from PyTorch in the same process.
                             process group: rank 1's process; recording after 2
                             steps; sequence lengths differ per rank and step
   i36_late_fsdp2_ws4        the same at world size 4, rank 3's process
+  i36_late_fsdp2_ws8        the same at world size 8, rank 5's process
   i36_lightning_bf16_accum  a LightningModule around LlamaForCausalLM,
                             Trainer(precision="bf16-mixed",
                             accumulate_grad_batches=2), AdamW
@@ -93,6 +94,7 @@ EXTRA = {}
 SCENARIOS = ["i36_autocast_bf16_cpp", "i36_amp_fp16_scaler", "i36_amp_fp16_scaler_cpp", "i36_late_hand_adamw",
              "i36_late_lora_fp32", "i36_lora_bf16", "i36_frozen_backbone", "i36_input_opt", "i36_adafactor",
              "i36_sgd_momentum", "i36_late_vit_fused_ckpt", "i36_late_fsdp2_ws2", "i36_late_fsdp2_ws4",
+             "i36_late_fsdp2_ws8",
              "i36_lightning_bf16_accum", "i36_hf_trainer_gc", "i36_generate_kv", "i36_generate_static"]
 
 
@@ -171,7 +173,6 @@ def finish(name, out, cfg, truncation="none"):
         cfg["stacks"] = START["stacks"]
     truth = dict(rc.common_truth(name, cfg, snap, ms), **{
         "truncation": truncation,
-        "steps": STEPS["n"],
         "optimizer_step_annotations": sum(1 for a in ann if a["name"].startswith("Optimizer.step")),
         "at_peak": at,
         "at_peak_parts": {k: PARTS[k] for k in at if k in PARTS},
@@ -180,6 +181,8 @@ def finish(name, out, cfg, truncation="none"):
         "requested_at_peak": START.get("requested", 0) + wp,
         "recorder": "scripts/record/record_issue36.py",
     })
+    if STEPS["n"] is not None:  # training steps taken (optimizer steps); none for inference
+        truth["steps"] = STEPS["n"]
     truth.update(EXTRA)
     with open(os.path.join(out, name + ".truth.json"), "w") as f:
         json.dump(truth, f, indent=1, sort_keys=True)
@@ -611,6 +614,10 @@ def run_late_fsdp2_ws4(name, out):
     fsdp2_fake(name, out, 4, 3)
 
 
+def run_late_fsdp2_ws8(name, out):
+    fsdp2_fake(name, out, 8, 5)
+
+
 def run_lightning(name, out):
     import lightning as L
     import torch
@@ -641,7 +648,7 @@ def run_lightning(name, out):
             for o in self.trainer.optimizers:
                 K.state(unwrap_opt(o))
             note_model(self.model)
-            STEPS["n"] += 1
+            EXTRA["micro_batches"] = EXTRA.get("micro_batches", 0) + 1
 
         def configure_optimizers(self):
             return torch.optim.AdamW(self.parameters(), lr=1e-4)
@@ -656,7 +663,7 @@ def run_lightning(name, out):
                         enable_model_summary=False, num_sanity_val_steps=0, default_root_dir=root)
     trainer.fit(lit, loader)
     EXTRA["lightning"] = L.__version__
-    EXTRA["optimizer_steps"] = trainer.global_step
+    STEPS["n"] = trainer.global_step  # optimizer steps: one per two micro-batches
     finish(name, out, {"model": "transformers LlamaForCausalLM 4x512 in a LightningModule",
                        "trainer": "lightning Trainer(precision='bf16-mixed', accumulate_grad_batches=2, max_steps=3)",
                        "batch": 4, "seq": 256, "optimizer": "AdamW",
@@ -733,6 +740,7 @@ def generate_kv(name, out, static):
     with torch.no_grad():
         gen = model.generate(input_ids=ids, attention_mask=mask, **kw)
     head_dim = cfg.hidden_size // cfg.num_attention_heads
+    STEPS["n"] = None  # inference: no training steps
     EXTRA["transformers"] = transformers.__version__
     EXTRA["kv_cache"] = {
         "bytes_per_token": 2 * cfg.num_hidden_layers * batch * cfg.num_key_value_heads * head_dim * 2,
@@ -760,7 +768,8 @@ RUNNERS = {"i36_autocast_bf16_cpp": run_autocast_bf16_cpp, "i36_amp_fp16_scaler"
            "i36_frozen_backbone": run_frozen_backbone, "i36_input_opt": run_input_opt,
            "i36_adafactor": run_adafactor, "i36_sgd_momentum": run_sgd_momentum,
            "i36_late_vit_fused_ckpt": run_late_vit_fused_ckpt, "i36_late_fsdp2_ws2": run_late_fsdp2_ws2,
-           "i36_late_fsdp2_ws4": run_late_fsdp2_ws4, "i36_lightning_bf16_accum": run_lightning,
+           "i36_late_fsdp2_ws4": run_late_fsdp2_ws4,
+           "i36_late_fsdp2_ws8": run_late_fsdp2_ws8, "i36_lightning_bf16_accum": run_lightning,
            "i36_hf_trainer_gc": run_hf_trainer_gc, "i36_generate_kv": run_generate_kv,
            "i36_generate_static": run_generate_static}
 ENV = {"TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
