@@ -8,6 +8,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "snapdiff/analysis/analysis.hpp"
 #include "snapdiff/analysis/diff.hpp"
@@ -48,6 +51,12 @@ TEST_CASE("categories at the peak match PyTorch's tensors on real runs of every 
       within("optimizer_state", 1);
       within("input", 1);
       within("parameter_copy", 2);
+      // No false copies: never more parameter copies than PyTorch's, + 1%.
+      if (at.contains("parameter_copy")) {
+        const int64_t want = at["parameter_copy"].get<int64_t>();
+        INFO("parameter_copy: snapdiff " << category_at_peak(d, "parameter_copy") << ", PyTorch " << want);
+        CHECK(category_at_peak(d, "parameter_copy") * 100 <= want * 101);
+      }
       // One optimizer phase per Optimizer.step annotation, also for steps
       // that allocate nothing; one iteration per step.
       int optimizer_phases = 0;
@@ -115,4 +124,77 @@ TEST_CASE("the diff bf16 -> fp8 names parameter_copy and the transposes' own lin
   REQUIRE(at != std::string::npos);
   const std::string line = findings.substr(at, findings.find("* ", at) - at);
   CHECK(line.find("torch_reference.py:43") != std::string::npos);
+}
+
+namespace {
+
+// The site rows of a diff's text that name `where` (SITES AT EACH PEAK).
+std::vector<std::string> site_rows(const std::string& text, const std::string& where) {
+  std::vector<std::string> rows;
+  const size_t from = text.find("SITES AT EACH PEAK");
+  if (from == std::string::npos) return rows;
+  size_t at = text.find('\n', from);
+  while (at != std::string::npos && at + 1 < text.size()) {
+    const size_t end = text.find('\n', at + 1);
+    const std::string line = text.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1);
+    if (line.empty() || line[0] != ' ') break;
+    if (line.find(where) != std::string::npos) rows.push_back(line);
+    at = end;
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("FP8 with bf16 against FP8 primary weights: the transposes are parameter copies in both runs", "[report]") {
+  // The founding question (issue 36): line 43 (`w8t = w8.t().contiguous()`,
+  // the FP8 transpose a custom autograd Function keeps for its backward) is
+  // made in both runs; in B the weight is itself FP8, so the copy has the
+  // parameter's own bytes. One byte per weight element in both (PyTorch's
+  // param_count bounds it), the same bytes at both peaks.
+  for (const auto& [a_file, b_file] : {std::pair<std::string, std::string>{"small_fp8.pickle", "small_fp8_pw.pickle"}}) {
+    Trace ta = load_trace(test::real_data(a_file));
+    Trace tb = load_trace(test::real_data(b_file));
+    Analysis a = analyze(ta, {}), b = analyze(tb, {});
+    const int64_t ca = category_at_peak(a.devices[0], "parameter_copy"),
+                  cb = category_at_peak(b.devices[0], "parameter_copy");
+    INFO("parameter_copy at the peak: A " << ca << ", B " << cb);
+    CHECK(ca > 0);
+    CHECK(std::llabs(ca - cb) * 100 <= ca);
+    const int64_t param_count = test::truth("small_fp8_pw")["param_count"].get<int64_t>();
+    CHECK(cb <= param_count);
+    const Diff df = diff_reports(a, b, {});
+    const std::string text = render_diff_text(df);
+    // No [GONE] / [NEW] row for line 43: the same tensor, the same category.
+    // (Equal bytes at both peaks: the line has no row of its own then.)
+    for (const std::string& row : site_rows(text, "torch_reference.py:43")) {
+      INFO(row);
+      CHECK(row.find("[GONE]") == std::string::npos);
+      CHECK(row.find("[NEW]") == std::string::npos);
+      CHECK(row.find("activation") == std::string::npos);
+    }
+    // The findings tell the parameters halving and the foreach temporary.
+    const size_t f = text.find("FINDINGS"), end = text.find("CATEGORIES AT EACH PEAK");
+    REQUIRE(f != std::string::npos);
+    const std::string findings = text.substr(f, end - f);
+    INFO(findings);
+    CHECK(findings.find("half the bytes per element") != std::string::npos);
+    CHECK(findings.find("optimizer temporaries") != std::string::npos);
+    CHECK(findings.find("parameter_copy") == std::string::npos);
+  }
+}
+
+TEST_CASE("full-size FP8 .snap runs: the transposes are parameter copies with and without FP8 primary weights",
+          "[analysis]") {
+  // sample_snapshots/fp8_no_pw.snap and fp8_pw.snap (snapcapture, the
+  // reference workload at full size): the same transposes at both peaks.
+  const std::string dir = std::string(SNAPDIFF_SOURCE_DIR) + "/sample_snapshots/";
+  Trace ta = load_trace(test::required(dir + "fp8_no_pw.snap"));
+  Trace tb = load_trace(test::required(dir + "fp8_pw.snap"));
+  Analysis a = analyze(ta, {}), b = analyze(tb, {});
+  const int64_t ca = category_at_peak(a.devices[0], "parameter_copy"),
+                cb = category_at_peak(b.devices[0], "parameter_copy");
+  INFO("parameter_copy at the peak: A " << ca << ", B " << cb);
+  CHECK(ca > 0);
+  CHECK(std::llabs(ca - cb) * 100 <= ca);
 }

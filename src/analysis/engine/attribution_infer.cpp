@@ -385,23 +385,123 @@ bool Inferrer::narrow_compute(uint64_t ratio) {
   return grads > 0 && cast_up * 2 >= grads;
 }
 
-// Copies of parameters that no frame names (plain FP8 casts, autocast's
-// cached casts with Python stacks): made in a forward and alive into the
-// backward, with a parameter's element count in a narrower dtype (a
-// parameter's bytes / 2 or / 4, whichever pairs more bytes in this run),
-// each parameter copied at most once per iteration, at sites whose such
-// allocations are at least half parameter-sized ones.
+// What an allocation's own frames say about it being a parameter's copy
+// (docs/attribution.md "Parameter copies"): C++ frames inside the innermost
+// Python frame first, then that Python frame.
+Inferrer::CopyFrames Inferrer::copy_frames(StackId stack) const {
+  CopyFrames r = CopyFrames::None;
+  bool cast_down = false, first_op = false;
+  for (StackId s = stack; s != 0; s = t_.stacks.node(s).parent) {
+    const FrameId f = t_.stacks.node(s).frame;
+    const std::string_view name = t_.strings.get(t_.frames[f].name);
+    const std::string_view file = t_.strings.get(t_.frames[f].file);
+    if (ft_.python(f)) {
+      // The innermost Python frame: an einops/reshape helper makes
+      // activations; a custom autograd Function's forward (called by
+      // torch/autograd/function.py's apply) keeps what its backward needs.
+      if (r != CopyFrames::None) return r;
+      if (file.find("einops/") != std::string_view::npos || name == "rearrange" || name == "reshape" ||
+          name == "view" || name == "flatten" || name == "unflatten")
+        return CopyFrames::ActivationOp;
+      for (StackId c = t_.stacks.node(s).parent; c != 0; c = t_.stacks.node(c).parent) {
+        const FrameId g = t_.stacks.node(c).frame;
+        if (!ft_.python(g)) continue;
+        const std::string_view gf = t_.strings.get(t_.frames[g].file);
+        return t_.strings.get(t_.frames[g].name) == "apply" && gf.find("autograd/function.py") != std::string_view::npos
+                   ? CopyFrames::FunctionForward
+                   : CopyFrames::None;
+      }
+      return CopyFrames::None;
+    }
+    if (name.find("autocast::cached_cast") != std::string_view::npos) {
+      cast_down = true;
+    } else if (cast_down && name.find("autocast::WrapFunction_") != std::string_view::npos) {
+      // The autocast wrapper's policy: lower_precision_fp (0) casts down to
+      // the autocast dtype, as it does a parameter; the others (fp32,
+      // promote) cast activations up.
+      const bool down = name.find("CastPolicy)0") != std::string_view::npos ||
+                        name.find("lower_precision_fp") != std::string_view::npos;
+      if (!down) return CopyFrames::ActivationOp;
+      r = CopyFrames::AutocastCast;
+    } else if (const size_t o = name.find("_ops::"); o != std::string_view::npos) {
+      // An op that makes activations around the copy: a reshape's or a
+      // view's copy, attention, normalisation, a concatenation.
+      std::string_view op = name.substr(o + 6);
+      op = op.substr(0, op.find("::"));
+      // The innermost op that is not a factory made the tensor: a copy is
+      // made by a cast, clone, contiguous or copy; any other op (an add, a
+      // matmul) computes an activation whatever its size.
+      if (!op.starts_with("empty") && !op.starts_with("new_empty") && !first_op) {
+        first_op = true;
+        const bool copies = op == "t" || op.starts_with("to") || op.starts_with("_to") || op.starts_with("_cast") ||
+                            op.find("copy") != std::string_view::npos || op.find("clone") != std::string_view::npos ||
+                            op.find("contiguous") != std::string_view::npos ||
+                            op.find("transpose") != std::string_view::npos || op == "permute" || op == "detach";
+        if (!copies) return CopyFrames::ActivationOp;
+      }
+      static constexpr std::string_view kActivationOps[] = {
+          "reshape", "_reshape_alias", "_unsafe_view", "flatten", "unflatten", "view", "bmm", "baddbmm",
+          "softmax", "_softmax", "layer_norm", "native_layer_norm", "group_norm", "batch_norm", "rms_norm",
+          "cat", "stack", "embedding", "gelu", "silu", "dropout", "convolution", "conv2d", "conv1d", "conv3d"};
+      if (op.find("attention") != std::string_view::npos) return CopyFrames::ActivationOp;
+      for (std::string_view a : kActivationOps)
+        if (op == a) return CopyFrames::ActivationOp;
+    }
+  }
+  if (cast_down && r == CopyFrames::None) r = CopyFrames::AutocastCast;
+  return r;
+}
+
+// Copies of parameters (docs/attribution.md "Inferences"): made in a forward
+// and alive into the backward, with a parameter's element count in a
+// narrower dtype (a parameter's bytes / 2 or / 4), or in its own dtype when
+// the parameters are narrower than their gradients (FP8 primary weights,
+// whose transposes have their bytes), each parameter copied at most once
+// per iteration. Evidence in order: C++ frames (autocast's cached cast down
+// to its dtype), then the Python frame (a custom autograd Function's
+// forward keeping it for its backward; never an einops/reshape helper),
+// then lifetime and size (sites whose kept allocations are mostly one per
+// parameter, or a whole model copied in one iteration). Frames that name an
+// op producing activations (a reshape's or view's copy, attention) exclude
+// an allocation whatever its size.
 bool Inferrer::infer_copies() {
-  const int param = cat("parameter");
-  std::unordered_map<uint64_t, int64_t> psize;
+  const int param = cat("parameter"), grad = cat("gradient");
+  // Parameters per size: the most alive at once (an optimizer that
+  // re-quantizes FP8 weights replaces each every step).
+  std::unordered_map<uint64_t, std::vector<std::pair<int64_t, int>>> pevents;
   for (const Allocation& al : a_.allocations)
-    if (al.category == param) ++psize[al.requested];
+    if (al.category == param) {
+      pevents[al.requested].emplace_back(al.alloc_event, 1);
+      if (al.user_free() != INT64_MAX) pevents[al.requested].emplace_back(al.user_free(), -1);
+    }
+  std::unordered_map<uint64_t, int64_t> psize;
+  for (auto& [size, ev] : pevents) {
+    std::sort(ev.begin(), ev.end());  // (a free before an alloc at one event: never both)
+    int64_t live = 0, most = 0;
+    for (const auto& [e, d] : ev) most = std::max(most, live += d);
+    psize[size] = most;
+  }
   if (psize.empty()) return false;
+  // Parameters narrower than their gradients: a size with gradients of
+  // twice or four times its bytes and none of its own.
+  std::unordered_set<uint64_t> gsizes;
+  for (const Allocation& al : a_.allocations)
+    if (grad >= 0 && al.category == grad) gsizes.insert(al.requested);
+  std::unordered_map<uint64_t, int64_t> narrow;
+  for (const auto& [size, count] : psize)
+    if (!gsizes.count(size) && (gsizes.count(size * 2) || gsizes.count(size * 4))) narrow[size] = count;
   std::unordered_set<int> skip;
   for (const char* c : {"parameter", "gradient", "optimizer_state", "optimizer_temporary", "workspace",
                         "communication", "graph_pool", "parameter_copy"})
     if (cat(c) >= 0) skip.insert(cat(c));
+  std::unordered_map<StackId, CopyFrames> frames_of;  // each stack's frames read once
+  auto frames = [&](StackId s) {
+    auto [it, fresh] = frames_of.try_emplace(s, CopyFrames::None);
+    if (fresh && s != 0) it->second = copy_frames(s);
+    return it->second;
+  };
   std::vector<uint32_t> cand;
+  uint64_t excluded = 0;
   for (uint32_t id = 0; id < a_.allocations.size(); ++id) {
     const Allocation& al = a_.allocations[id];
     // Copies worth the name: a bias's cast or BatchNorm's saved statistics
@@ -415,19 +515,31 @@ bool Inferrer::infer_copies() {
     if (b == INT64_MAX || al.user_free() <= b || al.user_free() == INT64_MAX ||
         a_.phase_at(al.user_free()) != Phase::Backward)
       continue;
+    // Size never overrides frames that name an op making activations.
+    if (frames(al.stack) == CopyFrames::ActivationOp) {
+      excluded += psize.count(al.requested * 2) || psize.count(al.requested * 4);
+      continue;
+    }
     cand.push_back(id);
   }
   if (cand.empty()) return false;
   std::sort(cand.begin(), cand.end(),
             [&](uint32_t x, uint32_t y) { return a_.allocations[x].alloc_event < a_.allocations[y].alloc_event; });
+  // The ratio of a parameter's bytes to its copy's: 1 (the parameter's own
+  // dtype, narrow parameters only), 2 or 4, whichever pairs more bytes; an
+  // autocast cast pairs by 2 or 4 only.
   uint64_t ratio = 0, best = 0;
-  for (uint64_t r : {2u, 4u}) {
+  for (uint64_t r : {1u, 2u, 4u}) {
+    const auto& sizes = r == 1 ? narrow : psize;
     uint64_t b = 0;
     for (uint32_t id : cand)
-      if (psize.count(a_.allocations[id].requested * r)) b += a_.allocations[id].requested;
+      if (sizes.count(a_.allocations[id].requested * r) &&
+          !(r == 1 && frames(a_.allocations[id].stack) == CopyFrames::AutocastCast))
+        b += a_.allocations[id].requested;
     if (b > best) best = b, ratio = r;
   }
   if (ratio == 0) return false;
+  if (ratio == 1) psize = narrow;
   auto site = [&](const Allocation& al) -> uint64_t {
     if (al.stack == 0) return UINT64_MAX;
     const FrameId f = ft_.innermost_python(al.stack);
@@ -456,6 +568,14 @@ bool Inferrer::infer_copies() {
   std::unordered_map<int, std::unordered_map<uint64_t, int64_t>> taken;
   for (const Allocation& al : a_.allocations)
     if (al.category == copy && al.alloc_event >= 0) ++taken[a_.iteration_at(al.alloc_event)][al.requested * ratio];
+  // Within an iteration, copies that frames name take their slots first
+  // (autocast's casts, then a custom Function's kept tensors), then
+  // allocations at sites that make no more of a size than there are
+  // parameters of it, then the rest.
+  auto rank = [&](const Allocation& al) {
+    const CopyFrames f = frames(al.stack);
+    return f == CopyFrames::AutocastCast ? 0 : f == CopyFrames::FunctionForward ? 1 : 2;
+  };
   auto match = [&](auto&& accept, auto&& on_match) {
     size_t i = 0;
     while (i < cand.size()) {
@@ -467,13 +587,13 @@ bool Inferrer::infer_copies() {
         auto p = avail.find(size);
         if (p != avail.end()) p->second = std::max<int64_t>(0, p->second - count);
       }
-      for (int round = 0; round < 2; ++round)
+      for (int round = 0; round < 6; ++round)
         for (size_t k = i; k < j; ++k) {
           const Allocation& al = a_.allocations[cand[k]];
           if (!accept(al)) continue;
           auto p = avail.find(al.requested * ratio);
           const bool clean = p != avail.end() && int64_t(per_site_size[key(al)]) <= psize[al.requested * ratio];
-          if (clean != (round == 0)) continue;
+          if (rank(al) * 2 + !clean != round) continue;
           const bool hit = p != avail.end() && p->second > 0;
           if (hit) --p->second;
           on_match(cand[k], hit, clean);
@@ -515,24 +635,45 @@ bool Inferrer::infer_copies() {
   // And the run computes in the narrower dtype: most gradients are cast
   // up from a gradient of that dtype made just before them (autocast's
   // ToCopyBackward0), which a run in the parameters' own dtype never does.
-  const bool whole_model = big > 0 && best_fill * 10 >= big * 9 && narrow_compute(ratio);
-  uint64_t n = 0, nsites = 0;
+  const bool whole_model = ratio > 1 && big > 0 && best_fill * 10 >= big * 9 && narrow_compute(ratio);
+  uint64_t nsites = 0;
   for (const auto& [k, v] : sites) nsites += v.copies();
-  match([&](const Allocation& al) { return whole_model || sites[site(al)].copies(); },
+  // An autocast cast down of a parameter's size needs no more: its frames
+  // say it is a cast, its size whose.
+  uint64_t by[3] = {0, 0, 0};
+  match([&](const Allocation& al) {
+          return (ratio > 1 && frames(al.stack) == CopyFrames::AutocastCast) || whole_model || sites[site(al)].copies();
+        },
         [&](uint32_t id, bool hit, bool) {
-          if (hit) a_.allocations[id].facts |= kFactParamCopySite, ++n;
+          if (!hit) return;
+          a_.allocations[id].facts |= kFactParamCopySite;
+          ++by[rank(a_.allocations[id])];
         });
-  const char* dtype = ratio == 2 ? "half the bytes" : "a quarter of the bytes";
-  a_.fact_evidence[4] = "made in a forward and alive into the backward, with " + std::string(dtype) +
-                        " of a parameter (its element count in a narrower dtype)";
-  if (n && whole_model)
-    a_.fact_evidence[5] = std::to_string(n) + " allocations made in forwards and kept for the backward, one per parameter "
-                          "and iteration, with " + dtype + " of one: one iteration copies " +
-                          std::to_string(best_fill * 100 / big) + "% of the parameters' bytes this way";
-  else if (n)
-    a_.fact_evidence[5] = std::to_string(n) + " allocations at " + std::to_string(nsites) +
-                          " sites whose forward allocations kept for the backward are mostly one per parameter, with " +
-                          dtype + " of one (its element count in a narrower dtype)";
+  const uint64_t n = by[0] + by[1] + by[2];
+  const std::string dtype = ratio == 1 ? "the bytes of one in its own dtype (the parameters are narrower than their "
+                                         "gradients: FP8 primary weights)"
+                            : ratio == 2 ? "half the bytes of one"
+                                         : "a quarter of the bytes of one";
+  a_.fact_evidence[4] = "made in a forward and alive into the backward, with " + dtype +
+                        (ratio == 1 ? "" : " (its element count in a narrower dtype)");
+  if (n) {
+    std::string how;
+    auto add = [&](uint64_t k, const std::string& what) {
+      if (k) how += (how.empty() ? "" : ", ") + std::to_string(k) + " " + what;
+    };
+    add(by[0], "by C++ frames (autocast's cached cast down to its dtype)");
+    add(by[1], "by Python frames (kept by a custom autograd Function's forward for its backward)");
+    add(by[2], whole_model ? "by lifetime and size (one iteration copies " + std::to_string(best_fill * 100 / big) +
+                                 "% of the parameters' bytes this way)"
+                           : "by lifetime and size (at " + std::to_string(nsites) +
+                                 " sites whose forward allocations kept for the backward are mostly one per parameter)");
+    a_.fact_evidence[5] = std::to_string(n) + " allocations made in forwards and kept for the backward, one per " +
+                          "parameter and iteration, with " + dtype + ": " + how;
+    if (excluded)
+      a_.fact_evidence[5] += "; " + std::to_string(excluded) +
+                             " kept allocations whose frames name an op making activations (reshape, view, attention, "
+                             "an up-cast) are not copies whatever their size";
+  }
   return true;
 }
 

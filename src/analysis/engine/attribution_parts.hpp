@@ -131,6 +131,9 @@ class Inferrer {
   bool stack_mentions(StackId s, std::initializer_list<std::string_view> needles) const;
   int states_per_parameter() const;
   bool narrow_compute(uint64_t ratio);
+  // What a stack's frames say about a parameter copy made there.
+  enum class CopyFrames : uint8_t { None, AutocastCast, FunctionForward, ActivationOp };
+  CopyFrames copy_frames(StackId stack) const;
 
   const Trace& t_;
   const FrameTable& ft_;
