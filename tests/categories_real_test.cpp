@@ -52,8 +52,16 @@ TEST_CASE("categories at the peak match PyTorch's tensors on real runs of every 
       // that allocate nothing; one iteration per step.
       int optimizer_phases = 0;
       for (const PhaseSpan& s : d.attr.spans) optimizer_phases += s.phase == Phase::Optimizer;
-      if (tr.contains("optimizer_step_annotations"))
-        CHECK(optimizer_phases == tr["optimizer_step_annotations"].get<int>());
+      // A hand-written optimizer (not a torch.optim class) records no
+      // Optimizer.step annotation: its truth says 0 annotations, yet its
+      // steps are there and are found from its frames (its own step()).
+      // The annotation count is checked where the truth has annotations;
+      // without them, one optimizer phase per recorded step (none for a run
+      // without steps: inference).
+      if (tr.contains("optimizer_step_annotations")) {
+        const int annotations = tr["optimizer_step_annotations"].get<int>();
+        CHECK(optimizer_phases == (annotations > 0 || !tr.contains("steps") ? annotations : tr["steps"].get<int>()));
+      }
       if (tr.contains("steps")) CHECK(d.attr.iterations == tr["steps"].get<int>());
       // Recorders that mark each training iteration (none for an OOM run: its last one is cut short).
       if (tr.contains("iterations") && !tr.contains("oom")) CHECK(d.attr.iterations == int(tr["iterations"].size()));

@@ -129,6 +129,59 @@ int Inferrer::states_per_parameter() const {
   return -1;
 }
 
+// Optimizer state from before the recording that the optimizer replaces:
+// a hand-written step (state["m"] = b1 * state["m"] + ...) frees each old
+// state and keeps a new tensor of its size in its place. A block from
+// before the recording that no rule placed, freed in an optimizer phase
+// that keeps at least as many new blocks of its size past its end (the
+// first round's optimizer_state), is that state, whatever the optimizer's
+// class or file. When every optimizer phase of the recording keeps a
+// different count of that size, the match is no per-step replacement and is
+// left alone. Marks pre_trace_optimizer_state; returns how many it marked.
+uint64_t Inferrer::infer_replaced_state() {
+  const int unknown = a_.unknown_index(), state = cat("optimizer_state");
+  if (state < 0) return 0;
+  // (optimizer span, size) -> pre-recording blocks it frees / kept blocks it makes.
+  std::map<std::pair<uint32_t, uint64_t>, std::vector<uint32_t>> freed;
+  std::map<std::pair<uint32_t, uint64_t>, int64_t> kept;
+  for (uint32_t id = 0; id < a_.allocations.size(); ++id) {
+    const Allocation& al = a_.allocations[id];
+    if (al.alloc_event < 0) {
+      const int64_t uf = al.user_free();
+      if (al.category != unknown || uf < 0 || uf == INT64_MAX) continue;
+      const uint32_t sp = a_.event_span[size_t(uf)];
+      if (a_.spans[sp].phase == Phase::Optimizer) freed[{sp, al.requested}].push_back(id);
+    } else if (al.category == state) {
+      const uint32_t sp = a_.event_span[size_t(al.alloc_event)];
+      if (a_.spans[sp].phase == Phase::Optimizer) ++kept[{sp, al.requested}];
+    }
+  }
+  if (freed.empty()) return 0;
+  // The count of kept blocks of each size per step: the same in every step
+  // that keeps any (a per-step replacement), else -1.
+  std::map<uint64_t, int64_t> per_step;
+  for (const auto& [k, n] : kept) {
+    auto [it, fresh] = per_step.emplace(k.second, n);
+    if (!fresh && it->second != n) it->second = -1;
+  }
+  uint64_t n = 0, bytes = 0, steps = 0;
+  std::unordered_set<uint32_t> spans;
+  for (const auto& [k, ids] : freed) {
+    auto ks = kept.find(k);
+    auto ps = per_step.find(k.second);
+    if (ks == kept.end() || ps == per_step.end() || ps->second < 0 || ks->second < int64_t(ids.size())) continue;
+    for (uint32_t id : ids) a_.allocations[id].facts |= kFactPreOptimizerState, ++n, bytes += a_.allocations[id].requested;
+    spans.insert(k.first);
+  }
+  steps = spans.size();
+  if (n)
+    replaced_evidence_ = std::to_string(n) + " blocks (" + std::to_string((bytes + (1 << 19)) >> 20) +
+                         " MiB) from before the recording freed by " + std::to_string(steps) +
+                         " optimizer step(s) that keep as many new blocks of their sizes past the step, the same count "
+                         "every step: state the optimizer replaces (not updated in place)";
+  return n;
+}
+
 // Memory from before the recording that no frame explains: blocks never
 // freed, matched by size to what the recording shows of the training
 // step. A parameter has one gradient of its own size each iteration (made
@@ -136,6 +189,7 @@ int Inferrer::states_per_parameter() const {
 // its size as its optimizer keeps; what a size class holds beyond those
 // are buffers of the model.
 bool Inferrer::infer_pre_trace() {
+  const uint64_t replaced = infer_replaced_state();
   const int unknown = a_.unknown_index(), grad = cat("gradient"), state = cat("optimizer_state"),
             workspace = cat("workspace");
   std::map<uint64_t, std::vector<uint32_t>> pre;  // by size, in address order
@@ -148,7 +202,10 @@ bool Inferrer::infer_pre_trace() {
     if (al.alloc_event < 0 && al.free_event == INT64_MAX && (al.category == unknown || size_only))
       pre[al.requested].push_back(id);
   }
-  if (pre.empty()) return false;
+  if (pre.empty()) {
+    a_.fact_evidence[3] = replaced_evidence_;
+    return replaced > 0;
+  }
   std::map<uint64_t, int64_t> grads;  // per size: the most gradients of that size one iteration makes
   std::map<std::pair<int, uint64_t>, int64_t> per_iter;
   std::map<uint64_t, int64_t> zeroed;
@@ -304,7 +361,9 @@ bool Inferrer::infer_pre_trace() {
     }
   }
   pre_trace_evidence(n, bytes, grad_total, steps, k, k_from, a_.fact_evidence);
-  return n[0] + n[1] + n[2] > 0;
+  if (replaced)
+    a_.fact_evidence[3] = a_.fact_evidence[3].empty() ? replaced_evidence_ : a_.fact_evidence[3] + "; " + replaced_evidence_;
+  return n[0] + n[1] + n[2] + replaced > 0;
 }
 
 // The batch of one iteration allocated where phases run together (the

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -130,6 +131,7 @@ class Inferrer {
   int cat(const char* name) const { return spans_.category(name); }
   bool stack_mentions(StackId s, std::initializer_list<std::string_view> needles) const;
   int states_per_parameter() const;
+  uint64_t infer_replaced_state();
   bool narrow_compute(uint64_t ratio);
 
   const Trace& t_;
@@ -139,6 +141,7 @@ class Inferrer {
   LazyReplay& replay_;
   SpanQueries& spans_;
   Attribution& a_;
+  std::string replaced_evidence_;  // infer_replaced_state()'s figures
 };
 
 }  // namespace snapdiff::detail
