@@ -36,7 +36,17 @@ TEST_CASE("categories at the peak match PyTorch's tensors on real runs of every 
       CHECK(d.replay.peak_requested.event_index == at["event_index"].get<int64_t>());
       const int64_t peak = d.replay.peak_requested.bytes;
       INFO("peak " << peak);
-      CHECK(category_at_peak(d, "unknown") * 50 <= peak);  // at most 2%
+      // At most 2% unknown, but for memory held from before the recording
+      // that no evidence names: it is counted apart (the report's
+      // unknown_held_from_before), which the issue's acceptance allows.
+      int64_t held_before = 0;
+      const int unknown = d.attr.unknown_index();
+      const int64_t pk = d.replay.peak_requested.event_index;
+      for (const Allocation& al : d.attr.allocations)
+        if (al.category == uint16_t(unknown) && al.alloc_event < 0 && al.free_event == INT64_MAX && pk >= 0)
+          held_before += int64_t(al.requested);
+      INFO("unknown " << category_at_peak(d, "unknown") << ", of it held from before " << held_before);
+      CHECK((category_at_peak(d, "unknown") - held_before) * 50 <= peak);
       auto within = [&](const char* name, int64_t pct) {
         if (!at.contains(name)) return;  // the recorder did not note this kind
         const int64_t want = at[name].get<int64_t>(), got = category_at_peak(d, name);

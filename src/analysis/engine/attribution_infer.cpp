@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 #include <string>
 
 #include "analysis/engine/attribution_parts.hpp"
@@ -26,6 +27,8 @@ void assign_pools(const Device& d, const DeviceReplay& rp,
     a.allocations[id].pool = pi == pool_of.end() ? 0 : pi->second;
   }
 }
+
+std::string mib(uint64_t b) { return std::to_string((b + (1 << 19)) >> 20) + " MiB"; }
 
 // What decided the pre-trace inferences (--explain gives it): how many
 // blocks, and their MiB, were taken for parameters, gradients and optimizer
@@ -364,6 +367,162 @@ bool Inferrer::infer_pre_trace() {
   if (replaced)
     a_.fact_evidence[3] = a_.fact_evidence[3].empty() ? replaced_evidence_ : a_.fact_evidence[3] + "; " + replaced_evidence_;
   return n[0] + n[1] + n[2] + replaced > 0;
+}
+
+// Frozen and pre-existing weights (docs/attribution.md "Inferences"):
+//  - a tensor made in the recording by the user's code (outside forward,
+//    backward and step) and kept to the end through two steps at least,
+//    that no rule placed, of a size whose gradients one iteration makes more of than
+//    there are parameters, with optimizer state of its size: a trained
+//    tensor that is not a module parameter (an input being optimised);
+//  - blocks from before the recording, never freed, that no rule placed:
+//    the model's frozen weights and buffers when the recording shows the
+//    model was there before it began: its first step is recorded (it makes
+//    every gradient and all the optimizer state, so what was held before
+//    is neither), or the trained parameters form a low-rank adapter layout
+//    (pairs r x in, out x r) whose products out x in, in a base dtype, are
+//    among those blocks.
+bool Inferrer::infer_frozen() {
+  const int unknown = a_.unknown_index(), param = cat("parameter"), grad = cat("gradient"),
+            state = cat("optimizer_state"), workspace = cat("workspace");
+  if (param < 0 || grad < 0) return false;
+  std::map<uint64_t, int64_t> grads, params, states;
+  std::map<std::pair<int, uint64_t>, int64_t> per_iter;
+  bool pre_grad_or_state = false, state_in_trace = false, steps = false;
+  std::vector<int64_t> step_starts;  // in event order
+  for (const PhaseSpan& sp : a_.spans)
+    if (sp.phase == Phase::Optimizer) steps = true, step_starts.push_back(sp.start_event);
+  std::map<uint64_t, std::vector<uint32_t>> trained;  // candidates, by size
+  for (uint32_t id = 0; id < a_.allocations.size(); ++id) {
+    const Allocation& al = a_.allocations[id];
+    if (al.category == grad && al.alloc_event >= 0) ++per_iter[{a_.iteration_at(al.alloc_event), al.requested}];
+    if (int(al.category) == param) ++params[al.requested];
+    if (int(al.category) == state) {
+      ++states[al.requested];
+      if (al.alloc_event >= 0 && al.requested > 64) state_in_trace = true;
+    }
+    if (al.alloc_event < 0 && al.free_event == INT64_MAX && (int(al.category) == grad || int(al.category) == state))
+      pre_grad_or_state = true;
+    // Made by the user's code (not a forward, backward or step) and kept
+    // to the end through two optimizer steps at least, as a tensor the
+    // loop trains is (a batch lives through one step).
+    if (al.alloc_event >= 0 && al.category == unknown && al.free_event == INT64_MAX &&
+        (spans_.alloc_phase(al) == Phase::Other || spans_.alloc_phase(al) == Phase::Init) &&
+        step_starts.end() - std::upper_bound(step_starts.begin(), step_starts.end(), al.alloc_event) >= 2)
+      trained[al.requested].push_back(id);
+  }
+  for (const auto& [k, v] : per_iter) grads[k.second] = std::max(grads[k.second], v);
+  uint64_t nt = 0, bt = 0;
+  for (const auto& [size, ids] : trained) {
+    const int64_t g = grads.count(size) ? grads[size] : 0, p = params.count(size) ? params[size] : 0;
+    if (g <= p || !states.count(size)) continue;
+    for (size_t i = 0; i < ids.size() && int64_t(i) < g - p; ++i) {
+      a_.allocations[ids[i]].facts |= kFactTrainedTensor;
+      ++nt, bt += a_.allocations[ids[i]].requested, ++params[size];
+    }
+  }
+  if (nt)
+    a_.fact_evidence[11] = std::to_string(nt) + (nt == 1 ? " tensor (" : " tensors (") + mib(bt) +
+                           ") made by the recording and kept, with a gradient and optimizer state of its size each "
+                           "iteration beyond the module parameters: trained by the optimizer";
+  // Blocks from before the recording that nothing placed (and those only
+  // their size made workspaces: a 512 x 512 fp32 weight is 1 MiB).
+  std::map<uint64_t, std::vector<uint32_t>> pre;
+  for (uint32_t id = 0; id < a_.allocations.size(); ++id) {
+    const Allocation& al = a_.allocations[id];
+    const bool size_only = al.rule >= 0 && int(al.category) == workspace && !rs_.rules[size_t(al.rule)].sizes.empty() &&
+                           !rs_.rules[size_t(al.rule)].has_frame_name;
+    if (al.alloc_event < 0 && al.free_event == INT64_MAX && (al.category == unknown || size_only))
+      pre[al.requested].push_back(id);
+  }
+  if (pre.empty()) return nt > 0;
+  auto mark_frozen = [&](uint32_t id, uint64_t& n, uint64_t& b) {
+    a_.allocations[id].facts |= kFactFrozenParameter;
+    ++n, b += a_.allocations[id].requested;
+  };
+  uint64_t nf = 0, bf = 0;
+  const bool first_step = steps && !per_iter.empty() && state_in_trace && !pre_grad_or_state;
+  if (first_step) {
+    // A block of a library workspace's size (the workspace rules' sizes)
+    // that those rules left alone — a parameter has that size too — may be
+    // either: it stays unknown, counted as held from before.
+    std::set<uint64_t> workspace_sizes;
+    for (const Rule& ru : rs_.rules)
+      if (ru.category_index == workspace && !ru.has_frame_name) workspace_sizes.insert(ru.sizes.begin(), ru.sizes.end());
+    for (const auto& [size, ids] : pre)
+      for (uint32_t id : ids)
+        if (a_.allocations[id].category == unknown && !workspace_sizes.count(size)) mark_frozen(id, nf, bf);
+    if (nf)
+      a_.fact_evidence[10] = std::to_string(nf) + " blocks (" + mib(bf) +
+                             ") held from before the recording and never freed, while the recording makes every "
+                             "gradient and all the optimizer state (its first step is recorded): the model's frozen "
+                             "parameters and buffers";
+    return nt + nf > 0;
+  }
+  // A low-rank adapter layout: each trained parameter r x in or out x r
+  // (elements of `es` bytes); the frozen base weight out x in in `eb`.
+  std::vector<std::pair<uint64_t, int64_t>> trainable;  // (bytes, count)
+  int64_t trainable_n = 0;
+  uint64_t trainable_bytes = 0;
+  for (const auto& [size, g] : grads)
+    if (params.count(size)) trainable.push_back({size, g}), trainable_n += g, trainable_bytes += size * uint64_t(g);
+  if (trainable_n < 4) return nt > 0;
+  uint64_t best = 0, best_blocks = 0;
+  int best_r = 0, best_es = 0, best_eb = 0;
+  std::set<uint64_t> best_dims;
+  for (int es : {4, 2})
+    for (int eb : {es, es == 4 ? 2 : 4, 1})
+      for (int r = 1; r <= 256; r *= 2) {
+        const uint64_t unit = uint64_t(r) * uint64_t(es);
+        std::set<uint64_t> dims;
+        int64_t fit = 0;
+        for (const auto& [size, g] : trainable)
+          if (size % unit == 0 && size / unit > uint64_t(r)) dims.insert(size / unit), fit += g;
+        if (fit * 3 < trainable_n * 2 || dims.size() > 64) continue;
+        uint64_t bytes = 0, blocks = 0;
+        std::set<uint64_t> products;
+        for (uint64_t x : dims)
+          for (uint64_t y : dims) products.insert(x * y * uint64_t(eb));
+        for (const auto& [size, ids] : pre)
+          if (products.count(size)) bytes += size * ids.size(), blocks += ids.size();
+        // One base weight per adapter pair: the hypothesis that names the
+        // most weights wins (bytes alone favour a few large coincidences,
+        // such as 32 MiB cuBLAS workspaces), then the most bytes.
+        if (blocks > uint64_t(trainable_n) / 2) continue;
+        if (blocks > best_blocks || (blocks == best_blocks && bytes > best))
+          best = bytes, best_blocks = blocks, best_r = r, best_es = es, best_eb = eb, best_dims = dims;
+      }
+  // An adapter layout names a base weight for a good share of the adapter
+  // pairs (one per pair in full), and the base outweighs its adapters: a
+  // few coincidences of size (two 32 MiB cuBLAS workspaces) are not one.
+  if (best_blocks < 2 || best_blocks * 4 < uint64_t(trainable_n) || best < trainable_bytes) return nt > 0;
+  std::set<uint64_t> products;
+  for (uint64_t x : best_dims)
+    for (uint64_t y : best_dims) products.insert(x * y * uint64_t(best_eb));
+  // The dimension most of the matched weights share (the hidden size):
+  // blocks of whole rows of it are the model's too (embeddings, head, norms).
+  uint64_t h = 0, h_bytes = 0;
+  for (uint64_t d : best_dims) {
+    uint64_t b = 0;
+    for (const auto& [size, ids] : pre)
+      if (products.count(size) && size % (d * uint64_t(best_eb)) == 0) b += size * ids.size();
+    if (b >= h_bytes) h = d, h_bytes = b;
+  }
+  uint64_t nl = 0, bl = 0, nr = 0, br = 0;
+  for (const auto& [size, ids] : pre)
+    for (uint32_t id : ids)
+      if (products.count(size)) mark_frozen(id, nl, bl);
+      else if (a_.allocations[id].category == unknown && h > 0 && size % (h * uint64_t(best_eb)) == 0)
+        mark_frozen(id, nr, br);
+  if (nl + nr)
+    a_.fact_evidence[10] =
+        std::to_string(nl) + " blocks (" + mib(bl) + ") held from before the recording, each out x in elements of " +
+        std::to_string(best_eb) + " bytes for a pair of trained low-rank adapters (r = " + std::to_string(best_r) +
+        ", " + std::to_string(best_es) + "-byte elements: r x in, out x r): the frozen base weights" +
+        (nr ? "; " + std::to_string(nr) + " more (" + mib(br) + ") whole rows of the layers' shared size " +
+                  std::to_string(h) + ": the model's embeddings, head and norms"
+            : std::string());
+  return nt + nl + nr > 0;
 }
 
 // The batch of one iteration allocated where phases run together (the

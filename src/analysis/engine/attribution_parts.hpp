@@ -122,6 +122,7 @@ class Inferrer {
   void infer_zero_grad();
   bool infer_kept_buffers();
   bool infer_pre_trace();
+  bool infer_frozen();
   bool infer_copies();
   bool infer_input_sites();
   bool infer_graph_gradients();

@@ -61,9 +61,14 @@ void explain_query(const Trace& t, Analysis& r, const std::string& q) {
           it.evidence += "; inferred (" + std::string(kFactNames[f]) + "): " + a.fact_evidence[f];
     } else if (al.alloc_event < 0) {
       it.rule = "(none)";
-      it.evidence = "no rule matched: allocated before recording started, " +
-                    std::string(al.user_free() == INT64_MAX ? "never freed" : "freed in " + std::string(phase_name(it.free_phase))) +
-                    ", and its size matches no gradient or optimizer state the recording shows";
+      it.evidence = al.user_free() == INT64_MAX
+                        ? "no rule matched: held since before recording, never freed in the window: model weights, "
+                          "buffers or caches allocated before recording started; its size matches no gradient or "
+                          "optimizer state the recording shows, and nothing shows it is the model (counted apart "
+                          "as unknown_held_from_before)"
+                        : "no rule matched: allocated before recording started, freed in " +
+                              std::string(phase_name(it.free_phase)) +
+                              ", and its size matches no gradient or optimizer state the recording shows";
     } else {
       it.rule = "(none)";
       it.evidence = "no rule matched: allocated in " + std::string(phase_name(it.alloc_phase)) +
