@@ -320,17 +320,33 @@ bool Inferrer::infer_pre_trace() {
     for (const auto& [it, b] : grad_bytes_per_iter) g = std::max(g, b);
     std::map<uint64_t, std::vector<uint32_t>> by_size;
     for (uint32_t id : left) by_size[a_.allocations[id].requested].push_back(id);
+    // Size classes, largest first. A class that is no multiple of k + 1
+    // takes in the next smaller one within 1% of its size: an unevenly
+    // sharded parameter (FSDP2 pads its shard; the optimizer's state has
+    // the unpadded size) is one block a little larger than its states.
+    std::vector<std::vector<uint32_t>> classes;
+    uint64_t smallest = 0;
+    for (auto it = by_size.rbegin(); it != by_size.rend(); ++it) {
+      const uint64_t size = it->first;
+      if (!classes.empty() && classes.back().size() % size_t(k + 1) != 0 && (smallest - size) * 100 <= smallest)
+        classes.back().insert(classes.back().end(), it->second.begin(), it->second.end());
+      else
+        classes.push_back(it->second);
+      smallest = size;
+    }
     int64_t params = 0;
-    for (const auto& [size, ids] : by_size)
-      if (ids.size() % size_t(k + 1) == 0) params += int64_t(size * (ids.size() / size_t(k + 1)));
+    for (const auto& ids : classes)
+      if (ids.size() % size_t(k + 1) == 0)
+        for (size_t i = 0; i < ids.size() / size_t(k + 1); ++i) params += int64_t(a_.allocations[ids[i]].requested);
     const int64_t want = g - bytes[0];
     if (want > 0 && params >= want - want / 20 && params <= want + want / 20) {
       std::vector<uint32_t> rest;
-      for (const auto& [size, ids] : by_size) {
+      for (const auto& ids : classes) {
         if (ids.size() % size_t(k + 1) != 0) {
           rest.insert(rest.end(), ids.begin(), ids.end());
           continue;
         }
+        // The parameters are the largest blocks of a class (padded shards).
         const size_t p = ids.size() / size_t(k + 1);
         for (size_t i = 0; i < ids.size(); ++i) mark(ids[i], i < p ? 0 : 2);
       }
