@@ -39,7 +39,17 @@ TEST_CASE("categories at the peak match PyTorch's tensors on real runs of every 
       CHECK(d.replay.peak_requested.event_index == at["event_index"].get<int64_t>());
       const int64_t peak = d.replay.peak_requested.bytes;
       INFO("peak " << peak);
-      CHECK(category_at_peak(d, "unknown") * 50 <= peak);  // at most 2%
+      // At most 2% unknown, but for memory held from before the recording
+      // that no evidence names: it is counted apart (the report's
+      // unknown_held_from_before), which the issue's acceptance allows.
+      int64_t held_before = 0;
+      const int unknown = d.attr.unknown_index();
+      const int64_t pk = d.replay.peak_requested.event_index;
+      for (const Allocation& al : d.attr.allocations)
+        if (al.category == uint16_t(unknown) && al.alloc_event < 0 && al.free_event == INT64_MAX && pk >= 0)
+          held_before += int64_t(al.requested);
+      INFO("unknown " << category_at_peak(d, "unknown") << ", of it held from before " << held_before);
+      CHECK((category_at_peak(d, "unknown") - held_before) * 50 <= peak);
       auto within = [&](const char* name, int64_t pct) {
         if (!at.contains(name)) return;  // the recorder did not note this kind
         const int64_t want = at[name].get<int64_t>(), got = category_at_peak(d, name);
@@ -61,8 +71,16 @@ TEST_CASE("categories at the peak match PyTorch's tensors on real runs of every 
       // that allocate nothing; one iteration per step.
       int optimizer_phases = 0;
       for (const PhaseSpan& s : d.attr.spans) optimizer_phases += s.phase == Phase::Optimizer;
-      if (tr.contains("optimizer_step_annotations"))
-        CHECK(optimizer_phases == tr["optimizer_step_annotations"].get<int>());
+      // A hand-written optimizer (not a torch.optim class) records no
+      // Optimizer.step annotation: its truth says 0 annotations, yet its
+      // steps are there and are found from its frames (its own step()).
+      // The annotation count is checked where the truth has annotations;
+      // without them, one optimizer phase per recorded step (none for a run
+      // without steps: inference).
+      if (tr.contains("optimizer_step_annotations")) {
+        const int annotations = tr["optimizer_step_annotations"].get<int>();
+        CHECK(optimizer_phases == (annotations > 0 || !tr.contains("steps") ? annotations : tr["steps"].get<int>()));
+      }
       if (tr.contains("steps")) CHECK(d.attr.iterations == tr["steps"].get<int>());
       // Recorders that mark each training iteration (none for an OOM run: its last one is cut short).
       if (tr.contains("iterations") && !tr.contains("oom")) CHECK(d.attr.iterations == int(tr["iterations"].size()));

@@ -157,10 +157,15 @@ void categories(std::ostream& o, const TextDevice& t) {
     if (d.categories[i] != 0) rows.push_back({d.categories[i], i});
   }
   std::sort(rows.begin(), rows.end(), [](auto& x, auto& y) { return x.first != y.first ? x.first > y.first : x.second < y.second; });
-  for (auto& row : rows)
+  for (auto& row : rows) {
     o << "  " << pad_left(human_bytes(row.first), 10) << "  " << pct(row.first, total) << "  "
       << pad_left(with_commas(d.category_allocations[row.second]), 7) << " "
       << pad_left(with_commas(d.category_sites[row.second]), 7) << "  " << dn(d.category_names[row.second]) << "\n";
+    // Under unknown, its share that no evidence can name, counted apart.
+    if (d.category_names[row.second] == "unknown" && d.unknown_held_from_before > 0)
+      o << "  " << pad_left(human_bytes(d.unknown_held_from_before), 10) << "  " << pct(d.unknown_held_from_before, total)
+        << "                    of it held since before recording, never freed in the window\n";
+  }
   o << "  " << pad_left(human_bytes(total), 10) << "  " << pct(total, total) << "  "
     << pad_left(with_commas(d.peak_live_allocations), 7) << " " << pad_left("", 7) << (d.at ? "  TOTAL (= requested then)\n" : "  TOTAL (= requested peak)\n");
 }

@@ -402,10 +402,13 @@ std::string pre_trace_words(const PreTraceEvidence& e, int which) {
 std::string no_rule_words(const ExplainItem& it) {
   const bool freed = it.free_event != INT64_MAX;
   std::string s = "no rule matched: allocated ";
-  if (it.alloc_event < 0) {
-    s += "before recording started, ";
-    s += freed ? "freed in " : "never freed";
-    if (freed) s += phase_name(it.free_phase);
+  if (it.alloc_event < 0 && !freed) {
+    return "no rule matched: held since before recording, never freed in the window: model weights, buffers or "
+           "caches allocated before recording started; its size matches no gradient or optimizer state the "
+           "recording shows, and nothing shows it is the model (counted apart as unknown_held_from_before)";
+  } else if (it.alloc_event < 0) {
+    s += "before recording started, freed in ";
+    s += phase_name(it.free_phase);
     s += ", and its size matches no gradient or optimizer state the recording shows";
   } else {
     s += "in ";

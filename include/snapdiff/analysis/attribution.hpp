@@ -43,8 +43,10 @@ enum Fact : uint16_t {
   kFactInputSite = 1u << 7,          // made at a site that makes the input batch in other iterations
   kFactGraphGradient = 1u << 8,      // graph-pool memory of a parameter's size alive into the optimizer step
   kFactKeptBuffer = 1u << 9,         // a backward buffer never freed while later gradients are made and freed
+  kFactFrozenParameter = 1u << 10,   // from before the recording, never freed, shown to be the model (frozen)
+  kFactTrainedTensor = 1u << 11,     // kept, with a gradient and optimizer state of its size: a trained tensor
 };
-constexpr int kFactCount = 10;
+constexpr int kFactCount = 12;
 extern const char* const kFactNames[kFactCount];
 
 enum class Lifetime : uint8_t {

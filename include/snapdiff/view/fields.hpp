@@ -842,6 +842,7 @@ struct DeviceFields {
     v.categories("categories", x.categories);
     v.categories("category_allocations", x.category_allocations);
     v.categories("category_sites", x.category_sites);
+    v("unknown_held_from_before", x.unknown_held_from_before);
     v("phase_evidence", x.phase_evidence);
     v("iterations", x.iterations);
     v("phases", x.phases);

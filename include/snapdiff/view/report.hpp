@@ -538,6 +538,10 @@ struct DeviceView {
   std::vector<std::string> category_names;
   std::vector<int64_t> categories;       // requested bytes per category at the peak
   std::vector<uint64_t> category_allocations, category_sites;
+  // Of categories' `unknown`: bytes held since before the recording began
+  // and never freed in it, that no evidence names (model weights, buffers
+  // or caches allocated before recording started).
+  int64_t unknown_held_from_before = 0;
   std::vector<Finding> findings;
   uint64_t peak_live_allocations = 0;
   int64_t peak_live_requested = 0;

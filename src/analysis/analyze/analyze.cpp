@@ -319,6 +319,8 @@ DeviceAnalysis analyze_device(const Trace& trace, const Device& dev, const Analy
     const int64_t block = int64_t(b != block_of.end() ? b->second : al.requested);
     by_stack.add(at, al, block);
     if (al.category == unknown) unknown_by_stack.add(at, al, block);
+    if (al.category == unknown && al.alloc_event < 0 && al.free_event == INT64_MAX)
+      dr.unknown_held_from_before += int64_t(al.requested);
     dr.peak_live_requested += int64_t(al.requested);
   }
   dr.peak_live_allocations = live.size();

@@ -180,6 +180,7 @@ class Attributor {
     };
     if (infer.infer_kept_buffers()) again(kFactKeptBuffer);
     if (infer.infer_pre_trace()) again(kFactPreParameter | kFactPreGradient | kFactPreOptimizerState);
+    if (infer.infer_frozen()) again(kFactFrozenParameter | kFactTrainedTensor);
     if (infer.infer_copies()) again(kFactParamSized | kFactParamCopySite);
     if (infer.infer_input_sites()) again(kFactInputSite);
     if (infer.infer_graph_gradients()) again(kFactGraphGradient);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 #include <string>
 
 #include "analysis/engine/attribution_parts.hpp"
@@ -26,6 +27,10 @@ void assign_pools(const Device& d, const DeviceReplay& rp,
     a.allocations[id].pool = pi == pool_of.end() ? 0 : pi->second;
   }
 }
+
+// Bytes as MiB for the --explain sentences written here (the pre-trace
+// groups' own are facts the report layer words: PreTraceEvidence).
+std::string mib(uint64_t b) { return std::to_string((b + (1 << 19)) >> 20) + " MiB"; }
 
 }  // namespace
 
@@ -108,6 +113,59 @@ int Inferrer::states_per_parameter() const {
   return -1;
 }
 
+// Optimizer state from before the recording that the optimizer replaces:
+// a hand-written step (state["m"] = b1 * state["m"] + ...) frees each old
+// state and keeps a new tensor of its size in its place. A block from
+// before the recording that no rule placed, freed in an optimizer phase
+// that keeps at least as many new blocks of its size past its end (the
+// first round's optimizer_state), is that state, whatever the optimizer's
+// class or file. When every optimizer phase of the recording keeps a
+// different count of that size, the match is no per-step replacement and is
+// left alone. Marks pre_trace_optimizer_state; returns how many it marked.
+uint64_t Inferrer::infer_replaced_state() {
+  const int unknown = a_.unknown_index(), state = cat("optimizer_state");
+  if (state < 0) return 0;
+  // (optimizer span, size) -> pre-recording blocks it frees / kept blocks it makes.
+  std::map<std::pair<uint32_t, uint64_t>, std::vector<uint32_t>> freed;
+  std::map<std::pair<uint32_t, uint64_t>, int64_t> kept;
+  for (uint32_t id = 0; id < a_.allocations.size(); ++id) {
+    const Allocation& al = a_.allocations[id];
+    if (al.alloc_event < 0) {
+      const int64_t uf = al.user_free();
+      if (al.category != unknown || uf < 0 || uf == INT64_MAX) continue;
+      const uint32_t sp = a_.event_span[size_t(uf)];
+      if (a_.spans[sp].phase == Phase::Optimizer) freed[{sp, al.requested}].push_back(id);
+    } else if (al.category == state) {
+      const uint32_t sp = a_.event_span[size_t(al.alloc_event)];
+      if (a_.spans[sp].phase == Phase::Optimizer) ++kept[{sp, al.requested}];
+    }
+  }
+  if (freed.empty()) return 0;
+  // The count of kept blocks of each size per step: the same in every step
+  // that keeps any (a per-step replacement), else -1.
+  std::map<uint64_t, int64_t> per_step;
+  for (const auto& [k, n] : kept) {
+    auto [it, fresh] = per_step.emplace(k.second, n);
+    if (!fresh && it->second != n) it->second = -1;
+  }
+  uint64_t n = 0, bytes = 0, steps = 0;
+  std::unordered_set<uint32_t> spans;
+  for (const auto& [k, ids] : freed) {
+    auto ks = kept.find(k);
+    auto ps = per_step.find(k.second);
+    if (ks == kept.end() || ps == per_step.end() || ps->second < 0 || ks->second < int64_t(ids.size())) continue;
+    for (uint32_t id : ids) a_.allocations[id].facts |= kFactPreOptimizerState, ++n, bytes += a_.allocations[id].requested;
+    spans.insert(k.first);
+  }
+  steps = spans.size();
+  if (n)
+    replaced_evidence_ = std::to_string(n) + " blocks (" + std::to_string((bytes + (1 << 19)) >> 20) +
+                         " MiB) from before the recording freed by " + std::to_string(steps) +
+                         " optimizer step(s) that keep as many new blocks of their sizes past the step, the same count "
+                         "every step: state the optimizer replaces (not updated in place)";
+  return n;
+}
+
 // Memory from before the recording that no frame explains: blocks never
 // freed, matched by size to what the recording shows of the training
 // step. A parameter has one gradient of its own size each iteration (made
@@ -115,6 +173,7 @@ int Inferrer::states_per_parameter() const {
 // its size as its optimizer keeps; what a size class holds beyond those
 // are buffers of the model.
 bool Inferrer::infer_pre_trace() {
+  const uint64_t replaced = infer_replaced_state();
   const int unknown = a_.unknown_index(), grad = cat("gradient"), state = cat("optimizer_state"),
             workspace = cat("workspace");
   std::map<uint64_t, std::vector<uint32_t>> pre;  // by size, in address order
@@ -127,7 +186,10 @@ bool Inferrer::infer_pre_trace() {
     if (al.alloc_event < 0 && al.free_event == INT64_MAX && (al.category == unknown || size_only))
       pre[al.requested].push_back(id);
   }
-  if (pre.empty()) return false;
+  if (pre.empty()) {
+    a_.fact_evidence[3] = replaced_evidence_;
+    return replaced > 0;
+  }
   std::map<uint64_t, int64_t> grads;  // per size: the most gradients of that size one iteration makes
   std::map<std::pair<int, uint64_t>, int64_t> per_iter;
   std::map<uint64_t, int64_t> zeroed;
@@ -242,17 +304,33 @@ bool Inferrer::infer_pre_trace() {
     for (const auto& [it, b] : grad_bytes_per_iter) g = std::max(g, b);
     std::map<uint64_t, std::vector<uint32_t>> by_size;
     for (uint32_t id : left) by_size[a_.allocations[id].requested].push_back(id);
+    // Size classes, largest first. A class that is no multiple of k + 1
+    // takes in the next smaller one within 1% of its size: an unevenly
+    // sharded parameter (FSDP2 pads its shard; the optimizer's state has
+    // the unpadded size) is one block a little larger than its states.
+    std::vector<std::vector<uint32_t>> classes;
+    uint64_t smallest = 0;
+    for (auto it = by_size.rbegin(); it != by_size.rend(); ++it) {
+      const uint64_t size = it->first;
+      if (!classes.empty() && classes.back().size() % size_t(k + 1) != 0 && (smallest - size) * 100 <= smallest)
+        classes.back().insert(classes.back().end(), it->second.begin(), it->second.end());
+      else
+        classes.push_back(it->second);
+      smallest = size;
+    }
     int64_t params = 0;
-    for (const auto& [size, ids] : by_size)
-      if (ids.size() % size_t(k + 1) == 0) params += int64_t(size * (ids.size() / size_t(k + 1)));
+    for (const auto& ids : classes)
+      if (ids.size() % size_t(k + 1) == 0)
+        for (size_t i = 0; i < ids.size() / size_t(k + 1); ++i) params += int64_t(a_.allocations[ids[i]].requested);
     const int64_t want = g - bytes[0];
     if (want > 0 && params >= want - want / 20 && params <= want + want / 20) {
       std::vector<uint32_t> rest;
-      for (const auto& [size, ids] : by_size) {
+      for (const auto& ids : classes) {
         if (ids.size() % size_t(k + 1) != 0) {
           rest.insert(rest.end(), ids.begin(), ids.end());
           continue;
         }
+        // The parameters are the largest blocks of a class (padded shards).
         const size_t p = ids.size() / size_t(k + 1);
         for (size_t i = 0; i < ids.size(); ++i) mark(ids[i], i < p ? 0 : 2);
       }
@@ -287,7 +365,165 @@ bool Inferrer::infer_pre_trace() {
   ev.gradients = grad_total;
   ev.steps = steps;
   ev.states = k;
-  return n[0] + n[1] + n[2] > 0;
+  if (replaced)
+    a_.fact_evidence[3] = a_.fact_evidence[3].empty() ? replaced_evidence_ : a_.fact_evidence[3] + "; " + replaced_evidence_;
+  return n[0] + n[1] + n[2] + replaced > 0;
+}
+
+// Frozen and pre-existing weights (docs/attribution.md "Inferences"):
+//  - a tensor made in the recording by the user's code (outside forward,
+//    backward and step) and kept to the end through two steps at least,
+//    that no rule placed, of a size whose gradients one iteration makes more of than
+//    there are parameters, with optimizer state of its size: a trained
+//    tensor that is not a module parameter (an input being optimised);
+//  - blocks from before the recording, never freed, that no rule placed:
+//    the model's frozen weights and buffers when the recording shows the
+//    model was there before it began: its first step is recorded (it makes
+//    every gradient and all the optimizer state, so what was held before
+//    is neither), or the trained parameters form a low-rank adapter layout
+//    (pairs r x in, out x r) whose products out x in, in a base dtype, are
+//    among those blocks.
+bool Inferrer::infer_frozen() {
+  const int unknown = a_.unknown_index(), param = cat("parameter"), grad = cat("gradient"),
+            state = cat("optimizer_state"), workspace = cat("workspace");
+  if (param < 0 || grad < 0) return false;
+  std::map<uint64_t, int64_t> grads, params, states;
+  std::map<std::pair<int, uint64_t>, int64_t> per_iter;
+  bool pre_grad_or_state = false, state_in_trace = false, steps = false;
+  std::vector<int64_t> step_starts;  // in event order
+  for (const PhaseSpan& sp : a_.spans)
+    if (sp.phase == Phase::Optimizer) steps = true, step_starts.push_back(sp.start_event);
+  std::map<uint64_t, std::vector<uint32_t>> trained;  // candidates, by size
+  for (uint32_t id = 0; id < a_.allocations.size(); ++id) {
+    const Allocation& al = a_.allocations[id];
+    if (al.category == grad && al.alloc_event >= 0) ++per_iter[{a_.iteration_at(al.alloc_event), al.requested}];
+    if (int(al.category) == param) ++params[al.requested];
+    if (int(al.category) == state) {
+      ++states[al.requested];
+      if (al.alloc_event >= 0 && al.requested > 64) state_in_trace = true;
+    }
+    if (al.alloc_event < 0 && al.free_event == INT64_MAX && (int(al.category) == grad || int(al.category) == state))
+      pre_grad_or_state = true;
+    // Made by the user's code (not a forward, backward or step) and kept
+    // to the end through two optimizer steps at least, as a tensor the
+    // loop trains is (a batch lives through one step).
+    if (al.alloc_event >= 0 && al.category == unknown && al.free_event == INT64_MAX &&
+        (spans_.alloc_phase(al) == Phase::Other || spans_.alloc_phase(al) == Phase::Init) &&
+        step_starts.end() - std::upper_bound(step_starts.begin(), step_starts.end(), al.alloc_event) >= 2)
+      trained[al.requested].push_back(id);
+  }
+  for (const auto& [k, v] : per_iter) grads[k.second] = std::max(grads[k.second], v);
+  uint64_t nt = 0, bt = 0;
+  for (const auto& [size, ids] : trained) {
+    const int64_t g = grads.count(size) ? grads[size] : 0, p = params.count(size) ? params[size] : 0;
+    if (g <= p || !states.count(size)) continue;
+    for (size_t i = 0; i < ids.size() && int64_t(i) < g - p; ++i) {
+      a_.allocations[ids[i]].facts |= kFactTrainedTensor;
+      ++nt, bt += a_.allocations[ids[i]].requested, ++params[size];
+    }
+  }
+  if (nt)
+    a_.fact_evidence[11] = std::to_string(nt) + (nt == 1 ? " tensor (" : " tensors (") + mib(bt) +
+                           ") made by the recording and kept, with a gradient and optimizer state of its size each "
+                           "iteration beyond the module parameters: trained by the optimizer";
+  // Blocks from before the recording that nothing placed (and those only
+  // their size made workspaces: a 512 x 512 fp32 weight is 1 MiB).
+  std::map<uint64_t, std::vector<uint32_t>> pre;
+  for (uint32_t id = 0; id < a_.allocations.size(); ++id) {
+    const Allocation& al = a_.allocations[id];
+    const bool size_only = al.rule >= 0 && int(al.category) == workspace && !rs_.rules[size_t(al.rule)].sizes.empty() &&
+                           !rs_.rules[size_t(al.rule)].has_frame_name;
+    if (al.alloc_event < 0 && al.free_event == INT64_MAX && (al.category == unknown || size_only))
+      pre[al.requested].push_back(id);
+  }
+  if (pre.empty()) return nt > 0;
+  auto mark_frozen = [&](uint32_t id, uint64_t& n, uint64_t& b) {
+    a_.allocations[id].facts |= kFactFrozenParameter;
+    ++n, b += a_.allocations[id].requested;
+  };
+  uint64_t nf = 0, bf = 0;
+  const bool first_step = steps && !per_iter.empty() && state_in_trace && !pre_grad_or_state;
+  if (first_step) {
+    // A block of a library workspace's size (the workspace rules' sizes)
+    // that those rules left alone — a parameter has that size too — may be
+    // either: it stays unknown, counted as held from before.
+    std::set<uint64_t> workspace_sizes;
+    for (const Rule& ru : rs_.rules)
+      if (ru.category_index == workspace && !ru.has_frame_name) workspace_sizes.insert(ru.sizes.begin(), ru.sizes.end());
+    for (const auto& [size, ids] : pre)
+      for (uint32_t id : ids)
+        if (a_.allocations[id].category == unknown && !workspace_sizes.count(size)) mark_frozen(id, nf, bf);
+    if (nf)
+      a_.fact_evidence[10] = std::to_string(nf) + " blocks (" + mib(bf) +
+                             ") held from before the recording and never freed, while the recording makes every "
+                             "gradient and all the optimizer state (its first step is recorded): the model's frozen "
+                             "parameters and buffers";
+    return nt + nf > 0;
+  }
+  // A low-rank adapter layout: each trained parameter r x in or out x r
+  // (elements of `es` bytes); the frozen base weight out x in in `eb`.
+  std::vector<std::pair<uint64_t, int64_t>> trainable;  // (bytes, count)
+  int64_t trainable_n = 0;
+  uint64_t trainable_bytes = 0;
+  for (const auto& [size, g] : grads)
+    if (params.count(size)) trainable.push_back({size, g}), trainable_n += g, trainable_bytes += size * uint64_t(g);
+  if (trainable_n < 4) return nt > 0;
+  uint64_t best = 0, best_blocks = 0;
+  int best_r = 0, best_es = 0, best_eb = 0;
+  std::set<uint64_t> best_dims;
+  for (int es : {4, 2})
+    for (int eb : {es, es == 4 ? 2 : 4, 1})
+      for (int r = 1; r <= 256; r *= 2) {
+        const uint64_t unit = uint64_t(r) * uint64_t(es);
+        std::set<uint64_t> dims;
+        int64_t fit = 0;
+        for (const auto& [size, g] : trainable)
+          if (size % unit == 0 && size / unit > uint64_t(r)) dims.insert(size / unit), fit += g;
+        if (fit * 3 < trainable_n * 2 || dims.size() > 64) continue;
+        uint64_t bytes = 0, blocks = 0;
+        std::set<uint64_t> products;
+        for (uint64_t x : dims)
+          for (uint64_t y : dims) products.insert(x * y * uint64_t(eb));
+        for (const auto& [size, ids] : pre)
+          if (products.count(size)) bytes += size * ids.size(), blocks += ids.size();
+        // One base weight per adapter pair: the hypothesis that names the
+        // most weights wins (bytes alone favour a few large coincidences,
+        // such as 32 MiB cuBLAS workspaces), then the most bytes.
+        if (blocks > uint64_t(trainable_n) / 2) continue;
+        if (blocks > best_blocks || (blocks == best_blocks && bytes > best))
+          best = bytes, best_blocks = blocks, best_r = r, best_es = es, best_eb = eb, best_dims = dims;
+      }
+  // An adapter layout names a base weight for a good share of the adapter
+  // pairs (one per pair in full), and the base outweighs its adapters: a
+  // few coincidences of size (two 32 MiB cuBLAS workspaces) are not one.
+  if (best_blocks < 2 || best_blocks * 4 < uint64_t(trainable_n) || best < trainable_bytes) return nt > 0;
+  std::set<uint64_t> products;
+  for (uint64_t x : best_dims)
+    for (uint64_t y : best_dims) products.insert(x * y * uint64_t(best_eb));
+  // The dimension most of the matched weights share (the hidden size):
+  // blocks of whole rows of it are the model's too (embeddings, head, norms).
+  uint64_t h = 0, h_bytes = 0;
+  for (uint64_t d : best_dims) {
+    uint64_t b = 0;
+    for (const auto& [size, ids] : pre)
+      if (products.count(size) && size % (d * uint64_t(best_eb)) == 0) b += size * ids.size();
+    if (b >= h_bytes) h = d, h_bytes = b;
+  }
+  uint64_t nl = 0, bl = 0, nr = 0, br = 0;
+  for (const auto& [size, ids] : pre)
+    for (uint32_t id : ids)
+      if (products.count(size)) mark_frozen(id, nl, bl);
+      else if (a_.allocations[id].category == unknown && h > 0 && size % (h * uint64_t(best_eb)) == 0)
+        mark_frozen(id, nr, br);
+  if (nl + nr)
+    a_.fact_evidence[10] =
+        std::to_string(nl) + " blocks (" + mib(bl) + ") held from before the recording, each out x in elements of " +
+        std::to_string(best_eb) + " bytes for a pair of trained low-rank adapters (r = " + std::to_string(best_r) +
+        ", " + std::to_string(best_es) + "-byte elements: r x in, out x r): the frozen base weights" +
+        (nr ? "; " + std::to_string(nr) + " more (" + mib(br) + ") whole rows of the layers' shared size " +
+                  std::to_string(h) + ": the model's embeddings, head and norms"
+            : std::string());
+  return nt + nl + nr > 0;
 }
 
 // The batch of one iteration allocated where phases run together (the

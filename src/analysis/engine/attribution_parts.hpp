@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -121,6 +122,7 @@ class Inferrer {
   void infer_zero_grad();
   bool infer_kept_buffers();
   bool infer_pre_trace();
+  bool infer_frozen();
   bool infer_copies();
   bool infer_input_sites();
   bool infer_graph_gradients();
@@ -130,6 +132,7 @@ class Inferrer {
   int cat(const char* name) const { return spans_.category(name); }
   bool stack_mentions(StackId s, std::initializer_list<std::string_view> needles) const;
   int states_per_parameter() const;
+  uint64_t infer_replaced_state();
   bool narrow_compute(uint64_t ratio);
   // What a stack's frames say about a parameter copy made there.
   enum class CopyFrames : uint8_t { None, AutocastCast, FunctionForward, ActivationOp };
@@ -142,6 +145,7 @@ class Inferrer {
   LazyReplay& replay_;
   SpanQueries& spans_;
   Attribution& a_;
+  std::string replaced_evidence_;  // infer_replaced_state()'s figures
 };
 
 }  // namespace snapdiff::detail

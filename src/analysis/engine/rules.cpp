@@ -21,7 +21,8 @@ const char* const kBuiltinCategories[] = {"parameter", "parameter_copy", "gradie
 const char* const kFactNames[kFactCount] = {"graph_pool",          "pre_trace_parameter", "pre_trace_gradient",
                                             "pre_trace_optimizer_state", "parameter_sized_copy", "parameter_copy_site",
                                             "freed_by_zero_grad", "input_site",
-                                            "graph_pool_gradient", "kept_backward_buffer"};
+                                            "graph_pool_gradient", "kept_backward_buffer",
+                                            "frozen_parameter", "trained_tensor"};
 
 const char* phase_name(Phase p) {
   switch (p) {

@@ -60,14 +60,17 @@ void explain_query(const Trace& t, Analysis& r, const std::string& q) {
         if (used >> f & 1) {
           InferredEvidence e;
           e.fact = kFactNames[f];
-          if (f >= 1 && f <= 3) {  // kFactPreParameter, kFactPreGradient, kFactPreOptimizerState
-            if (a.pre_trace.blocks[f - 1] == 0) continue;
-            e.pre_trace = f - 1;
-            e.facts = a.pre_trace;
-          } else {
-            if (a.fact_evidence[f].empty()) continue;
-            e.words = a.fact_evidence[f];
+          // kFactPreParameter, kFactPreGradient, kFactPreOptimizerState:
+          // the groups' facts (worded by the report layer), and any
+          // sentence of their own (optimizer state a step replaces).
+          if (f >= 1 && f <= 3 && a.pre_trace.blocks[f - 1] > 0) {
+            InferredEvidence g = e;
+            g.pre_trace = f - 1;
+            g.facts = a.pre_trace;
+            it.inferred.push_back(std::move(g));
           }
+          if (a.fact_evidence[f].empty()) continue;
+          e.words = a.fact_evidence[f];
           it.inferred.push_back(std::move(e));
         }
     } else {
