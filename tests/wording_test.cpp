@@ -413,8 +413,13 @@ TEST_CASE("--explain: the report layer says why no rule matched from when the al
   ExplainItem it;
   it.rule = "(none)";
   CHECK(detail::explain_evidence(it) ==
-        "no rule matched: allocated before recording started, never freed, and its size matches no gradient or "
-        "optimizer state the recording shows");
+        "no rule matched: held since before recording, never freed in the window: model weights, buffers or caches "
+        "allocated before recording started; its size matches no gradient or optimizer state the recording shows, "
+        "and nothing shows it is the model (counted apart as unknown_held_from_before)");
+  it.free_event = 3, it.free_phase = Phase::Optimizer;
+  CHECK(detail::explain_evidence(it) == std::string("no rule matched: allocated before recording started, freed in ") +
+                                            phase_name(Phase::Optimizer) +
+                                            ", and its size matches no gradient or optimizer state the recording shows");
   it.alloc_event = 5, it.alloc_phase = Phase::Forward;
   it.free_event = 9, it.free_phase = Phase::Backward;
   CHECK(detail::explain_evidence(it) == std::string("no rule matched: allocated in ") + phase_name(Phase::Forward) +
