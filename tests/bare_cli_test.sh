@@ -56,6 +56,7 @@ input[kernels]=$KSNAP value[kernels]=$REAL/capture/fp8_mlp.kernels.snap
 input[memory-timeline]=$REAL/small_profile.trace.json.gz value[memory-timeline]=$REAL/small_profile.memtl.raw.json.gz
 input[jobs]=$RANKS_A value[jobs]=2
 input[rank]=$RANKS_A value[rank]=1
+input[tensors]=$REAL/i36_input_opt_named.pickle.gz value[tensors]=$REAL/i36_input_opt_named.pickle.tensors.json.gz
 n=0
 for o in $(value_options report); do
   n=$((n+1))
@@ -74,6 +75,8 @@ inputs[kernels-a]="$KSNAP $KSNAP" dvalue[kernels-a]=$REAL/capture/fp8_mlp.kernel
 inputs[kernels-b]="$KSNAP $KSNAP" dvalue[kernels-b]=$REAL/capture/fp8_mlp.kernels.snap
 inputs[jobs]="$RANKS_A $RANKS_B" dvalue[jobs]=2
 inputs[rank]="$RANKS_A $RANKS_B" dvalue[rank]=1
+inputs[tensors-a]="$REAL/i36_input_opt_named.pickle.gz $SNAP" dvalue[tensors-a]=$REAL/i36_input_opt_named.pickle.tensors.json.gz
+inputs[tensors-b]="$SNAP $REAL/i36_input_opt_named.pickle.gz" dvalue[tensors-b]=$REAL/i36_input_opt_named.pickle.tensors.json.gz
 n=0
 for o in $(value_options diff); do
   n=$((n+1))

@@ -30,7 +30,11 @@ TEST_CASE("categories at the peak match PyTorch's tensors on real runs of every 
   REQUIRE(recordings.size() >= 10);
   for (const auto& [file, stem] : recordings) {
     DYNAMIC_SECTION(file) {
-      Trace t = load_trace(test::real_data(file));
+      // The snapshot alone: a tensor list beside it is the next test's.
+      LoadOptions alone;
+      alone.tensors_beside = false;
+      Trace t = load_trace(test::real_data(file), alone);
+      REQUIRE(t.tensors.empty());
       Analysis r = analyze(t, {});
       const DeviceAnalysis& d = r.devices[size_t(r.peak_device)];
       const auto tr = test::truth(stem);
@@ -86,6 +90,58 @@ TEST_CASE("categories at the peak match PyTorch's tensors on real runs of every 
       if (tr.contains("iterations") && !tr.contains("oom")) CHECK(d.attr.iterations == int(tr["iterations"].size()));
     }
   }
+}
+
+TEST_CASE("with the run's tensor list, parameters, gradients and optimizer state are exact and named",
+          "[analysis][infer]") {
+  // Recordings made through snapdiff.torch.Recorder (python/snapdiff/torch.py;
+  // scripts/record/record_issue36.py with SNAPDIFF_NAMED=1) have their tensor
+  // list beside them. The previous test reads the same files without it.
+  int with_list = 0;
+  for (const auto& [file, stem] : test::real_recordings("at_peak")) {
+    if (tensor_list_beside(test::real_data(file)).empty()) continue;
+    ++with_list;
+    DYNAMIC_SECTION(file) {
+      Trace t = load_trace(test::real_data(file));
+      REQUIRE(!t.tensors.empty());
+      Analysis r = analyze(t, {});
+      const DeviceAnalysis& d = r.devices[size_t(r.peak_device)];
+      const auto tr = test::truth(stem);
+      const auto& at = tr["at_peak"];
+      CHECK(d.replay.peak_requested.event_index == at["event_index"].get<int64_t>());
+      const int64_t peak = d.replay.peak_requested.bytes;
+      INFO("peak " << peak << ", unknown " << category_at_peak(d, "unknown"));
+      CHECK(category_at_peak(d, "unknown") * 50 <= peak);  // no exemption: frozen weights are named
+      auto within = [&](const char* name, int64_t per_mille) {
+        if (!at.contains(name)) return;
+        const int64_t want = at[name].get<int64_t>(), got = category_at_peak(d, name);
+        INFO(name << ": snapdiff " << got << ", PyTorch " << want);
+        CHECK(std::llabs(got - want) * 1000 <= want * per_mille);
+      };
+      within("parameter", 1);
+      within("gradient", 1);
+      within("optimizer_state", 1);
+      within("input", 10);
+      if (at.contains("parameter_copy")) {
+        const int64_t want = at["parameter_copy"].get<int64_t>();
+        INFO("parameter_copy: snapdiff " << category_at_peak(d, "parameter_copy") << ", PyTorch " << want);
+        CHECK(category_at_peak(d, "parameter_copy") * 100 <= want * 101);
+      }
+      // Every parameter row at the peak carries the run's names.
+      const Report v = report_view(r);
+      const DeviceView& dv = v.devices[size_t(r.peak_device)];
+      int parameter_rows = 0;
+      for (const SiteRow& row : dv.sites)
+        if (row.category_name == "parameter") {
+          ++parameter_rows;
+          INFO("parameter row of " << row.requested_bytes << " B: " << row.named_tensors << " named, " << row.tensors);
+          CHECK(row.named_tensors > 0);
+          CHECK(!row.tensors.empty());
+        }
+      CHECK(parameter_rows > 0);
+    }
+  }
+  CHECK(with_list >= 5);
 }
 
 TEST_CASE("the FP8 run with bf16 primary weights: parameter_copy is its FP8 weight transposes", "[analysis][infer]") {

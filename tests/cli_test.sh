@@ -152,5 +152,18 @@ check "report -o /dev/null" 0 "$BIN" report "$S" -o /dev/null
 quiet "report -o /dev/null"
 [[ -c /dev/null ]] || fail "report -o /dev/null replaced /dev/null"
 
+# A tensor list beside a snapshot (docs/tensors.md): read by default,
+# --no-tensors ignores it, a broken one is the input error of that file.
+NAMED=$DATA/i36_input_opt_named.pickle.gz
+check "tensor list beside" 0 "$BIN" report "$NAMED"
+expect "tensor list beside" "$T/out" "parameter .* tensors: "
+check "--no-tensors" 0 "$BIN" report --no-tensors "$NAMED"
+if grep -q " tensors: " "$T/out"; then echo "FAIL --no-tensors: rows still named"; fails=$((fails+1)); fi
+printf '{"format":"snapdiff-tensors","version":1,"tensors":[],"moments":[{"time_us":1,"storages":[[0,1,2]]}]}' >"$T/bad.tensors.json"
+check "broken tensor list" 3 "$BIN" report --tensors "$T/bad.tensors.json" "$NAMED"
+expect "broken tensor list" "$T/err" "^snapdiff: error: $T/bad.tensors.json: [$][.]moments\[0\][.]storages\[0\]\[0\]: "
+[[ -s $T/out ]] && { echo "FAIL broken tensor list: printed to stdout"; fails=$((fails+1)); }
+check "--tensors with --no-tensors" 2 "$BIN" report --tensors "$T/bad.tensors.json" --no-tensors "$NAMED"
+
 if ((fails)); then echo "$fails CLI check(s) failed"; exit 1; fi
 echo "all CLI checks passed"

@@ -282,22 +282,24 @@ class SnapdiffPlugin:
                     else:
                         os.environ[k] = v
         else:
-            import torch
+            # snapdiff.torch's recorder: the snapshot and, beside it, the
+            # tensor list naming the parameters, gradients and optimizer
+            # state of the modules and optimizers alive in the test
+            # (snapshot.pickle.tensors.json, which snapdiff check reads).
+            from snapdiff.torch import Recorder
 
-            memory = torch.cuda.memory
             target = workdir / "snapshot.pickle"
-            memory._record_memory_history(
-                max_entries=spec.max_entries, stacks=spec.stacks, context="all"
-            )
+            recorder = Recorder(target, stacks=spec.stacks, max_entries=spec.max_entries, discover=True)
+            recorder.start()
             try:
                 outcome = yield
             finally:
                 try:
-                    memory._dump_snapshot(str(target))
+                    recorder.dump()
                 except Exception as e:  # reported below unless the test failed anyway
                     dump_error = f"{type(e).__name__}: {e}"
                 finally:
-                    memory._record_memory_history(enabled=None)
+                    recorder.stop()
 
         if outcome.excinfo is not None:
             if isinstance(outcome.excinfo[1], pytest.skip.Exception):

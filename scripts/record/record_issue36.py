@@ -6,6 +6,10 @@ truth of every kind of tensor at the peak from PyTorch in the same process.
 
   i36_autocast_bf16_cpp     transformers Qwen2ForCausalLM (fp32 weights) under
                             bf16 autocast, stacks="all"
+  i36_autocast_bf16_py      the same with stacks="python"
+  i36_frozen_timm           timm convnext_tiny, every parameter frozen but the
+                            classifier head, AdamW on the head; recording after
+                            the model is on the GPU
   i36_amp_fp16_scaler       transformers BertForMaskedLM under fp16 autocast
                             with torch.amp.GradScaler, stacks="python"
   i36_amp_fp16_scaler_cpp   the same, smaller, stacks="all"
@@ -53,6 +57,12 @@ truth of every kind of tensor at the peak from PyTorch in the same process.
 
 Usage, on a CUDA machine:  python3 record_issue36.py OUT_DIR [NAME ...]
 
+With SNAPDIFF_NAMED=1 the run is recorded through snapdiff's own recorder
+(python/snapdiff/torch.py, watching the model; torch.optim optimizers are
+seen through their step hooks) and written as NAME_named.pickle.gz with
+NAME_named.pickle.tensors.json, the tensor list a user gets from
+snapdiff.torch.record().
+
 Each scenario runs in a process of its own (at most 180 s; the whole run stops
 starting scenarios after SNAPDIFF_RECORD_BUDGET_S seconds, default 520) and
 writes OUT_DIR/NAME.pickle.gz and OUT_DIR/NAME.truth.json; a scenario that
@@ -90,12 +100,18 @@ PARTS = {"frozen_parameter": "parameter", "buffer": "parameter", "optimized_inpu
 KINDS = ("parameter", "gradient", "optimizer_state", "input", "parameter_copy")
 START = {}
 EXTRA = {}
+# SNAPDIFF_NAMED=1: record through the Python package's recorder
+# (snapdiff.torch.Recorder), which writes NAME_named.pickle.tensors.json
+# beside the snapshot; the truth is taken the same way as without it.
+NAMED = os.environ.get("SNAPDIFF_NAMED") == "1"
+REC = {}  # "r": the Recorder, "path": the snapshot it writes
 
 SCENARIOS = ["i36_autocast_bf16_cpp", "i36_amp_fp16_scaler", "i36_amp_fp16_scaler_cpp", "i36_late_hand_adamw",
              "i36_late_lora_fp32", "i36_lora_bf16", "i36_frozen_backbone", "i36_input_opt", "i36_adafactor",
              "i36_sgd_momentum", "i36_late_vit_fused_ckpt", "i36_late_fsdp2_ws2", "i36_late_fsdp2_ws4",
              "i36_late_fsdp2_ws8",
-             "i36_lightning_bf16_accum", "i36_hf_trainer_gc", "i36_generate_kv", "i36_generate_static"]
+             "i36_lightning_bf16_accum", "i36_hf_trainer_gc", "i36_generate_kv", "i36_generate_static",
+             "i36_autocast_bf16_py", "i36_frozen_timm"]
 
 
 # --- recording and truth --------------------------------------------------
@@ -113,11 +129,19 @@ def start(stacks="python"):
     K.rows.clear()
     SUB.rows.clear()
     STEPS["n"] = 0
-    torch.cuda.memory._record_memory_history(max_entries=1_000_000, stacks=stacks)
+    if NAMED:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+        import snapdiff.torch as sdt
+        REC["r"] = sdt.Recorder(REC["path"], stacks=stacks, discover=False).start()
+    else:
+        torch.cuda.memory._record_memory_history(max_entries=1_000_000, stacks=stacks)
 
 
 def note_model(model):
     import torch
+    if "r" in REC and not REC.get("watched"):
+        REC["r"].watch(model)
+        REC["watched"] = True
     ps = [p for p in model.parameters()]
     bs = [b for b in model.buffers() if torch.is_tensor(b)]
     K.note("parameter", ps + bs)
@@ -151,9 +175,16 @@ def at_peak_of(trace, rows):
 def finish(name, out, cfg, truncation="none"):
     import torch
     torch.cuda.synchronize()
-    snap = torch.cuda.memory._snapshot()
-    ms = torch.cuda.memory_stats()
-    torch.cuda.memory._record_memory_history(enabled=None)
+    if "r" in REC:
+        ms = torch.cuda.memory_stats()
+        path = REC["r"].dump()
+        with open(path, "rb") as f:
+            snap = pickle.load(f)
+        os.remove(path)
+    else:
+        snap = torch.cuda.memory._snapshot()
+        ms = torch.cuda.memory_stats()
+        torch.cuda.memory._record_memory_history(enabled=None)
     with gzip.open(os.path.join(out, name + ".pickle.gz"), "wb") as f:
         pickle.dump(snap, f)
     trace = snap["device_traces"][0]
@@ -262,9 +293,17 @@ def lm_step(model, opt, ids, zero=True, set_to_none=True, note=True, amp=None, s
 
 
 def run_autocast_bf16_cpp(name, out):
+    autocast_bf16(name, out, "all")
+
+
+def run_autocast_bf16_py(name, out):
+    autocast_bf16(name, out, "python")
+
+
+def autocast_bf16(name, out, stacks):
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
-    start("all")
+    start(stacks)
     cfg = Qwen2Config(hidden_size=512, intermediate_size=1408, num_hidden_layers=2, num_attention_heads=8,
                       num_key_value_heads=4, vocab_size=8192, max_position_embeddings=512, tie_word_embeddings=False)
     model = Qwen2ForCausalLM(cfg).cuda()
@@ -363,6 +402,8 @@ def run_late_hand_adamw(name, out):
     for _ in range(2):
         lm_step(model, opt, torch.randint(0, 8192, (8, 256), device="cuda"), note=False)
     start()
+    if "r" in REC:  # not a torch.optim optimizer: the recorder is told of it
+        REC["r"].watch(optimizer=opt)
     note_model(model)
     K.grads(model)
     K.state(opt)
@@ -444,6 +485,35 @@ def run_frozen_backbone(name, out):
         STEPS["n"] += 1
     finish(name, out, {"model": "torchvision resnet34, backbone frozen (requires_grad False), new fc head (37)",
                        "batch": 64, "image": 160, "optimizer": "AdamW (head)",
+                       "recording": "after the model is on the GPU"}, "late_start")
+
+
+def run_frozen_timm(name, out):
+    import timm
+    import torch
+    model = timm.create_model("convnext_tiny", pretrained=False, num_classes=10).cuda().train()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    for p in model.get_classifier().parameters():
+        p.requires_grad_(True)
+    start()
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3)
+    note_model(model)
+    for _ in range(3):
+        x = torch.randn(32, 3, 128, 128, device="cuda")
+        y = torch.randint(0, 10, (32,), device="cuda")
+        K.note("input", [x, y])
+        opt.zero_grad(set_to_none=True)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        K.grads(model)
+        opt.step()
+        K.state(opt)
+        note_model(model)
+        STEPS["n"] += 1
+    EXTRA["trainable_parameters"] = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    EXTRA["frozen_parameters"] = sum(p.numel() for p in model.parameters() if not p.requires_grad)
+    finish(name, out, {"model": "timm convnext_tiny, backbone frozen, head (10 classes) trained",
+                       "batch": 32, "image": 128, "optimizer": "AdamW (head)",
                        "recording": "after the model is on the GPU"}, "late_start")
 
 
@@ -771,7 +841,8 @@ RUNNERS = {"i36_autocast_bf16_cpp": run_autocast_bf16_cpp, "i36_amp_fp16_scaler"
            "i36_late_fsdp2_ws4": run_late_fsdp2_ws4,
            "i36_late_fsdp2_ws8": run_late_fsdp2_ws8, "i36_lightning_bf16_accum": run_lightning,
            "i36_hf_trainer_gc": run_hf_trainer_gc, "i36_generate_kv": run_generate_kv,
-           "i36_generate_static": run_generate_static}
+           "i36_generate_static": run_generate_static, "i36_autocast_bf16_py": run_autocast_bf16_py,
+           "i36_frozen_timm": run_frozen_timm}
 ENV = {"TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
        "WANDB_DISABLED": "true", "PYTHONUNBUFFERED": "1"}
 
@@ -781,7 +852,9 @@ def main():
         out, name = sys.argv[2], sys.argv[3]
         import torch
         torch.manual_seed(0)
-        RUNNERS[name](name, out)
+        written = name + "_named" if NAMED else name
+        REC["path"] = os.path.join(out, written + ".pickle")
+        RUNNERS[name](written, out)
         try:
             import torch.distributed as dist
             if dist.is_initialized():

@@ -41,6 +41,7 @@ int cmd_chart(const std::vector<std::string>& args) {
       "window", po::value<std::string>(), "A..B: the peaks and phases within these two moments; timeline: only this "
                                           "range on the x axis (as report --window)");
   add_input_options(d);
+  add_tensors_option(d);
   po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
     std::ostringstream help;

@@ -153,7 +153,7 @@ void annotate(const std::string& ann, const std::string& fmt, const std::string&
 int check_ranks(const po::variables_map& vm, const std::vector<std::string>& inputs, const CheckRequest& req,
                 const RuleSet& rules, const std::string& fmt) {
   const unsigned jobs = jobs_arg(vm);
-  const LoadOptions lo = load_options(vm);
+  const LoadOptions lo = load_options(vm, vm.count("tensors") ? 2u : 1u);  // ranks: each its own list
   const bool skip_bad = vm.count("skip-bad-ranks") > 0;
   const int only = vm.count("rank") ? int(count_arg(vm, "rank", "--rank", 1u << 30)) : -1;
   auto figures_of = [&](const RankFileSet& set, std::vector<std::optional<PeakFigures>>& out,
@@ -295,6 +295,7 @@ int cmd_check(const std::vector<std::string>& args) {
   add_rank_options(ranks);
   d.add(ranks);
   add_input_options(d);
+  add_tensors_option(d);
   po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
     std::ostringstream help;
@@ -357,7 +358,7 @@ int cmd_check(const std::vector<std::string>& args) {
   const std::string kernels = vm.count("kernels") ? vm["kernels"].as<std::string>() : "";
   if (many && !kernels.empty()) throw UsageError("--kernels reads one run: give one CANDIDATE snapshot, not many ranks");
   if (many) return check_ranks(vm, inputs, req, rules, fmt);
-  const LoadOptions lo = load_options(vm);
+  const LoadOptions lo = load_options(vm, vm.count("tensors") ? unsigned(inputs.size()) : 1u);
 
   if (budget_out) {
     Truncation truncation = Truncation::None;

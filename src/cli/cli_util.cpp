@@ -109,7 +109,14 @@ void add_input_options(boost::program_options::options_description& d) {
       "refuse inputs predicted to need more memory than this (a size, 'auto' = 75% of RAM, or 'none')")(
       "max-entries", po::value<std::string>(),
       "the max_entries the history was recorded with, for files that do not record it: a truncated history with "
-      "fewer entries per device started late, one with as many wrapped");
+      "fewer entries per device started late, one with as many wrapped")(
+      "no-tensors", po::bool_switch(), "ignore tensor lists beside the inputs (attribute from the snapshot alone)");
+}
+
+void add_tensors_option(boost::program_options::options_description& d) {
+  d.add_options()("tensors", boost::program_options::value<std::string>(),
+                  "the run's tensor list (docs/tensors.md) for a single input; by default PATH.tensors.json "
+                  "beside the input is read when it is there");
 }
 
 LoadOptions load_options(const boost::program_options::variables_map& vm, unsigned held_at_once) {
@@ -117,6 +124,14 @@ LoadOptions load_options(const boost::program_options::variables_map& vm, unsign
   o.max_decoded_bytes = parse_max_input_bytes(vm["max-input-bytes"].as<std::string>());
   o.max_memory_bytes = parse_max_memory(vm["max-memory"].as<std::string>()) / std::max(held_at_once, 1u);
   if (vm.count("max-entries")) o.recorded_max_entries = int64_t(count_arg(vm, "max-entries", "--max-entries", uint64_t(1) << 40));
+  o.tensors_beside = !(vm.count("no-tensors") && vm["no-tensors"].as<bool>());
+  if (vm.count("tensors")) {
+    if (held_at_once > 1)
+      throw UsageError("--tensors names the tensor list of a single input; with several, each input's "
+                       "PATH.tensors.json is read from beside it");
+    if (!o.tensors_beside) throw UsageError("--tensors and --no-tensors contradict each other");
+    o.tensors_path = vm["tensors"].as<std::string>();
+  }
   return o;
 }
 
@@ -147,7 +162,10 @@ Joined<KernelJoin> join_kernels(Trace t, const std::string& snapshot_path, const
   if (is_profiler_trace(t))
     throw UsageError("--kernels joins a snapshot with a kernel recording; " + snapshot_path +
                      " is a profiler trace, which records its own kernels");
-  const Trace rec = load_input(recording_path, opts);
+  LoadOptions ro = opts;  // a kernel recording has no tensor list
+  ro.tensors_path.clear();
+  ro.tensors_beside = false;
+  const Trace rec = load_input(recording_path, ro);
   if (rec.event_count() > 0)
     throw UsageError("--kernels " + recording_path +
                      ": it has allocator events (a snapshot, not a kernel recording of snapcapture run)");

@@ -22,6 +22,8 @@ namespace snapdiff::cli {
 // than killed by the kernel's OOM killer), "0"/"none" (no bound), or a size
 // ("8GiB").
 void add_input_options(boost::program_options::options_description& d);
+// --tensors FILE: the tensor list of a command's single input.
+void add_tensors_option(boost::program_options::options_description& d);
 // The LoadOptions they give (UsageError for a bad --max-memory or
 // --max-input-bytes).
 // `held_at_once` inputs share the memory bound (a diff holds both runs: each

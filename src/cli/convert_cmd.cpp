@@ -44,6 +44,7 @@ int cmd_convert(const std::vector<std::string>& args) {
       "json", "OUT.snap: write the JSON form (version 1 or 2, gzip-compressed) instead of the binary version 3")(
       "no-gzip", "OUT.snap: write the JSON form as plain text (implies --json)");
   add_input_options(d);
+  add_tensors_option(d);
   po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
     std::ostringstream help;

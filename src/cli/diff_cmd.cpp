@@ -26,6 +26,8 @@ po::options_description diff_options() {
       "top,n", po::value<std::string>()->default_value("20"), "number of sites to list, 0 to 10000000 (the rest are summed)")(
       "depth", po::value<std::string>(), "frames per site row: the user frame and N-1 callers (default 1; 0: the whole stack)")(
       "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable)")(
+      "tensors-a", po::value<std::string>(), "A's tensor list (docs/tensors.md), if not beside it as A.tensors.json")(
+      "tensors-b", po::value<std::string>(), "B's tensor list, if not beside it as B.tensors.json")(
       "kernels-a", po::value<std::string>(), "a kernel recording of A's run (snapcapture run -o FILE), joined into A")(
       "kernels-b", po::value<std::string>(), "a kernel recording of B's run, joined into B");
   po::options_description ranks("Two runs' ranks (A and B folders or patterns: rank r against rank r)");
@@ -63,6 +65,8 @@ int cmd_diff(const std::vector<std::string>& args) {
   const std::vector<std::string> kernels = kernels_args(vm, 2);
   if (many_a && (!kernels[0].empty() || !kernels[1].empty()))
     throw UsageError("--kernels-a and --kernels-b read one run each: give two snapshots, not folders of ranks");
+  if (many_a && (vm.count("tensors-a") || vm.count("tensors-b")))
+    throw UsageError("--tensors-a and --tensors-b name one run's list each: a folder of ranks reads each rank's from beside it");
   if (many_a) return diff_ranks(vm, {in[0]}, {in[1]}, rules, top, depth);
   // Both inputs are held at once: each gets half of the memory bound. A and
   // B are read and analysed on two threads (-j 1: one after the other).
@@ -73,7 +77,12 @@ int cmd_diff(const std::vector<std::string>& args) {
   PairProgress progress(in[0], in[1]);
   run_pair(parallel, [&](int s, PairSide& side) {
     if (!side.step(0)) return;
-    t[s] = parallel ? progress.load(s, in[s], pair_share(lo)) : load_input(in[s], lo);
+    LoadOptions side_lo = lo;
+    if (const char* o = s == 0 ? "tensors-a" : "tensors-b"; vm.count(o)) {
+      if (!lo.tensors_beside) throw UsageError(std::string("--") + o + " and --no-tensors contradict each other");
+      side_lo.tensors_path = vm[o].as<std::string>();
+    }
+    t[s] = parallel ? progress.load(s, in[s], pair_share(side_lo)) : load_input(in[s], side_lo);
     if (!side.step(1)) return;
     Joins joins;
     if (!kernels[s].empty()) {

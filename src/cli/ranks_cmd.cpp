@@ -139,7 +139,7 @@ int report_ranks(const po::variables_map& vm, const std::vector<std::string>& in
   check_format(vm["format"].as<std::string>());
   const RanksOptions ro = ranks_options(vm, top, depth);
   const unsigned jobs = jobs_arg(vm);
-  const LoadOptions lo = load_options(vm);
+  const LoadOptions lo = load_options(vm, vm.count("tensors") ? 2u : 1u);  // ranks: each its own list
   RankFileSet set;
   try {
     set = find_rank_files(inputs, RankInputs::Snapshots);
@@ -308,7 +308,7 @@ int diff_ranks(const po::variables_map& vm, const std::vector<std::string>& a_in
     pairs[i].b_name = files[i].second->path;
   }
   // Both runs of a pair are held at once: each read gets half a thread's share.
-  LoadOptions lo = load_options(vm);
+  LoadOptions lo = load_options(vm, vm.count("tensors") ? 2u : 1u);
   const unsigned threads = std::max(1u, std::min<unsigned>(jobs, unsigned(files.size())));
   lo.progress = nullptr;
   if (threads > 1) lo.trace_reader_workers = 0;

@@ -53,6 +53,7 @@ po::options_description report_options() {
   d.add(ranks);
   po::options_description input("Input options");
   add_input_options(input);
+  add_tensors_option(input);
   d.add(input);
   return d;
 }
@@ -111,6 +112,9 @@ int cmd_report(const std::vector<std::string>& args) {
     const bool parallel = std::thread::hardware_concurrency() >= 2;
     PairProgress progress(path, tp);
     Trace prof;
+    LoadOptions plo = lo;  // a profiler trace has no tensor list
+    plo.tensors_path.clear();
+    plo.tensors_beside = false;
     run_pair(parallel, [&](int s, PairSide& side) {
       if (!side.step(0)) return;
       if (s == 0) {
@@ -118,7 +122,7 @@ int cmd_report(const std::vector<std::string>& args) {
         if (is_profiler_trace(t))
           throw UsageError("--trace joins a snapshot with a profiler trace; " + path + " is itself a profiler trace");
       } else {
-        prof = parallel ? progress.load(1, tp, pair_share(lo)) : load_input(tp, lo);
+        prof = parallel ? progress.load(1, tp, pair_share(plo)) : load_input(tp, plo);
         if (!is_profiler_trace(prof)) throw UsageError("--trace " + tp + ": not a torch.profiler Chrome trace");
       }
     });

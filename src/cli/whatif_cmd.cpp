@@ -44,6 +44,7 @@ int cmd_whatif(const std::vector<std::string>& args) {
       "output,o", po::value<std::string>(), "write to this file instead of stdout")(
       "jobs,j", po::value<std::string>(), "settings modelled at once (default 2)");
   add_input_options(d);
+  add_tensors_option(d);
   po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
     std::ostringstream help;

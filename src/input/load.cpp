@@ -207,13 +207,27 @@ Trace load_trace_from_memory(std::string_view bytes, const std::string& name, co
 }
 
 Trace load_trace(const std::string& path, const LoadOptions& opts) {
+  Trace t;
   try {
     Source src = Source::open(path, opts);
-    return read_source(src, opts);
+    t = read_source(src, opts);
   } catch (InputError& e) {
     e.set_file(path);
     throw;
   }
+  const std::string list = !opts.tensors_path.empty() ? opts.tensors_path
+                           : opts.tensors_beside      ? tensor_list_beside(path)
+                                                      : std::string();
+  if (!list.empty()) {
+    // Bounded like any small document; the notes cost what they hold.
+    t.tensors = read_tensor_list(read_small_document(list, "tensor list", uint64_t(256) << 20), list);
+    if (opts.max_memory_bytes != 0 && t.memory_bytes() > opts.max_memory_bytes) {
+      InputError e("the tensor list would need more memory than --max-memory allows");
+      e.set_file(list);
+      throw e;
+    }
+  }
+  return t;
 }
 
 }  // namespace snapdiff

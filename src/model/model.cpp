@@ -372,6 +372,8 @@ uint64_t Trace::memory_bytes() const {
        op_kernels.size() * sizeof(uint32_t) + host_memory.size() * sizeof(HostMemoryEvent);
   for (const auto& [k, v] : settings.raw) b += 64 + k.size() + v.size();
   for (const auto& [k, v] : metadata) b += 64 + k.size() + v.size();
+  b += tensors.notes.size() * sizeof(TensorNote);
+  for (const NamedTensor& t : tensors.tensors) b += sizeof(NamedTensor) + t.name.size() + t.shape.size() * 8;
   return b;
 }
 

@@ -314,7 +314,7 @@ void sites(std::ostream& o, const HtmlDevice& h) {
       << num_td(s.requested_bytes, pct_of(s.requested_bytes, d.peak_live_requested))
       << num_td(int64_t(s.count), with_commas(s.count)) << "<td>"
       << cat_cell(s.category >= 0 ? d.category_names[size_t(s.category)] : "") << "</td><td class=\"site\">"
-      << esc(site_text(s.site)) << "</td></tr>\n";
+      << esc(site_text(s.site) + detail::tensors_words(s)) << "</td></tr>\n";
   if (d.other_sites.count > 0)
     o << "<tr>" << num_td(d.other_sites.requested_bytes, human_bytes(d.other_sites.requested_bytes))
       << num_td(d.other_sites.requested_bytes, pct_of(d.other_sites.requested_bytes, d.peak_live_requested))

@@ -179,7 +179,7 @@ void sites(std::ostream& o, const TextDevice& t) {
     std::string cat = s.category >= 0 ? dn(s.category_name) : "?";
     o << "  " << pad_right(pad_left(human_bytes(s.requested_bytes), 10) + "  " + pct(s.requested_bytes, d.peak_live_requested) +
                             "  " + pad_left(with_commas(s.count), 6) + "  " + cat, 47)
-      << "  " << site_text(s.site, t.depth) << "\n";
+      << "  " << site_text(s.site, t.depth) << dn(detail::tensors_words(s)) << "\n";
   }
   if (d.other_sites.count > 0)
     o << "  " << pad_left(human_bytes(d.other_sites.requested_bytes), 10) << "  "

@@ -77,6 +77,15 @@ inline std::string site_line(const SiteFrames& s, size_t n, std::string_view sep
   return out;
 }
 
+// The tensors a site row's allocations hold by the run's own names
+// (docs/tensors.md): "  {model.lm_head.weight}", "  {95 tensors:
+// model.layers.*.weight}", or "" without a tensor list.
+inline std::string tensors_words(const SiteRow& s) {
+  if (s.named_tensors == 0 || s.tensors.empty()) return {};
+  if (s.named_tensors == 1) return "  {" + s.tensors + "}";
+  return "  {" + std::to_string(s.named_tensors) + " tensors: " + s.tensors + "}";
+}
+
 // The allocator settings a file recorded, in its order: "key value" pairs
 // ("expandable_segments true, max_split_size unlimited, ..."); "not recorded"
 // when the file has none. settings_rows gives the pairs, values as words.

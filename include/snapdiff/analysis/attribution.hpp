@@ -45,8 +45,11 @@ enum Fact : uint16_t {
   kFactKeptBuffer = 1u << 9,         // a backward buffer never freed while later gradients are made and freed
   kFactFrozenParameter = 1u << 10,   // from before the recording, never freed, shown to be the model (frozen)
   kFactTrainedTensor = 1u << 11,     // kept, with a gradient and optimizer state of its size: a trained tensor
+  kFactNotedParameter = 1u << 12,    // the run's tensor list names it a parameter or buffer (docs/tensors.md)
+  kFactNotedGradient = 1u << 13,     // ... a parameter's gradient
+  kFactNotedOptimizerState = 1u << 14,  // ... the optimizer's state
 };
-constexpr int kFactCount = 12;
+constexpr int kFactCount = 15;
 extern const char* const kFactNames[kFactCount];
 
 enum class Lifetime : uint8_t {
@@ -151,6 +154,14 @@ struct Attribution {
   PreTraceEvidence pre_trace;             // what decided the pre-trace inferences (facts 1 to 3)
   int iterations = 0;
   uint64_t allocs_without_frames = 0;
+  // Allocations the run's tensor list names (Trace::tensors): (allocation,
+  // the first tensor noted in it, the tensors noted in it), by allocation.
+  struct Named {
+    uint32_t allocation = 0, tensor = 0, tensors = 1;
+  };
+  std::vector<Named> named;
+  std::vector<std::string> tensor_names;  // the tensor list's names, by tensor index
+  const Named* named_of(uint32_t allocation) const;
 
   Phase phase_at(int64_t event) const;
   int iteration_at(int64_t event) const;

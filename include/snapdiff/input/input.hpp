@@ -37,6 +37,12 @@ struct LoadOptions {
   // then started late; with N or more, its ring buffer wrapped. A value the
   // file records itself wins.
   int64_t recorded_max_entries = -1;
+  // The run's tensor list (docs/tensors.md) read into Trace::tensors:
+  // `tensors_path` names it; else, with `tensors_beside`, load_trace() reads
+  // PATH.tensors.json (or .json.gz, or the name without the snapshot's .gz)
+  // when it is there.
+  std::string tensors_path;
+  bool tensors_beside = true;
 };
 
 // Upper estimate of the peak memory of reading and analysing `decoded_bytes`
@@ -53,6 +59,13 @@ Trace load_trace_from_memory(std::string_view bytes, const std::string& name,
 // A small document read whole — a map step's summary (JSON), at most
 // `max_bytes` once gzip is unwrapped (detected from the bytes): its text.
 // InputError naming the file (`what` says what it was meant to be).
+// A tensor list's text, read and checked whole (InputError with its JSON
+// path or byte offset; `name` is the file named in errors and kept as
+// TensorList::source).
+TensorList read_tensor_list(std::string_view text, const std::string& name);
+// The tensor list beside a snapshot, "" when there is none.
+std::string tensor_list_beside(const std::string& snapshot_path);
+
 std::string read_small_document(const std::string& path, const std::string& what,
                                 uint64_t max_bytes = uint64_t(64) << 20);
 

@@ -298,6 +298,34 @@ struct DeviceMemorySample {
   uint32_t pid = 0;             // the sampling process (injection library; 0 otherwise)
 };
 
+// The run's own names for its tensors: a tensor list (a `snapdiff-tensors`
+// sidecar, PATH.tensors.json, written by python/snapdiff/torch.py;
+// docs/tensors.md). Each tensor once, then where its storage was at each
+// noted moment: the analysis ties a note to the allocation at that address
+// live at that time, whose category the run then gives exactly.
+enum class TensorKind : uint8_t { Parameter, Buffer, Gradient, OptimizerState };
+struct NamedTensor {
+  std::string name;     // "model.layers.3.mlp.fc1.weight", "optimizer.state[...].exp_avg"
+  TensorKind kind = TensorKind::Parameter;
+  std::string dtype;    // "bfloat16"
+  std::vector<int64_t> shape;
+  bool requires_grad = false;
+  int device = 0;
+};
+struct TensorNote {
+  int64_t time_us = kNoTime;  // Unix-epoch microseconds, the clock of Event::time_us
+  uint64_t addr = 0;          // the storage's first byte (its allocation's address)
+  uint64_t bytes = 0;         // the storage's bytes
+  uint32_t tensor = 0;        // index into TensorList::tensors
+};
+struct TensorList {
+  std::string source;                 // the file it was read from ("" when none)
+  std::vector<NamedTensor> tensors;
+  std::vector<TensorNote> notes;      // chronological
+  int64_t moments = 0;                // noted moments (start, around steps, dump)
+  bool empty() const { return notes.empty(); }
+};
+
 struct SourceInfo {
   std::string format;           // "torch-pickle", "snap", "chrome-trace"
   std::string format_detail;    // e.g. "pickle protocol 4"
@@ -323,6 +351,7 @@ struct Trace {
   std::vector<TraceOp> ops;
   std::vector<uint32_t> op_kernels;                // indices into kernels, grouped by op
   std::vector<HostMemoryEvent> host_memory;        // CPU allocator events, chronological
+  TensorList tensors;                              // the run's names for its tensors, if it wrote them
 
   FrameId intern_frame(const Frame& f);
   size_t event_count() const;

@@ -213,6 +213,8 @@ SNAPDIFF_FIELDS(SiteRow) {
   v("user_frame", x.site.user);
   v("stack", x.site.stack);
   site_path_fields(v, x.site);
+  v("named_tensors", x.named_tensors);
+  v("tensors", x.tensors);
 }
 // A site row at an OOM: no phases, frames without labels.
 struct OomSite {

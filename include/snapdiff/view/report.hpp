@@ -192,6 +192,11 @@ struct SiteRow {
   bool has_rule = false;      // a rule decided it (for the largest allocation)
   std::string rule_name;      // that rule's name ("" when no rule)
   SiteFrames site;
+  // Tensors the run's tensor list names in the row's allocations
+  // (docs/tensors.md): how many, and their names as one pattern
+  // ("model.layers.*.mlp.fc1.weight"; the name itself when there is one).
+  uint64_t named_tensors = 0;
+  std::string tensors;
 };
 
 // Gradients live at the peak (or --at's moment) of one tensor size: the key

@@ -47,7 +47,14 @@ class SiteRows {
     SiteRowIds row;
     std::vector<int64_t> by_cat;
     uint64_t largest = 0;
+    // Names the tensor list gives its allocations: the first name, and the
+    // dotted parts every name shares with it at the front and at the end.
+    std::string first_name;
+    size_t front = 0, back = 0;
+    bool one_name = true;
   };
+  static void add_name(Acc& acc, const std::string& name);
+  static std::string name_pattern(const Acc& acc);
   size_t categories_;
   std::unordered_map<uint64_t, Acc> by_key_;
 };

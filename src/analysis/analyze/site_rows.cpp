@@ -6,6 +6,51 @@
 
 namespace snapdiff::detail {
 
+namespace {
+
+std::vector<std::string_view> dotted(std::string_view s) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  for (size_t i = 0; i <= s.size(); ++i)
+    if (i == s.size() || s[i] == '.') {
+      parts.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  return parts;
+}
+
+}  // namespace
+
+void SiteRows::add_name(Acc& acc, const std::string& name) {
+  if (acc.first_name.empty() && acc.row.row.named_tensors == 0) {
+    acc.first_name = name;
+    acc.front = acc.back = dotted(name).size();
+    return;
+  }
+  if (name == acc.first_name) return;
+  acc.one_name = false;
+  const auto a = dotted(acc.first_name), b = dotted(name);
+  size_t f = 0, k = 0;
+  while (f < std::min({a.size(), b.size(), acc.front}) && a[f] == b[f]) ++f;
+  while (k < std::min({a.size(), b.size(), acc.back}) && a[a.size() - 1 - k] == b[b.size() - 1 - k]) ++k;
+  acc.front = f;
+  acc.back = k;
+}
+
+// The row's names as one pattern: shared front parts, "*", shared end parts.
+std::string SiteRows::name_pattern(const Acc& acc) {
+  if (acc.row.row.named_tensors == 0) return {};
+  if (acc.one_name) return acc.first_name;
+  const auto parts = dotted(acc.first_name);
+  const size_t front = std::min(acc.front, parts.size());
+  const size_t back = std::min(acc.back, parts.size() - front);
+  std::string out;
+  for (size_t i = 0; i < front; ++i) out += std::string(parts[i]) + ".";
+  out += "*";
+  for (size_t i = parts.size() - back; i < parts.size(); ++i) out += "." + std::string(parts[i]);
+  return out;
+}
+
 void SiteRows::add(const Attribution& at, const Allocation& al, int64_t block_bytes) {
   Acc& acc = by_key_[uint64_t(al.stack) << 16 | al.category];
   SiteRow& row = acc.row.row;
@@ -15,6 +60,11 @@ void SiteRows::add(const Attribution& at, const Allocation& al, int64_t block_by
   ++row.count;
   if (acc.by_cat.empty()) acc.by_cat.assign(categories_, 0);
   acc.by_cat[al.category] += int64_t(al.requested);
+  if (const Attribution::Named* nm = at.named_of(uint32_t(&al - at.allocations.data()))) {
+    add_name(acc, at.tensor_names[nm->tensor]);
+    row.named_tensors += nm->tensors;
+    if (nm->tensors > 1) acc.one_name = false;
+  }
   if (al.requested < acc.largest) return;
   // The row's rule, phases and lifetime are its largest allocation's.
   acc.largest = al.requested;
@@ -34,6 +84,7 @@ std::vector<SiteRowIds> SiteRows::rows() {
   for (auto& kv : by_key_) {
     Acc& acc = kv.second;
     acc.row.row.category = int(std::max_element(acc.by_cat.begin(), acc.by_cat.end()) - acc.by_cat.begin());
+    acc.row.row.tensors = name_pattern(acc);
     rows.push_back(acc.row);
   }
   std::sort(rows.begin(), rows.end(), [](const SiteRowIds& a, const SiteRowIds& b) {

@@ -165,6 +165,7 @@ class Attributor {
     detail::Inferrer infer(t_, ft_, d_, rs_, replay_, spans, a_);
     infer.infer_pools(private_pools_, dump_blocks_);
     infer.infer_zero_grad();
+    infer.infer_noted();
     for (uint32_t id : order) rules.categorize_one(id);
     // What the first pass's parameters, gradients and optimizer state say
     // about the rest: memory from before the recording, then copies of
@@ -207,6 +208,12 @@ class Attributor {
 };
 
 }  // namespace
+
+const Attribution::Named* Attribution::named_of(uint32_t allocation) const {
+  auto it = std::lower_bound(named.begin(), named.end(), allocation,
+                             [](const Named& n, uint32_t id) { return n.allocation < id; });
+  return it != named.end() && it->allocation == allocation ? &*it : nullptr;
+}
 
 int Attribution::unknown_index() const {
   for (size_t i = 0; i < categories.size(); ++i)

@@ -120,6 +120,8 @@ class Inferrer {
   // CUDA graph's. Only a dump with private pools asks the replay.
   void infer_pools(bool private_pools, const std::vector<std::pair<uint32_t, uint32_t>>& dump_blocks);
   void infer_zero_grad();
+  // The run's tensor list tied to allocations (attribution_noted.cpp).
+  void infer_noted();
   bool infer_kept_buffers();
   bool infer_pre_trace();
   bool infer_frozen();

@@ -22,7 +22,8 @@ const char* const kFactNames[kFactCount] = {"graph_pool",          "pre_trace_pa
                                             "pre_trace_optimizer_state", "parameter_sized_copy", "parameter_copy_site",
                                             "freed_by_zero_grad", "input_site",
                                             "graph_pool_gradient", "kept_backward_buffer",
-                                            "frozen_parameter", "trained_tensor"};
+                                            "frozen_parameter", "trained_tensor", "noted_parameter",
+                                            "noted_gradient", "noted_optimizer_state"};
 
 const char* phase_name(Phase p) {
   switch (p) {
