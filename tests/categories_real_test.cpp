@@ -254,7 +254,10 @@ TEST_CASE("FP8 with bf16 against FP8 primary weights: the transposes are paramet
     INFO(findings);
     CHECK(findings.find("half the bytes per element") != std::string::npos);
     CHECK(findings.find("optimizer temporaries") != std::string::npos);
-    CHECK(findings.find("parameter_copy") == std::string::npos);
+    // ... and that the parameter copies do not move: made in both runs.
+    CHECK(findings.find("parameter_copy unchanged at the peak") != std::string::npos);
+    CHECK(findings.find("parameter_copy +") == std::string::npos);
+    CHECK(findings.find("parameter_copy -") == std::string::npos);
   }
 }
 
@@ -271,4 +274,9 @@ TEST_CASE("full-size FP8 .snap runs: the transposes are parameter copies with an
   INFO("parameter_copy at the peak: A " << ca << ", B " << cb);
   CHECK(ca > 0);
   CHECK(std::llabs(ca - cb) * 100 <= ca);
+  // The diff says so: the parameters change, their copies do not.
+  const std::string text = render_diff_text(diff_reports(a, b, {}));
+  INFO(text.substr(0, 3000));
+  CHECK(text.find("parameter_copy unchanged at the peak") != std::string::npos);
+  CHECK(text.find("half the bytes per element") != std::string::npos);
 }

@@ -174,6 +174,10 @@ std::string groups_words(const std::vector<DiffCategoryFacts::Group>& v) {
 }
 
 std::string diff_category_words(const DiffCategoryFacts& f) {
+  if (f.copies_unchanged)
+    return f.category + " unchanged at the peak (" + human_bytes(f.a) + " in A, " + human_bytes(f.b) +
+           " in B) while the parameters change: the copies of parameters (casts, transposes kept for the "
+           "backward) are made in both runs.";
   std::string m = f.category + " " + human_delta(f.b - f.a) + " at the peak (" + human_bytes(f.a) + " in A, " +
                   human_bytes(f.b) + " in B)";
   if (f.parameters) {

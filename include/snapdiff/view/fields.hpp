@@ -654,6 +654,7 @@ SNAPDIFF_FIELDS(DiffCategoryFacts) {
   v("top_new", x.top_new);
   v("top_gone", x.top_gone);
   v("gradients_kept", x.gradients_kept);
+  v("copies_unchanged", x.copies_unchanged);
 }
 SNAPDIFF_FIELDS(DiffStepFacts) {
   v("a_temporaries_bytes", x.a_temporaries);

@@ -324,6 +324,10 @@ struct DiffCategoryFacts {
   std::string top_site;
   bool top_new = false, top_gone = false;
   bool gradients_kept = false;  // both peaks after the first iteration
+  // parameter_copy where the parameters change and the copies do not
+  // (within 1%): the copies are made in both runs (the FP8 transposes kept
+  // for the backward, whatever the primary weights' dtype).
+  bool copies_unchanged = false;
 };
 // Code::DiffOptimizerTransient.
 struct DiffStepFacts {

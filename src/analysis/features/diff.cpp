@@ -565,6 +565,25 @@ void add_findings(Diff& d, const DiffSide& da, const DiffSide& db, SiteGroups& g
     f.gradients_kept = c.name == "gradient" && da.peak_iteration > 1 && db.peak_iteration > 1;
     d.findings.push_back({Code::DiffCategory, c.delta(), std::move(f)});
   }
+  // Parameters that change beside copies of them that do not: the copies
+  // are made in both runs (a reader must not credit B's dtype with them).
+  {
+    const CategoryDelta* param = nullptr;
+    const CategoryDelta* copies = nullptr;
+    for (const CategoryDelta& c : d.categories) {
+      if (c.name == "parameter") param = &c;
+      if (c.name == "parameter_copy") copies = &c;
+    }
+    if (param && copies && is_material(param->delta()) && is_material(copies->a) && is_material(copies->b) &&
+        std::llabs(copies->delta()) * 100 <= std::max(copies->a, copies->b)) {
+      DiffCategoryFacts f;
+      f.category = copies->name;
+      f.a = copies->a;
+      f.b = copies->b;
+      f.copies_unchanged = true;
+      d.findings.push_back({Code::DiffCategory, copies->delta(), std::move(f)});
+    }
+  }
   // The optimizer step's transient.
   const StepStats& oa = da.step;
   const StepStats& ob = db.step;
