@@ -129,6 +129,9 @@ void PhaseFinder::hint_events() {
   detail::assign_huge(hint_, n_, kHintEmpty);
   ann_hit_.assign(opt_spans_.size(), 0);
   if (!opt_spans_.empty()) detail::assign_huge(ann_, n_, -1);
+  // Per annotation, its closure (optimizer.step(closure): Lightning, LBFGS):
+  // the first and last events whose frames say forward or backward.
+  std::vector<std::pair<size_t, size_t>> closure(opt_spans_.size(), {SIZE_MAX, 0});
   for (size_t i = 0; i < n_; ++i) {
     const Event& e = ev[i];
     int8_t h = e.kind == EventKind::Alloc ? m_.stack_hint(e.stack) : kHintEmpty;
@@ -137,9 +140,10 @@ void PhaseFinder::hint_events() {
       const size_t k = annotation_before(e.time_us);
       if (k > 0 && opt_spans_[k - 1].second >= e.time_us) {
         const size_t osp = k - 1;
-        h = int8_t(Phase::Optimizer);
         ann_[i] = int32_t(osp);
         ann_hit_[osp] = 1;
+        if (h == int8_t(Phase::Forward) || h == int8_t(Phase::Backward))
+          closure[osp] = {std::min(closure[osp].first, i), i};
       }
     }
     // With timed step annotations the step is where they say: a frame
@@ -149,6 +153,32 @@ void PhaseFinder::hint_events() {
     if (h == int8_t(Phase::Optimizer) && !opt_spans_.empty() && e.time_us != kNoTime && ann_[i] < 0) h = kHintOptFrame;
     if (h == int8_t(Phase::Forward) || h == int8_t(Phase::Backward)) any_fb_ = true;
     hint_[i] = h;
+  }
+  if (opt_spans_.empty()) return;
+  // Inside an annotated step every event is the optimizer's, but for a
+  // closure's forward and backward: from the closure's first forward or
+  // backward event up to the step's own first allocation from optimizer
+  // code after its last one, events keep their frames' hints (the frameless
+  // ones, the autograd engine's, stay in the backward); user code under the
+  // step's frames there (the loss) says nothing. A step whose closure is
+  // all it allocated is a step without events of its own (find_empty_steps()).
+  std::vector<size_t> update(opt_spans_.size(), SIZE_MAX);  // the first event of the step's own update
+  for (size_t i = 0; i < n_; ++i) {
+    const int32_t k = ann_[i];
+    if (k >= 0 && closure[size_t(k)].first != SIZE_MAX && i > closure[size_t(k)].second &&
+        update[size_t(k)] == SIZE_MAX && hint_[i] == int8_t(Phase::Optimizer))
+      update[size_t(k)] = i;
+  }
+  for (size_t k = 0; k < opt_spans_.size(); ++k)
+    if (closure[k].first != SIZE_MAX && update[k] == SIZE_MAX) ann_hit_[k] = 0;
+  for (size_t i = 0; i < n_; ++i) {
+    const int32_t k = ann_[i];
+    if (k < 0) continue;
+    if (i < closure[size_t(k)].first || i >= update[size_t(k)]) {
+      hint_[i] = int8_t(Phase::Optimizer);
+    } else if (hint_[i] == int8_t(Phase::Optimizer)) {
+      hint_[i] = kHintNone;
+    }
   }
 }
 
