@@ -840,6 +840,16 @@ bool Inferrer::infer_copies() {
     const CopyFrames f = frames(al.stack);
     return f == CopyFrames::AutocastCast ? 0 : f == CopyFrames::FunctionForward ? 1 : 2;
   };
+  // Each candidate's round (rank, then clean, then multi-size site), found once.
+  std::vector<uint8_t> round_of(cand.size());
+  for (size_t k = 0; k < cand.size(); ++k) {
+    const Allocation& al = a_.allocations[cand[k]];
+    auto p = psize.find(al.requested * ratio);
+    const bool clean =
+        p != psize.end() && int64_t(per_site_size[key(al)]) <= p->second * passes_in(a_.iteration_at(al.alloc_event));
+    const bool multi = site_sizes[site(al)].size() >= 3;
+    round_of[k] = uint8_t(rank(al) * 4 + !clean * 2 + !multi);
+  }
   auto match = [&](auto&& accept, auto&& on_match) {
     size_t i = 0;
     while (i < cand.size()) {
@@ -855,12 +865,11 @@ bool Inferrer::infer_copies() {
       }
       for (int round = 0; round < 12; ++round)
         for (size_t k = i; k < j; ++k) {
+          if (round_of[k] != round) continue;
           const Allocation& al = a_.allocations[cand[k]];
           if (!accept(al)) continue;
           auto p = avail.find(al.requested * ratio);
-          const bool clean = p != avail.end() && int64_t(per_site_size[key(al)]) <= psize[al.requested * ratio] * np;
-          const bool multi = site_sizes[site(al)].size() >= 3;
-          if (rank(al) * 4 + !clean * 2 + !multi != round) continue;
+          const bool clean = !(round_of[k] & 2);
           const bool hit = p != avail.end() && p->second > 0;
           if (hit) --p->second;
           on_match(cand[k], hit, clean);
