@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/engine/attribution_parts.hpp"
@@ -121,7 +122,8 @@ TEST_CASE("phases on their own: a closure's forward and backward inside an annot
   // the step's frame), its backward (the engine's frameless allocations
   // too), then the step's own update. A second step [400, 500] runs a
   // closure and allocates nothing of its own: an optimizer phase without
-  // events after it.
+  // events after it. A third step [600, 700] calls its closure twice with
+  // its own work between (LBFGS): one iteration, the work the optimizer's.
   History h;
   const StackId opt = h.frame("opt");
   h.alloc(0x1000, "fwd", 10);             // 0: micro-batch 1, outside the step
@@ -138,8 +140,16 @@ TEST_CASE("phases on their own: a closure's forward and backward inside an annot
   h.alloc(0xc000, "fwd", 410);            // 11: its closure
   h.alloc(0xd000, "bwd", 420);            // 12
   h.alloc_at(0xe000, 0, 430);             // 13
-  for (int64_t t : {100, 200, 400, 500})
-    h.t.annotations.push_back({0, t, h.t.strings.intern("Optimizer.step#AdamW.step"), t == 100 || t == 400});
+  h.alloc(0xf000, "fwd", 610);            // 14: the third step's first call
+  h.alloc(0x10000, "bwd", 620);           // 15
+  h.alloc(0x11000, "opt", 630);           // 16: the step's work between calls
+  h.alloc(0x12000, "fwd", 640);           // 17: the second call
+  h.alloc(0x13000, "bwd", 650);           // 18
+  h.alloc(0x14000, "opt", 660);           // 19
+  for (const auto& [start, end] : {std::pair<int64_t, int64_t>{100, 200}, {400, 500}, {600, 700}}) {
+    h.t.annotations.push_back({0, start, h.t.strings.intern("Optimizer.step#AdamW.step"), true});
+    h.t.annotations.push_back({0, end, h.t.strings.intern("Optimizer.step#AdamW.step"), false});
+  }
   const RuleSet rs = test_rules();
   h.a.categories = rs.categories;
   const FrameTable ft(h.t);
@@ -147,25 +157,28 @@ TEST_CASE("phases on their own: a closure's forward and backward inside an annot
   const std::function<const DeviceReplay&()> get = no_replay;
   detail::LazyReplay replay(get);
   detail::find_phases(h.t, h.t.devices[0], m, replay, h.alloc_of_event, h.a);
-  const Phase want[] = {Phase::Forward, Phase::Backward, Phase::Backward, Phase::Forward, Phase::Forward,
-                        Phase::Backward, Phase::Backward, Phase::Optimizer, Phase::Optimizer, Phase::Forward,
-                        Phase::Backward, Phase::Forward, Phase::Backward, Phase::Backward};
-  for (size_t i = 0; i < 14; ++i) {
+  const Phase want[] = {Phase::Forward,  Phase::Backward,  Phase::Backward,  Phase::Forward,  Phase::Forward,
+                        Phase::Backward, Phase::Backward,  Phase::Optimizer, Phase::Optimizer, Phase::Forward,
+                        Phase::Backward, Phase::Forward,   Phase::Backward,  Phase::Backward,  Phase::Forward,
+                        Phase::Backward, Phase::Optimizer, Phase::Forward,   Phase::Backward,  Phase::Optimizer};
+  for (size_t i = 0; i < 20; ++i) {
     INFO("event " << i);
     CHECK(h.a.phase_at(int64_t(i)) == want[i]);
-    CHECK(h.a.iteration_at(int64_t(i)) == (i < 9 ? 1 : 2));
+    CHECK(h.a.iteration_at(int64_t(i)) == (i < 9 ? 1 : i < 14 ? 2 : 3));
   }
-  // One optimizer phase per step, one iteration per step.
+  // One iteration per step; one optimizer phase per step but for the closure called twice.
   std::vector<PhaseSpan> steps;
   for (const PhaseSpan& s : h.a.spans)
     if (s.phase == Phase::Optimizer) steps.push_back(s);
-  REQUIRE(steps.size() == 2);
+  REQUIRE(steps.size() == 4);
   CHECK(steps[0].start_event == 7);
   CHECK(steps[0].end_event == 8);
   CHECK(steps[1].empty());
   CHECK(steps[1].start_event == 14);
   CHECK(steps[1].iteration == 2);
-  CHECK(h.a.iterations == 2);
+  CHECK(steps[2].start_event == 16);
+  CHECK(steps[3].start_event == 19);
+  CHECK(h.a.iterations == 3);
 }
 
 TEST_CASE("rules on their own: the first rule whose conditions all hold gives the category", "[analysis][rules]") {
