@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/engine/attribution_parts.hpp"
@@ -34,18 +35,23 @@ struct History {
   std::vector<uint32_t> alloc_of_event;
   Attribution a;
 
-  StackId frame(const char* name) {
+  // Frame `name` inside the stack `outer` (0: a stack of one frame).
+  StackId frame(const char* name, StackId outer = 0) {
     Frame f;
     f.name = t.strings.intern(name);
-    return t.stacks.child(0, t.intern_frame(f));
+    return t.stacks.child(outer, t.intern_frame(f));
   }
   // An allocation at `addr` under frame `name`; returns its index.
   uint32_t alloc(uint64_t addr, const char* name, int64_t time_us = kNoTime) {
+    return alloc_at(addr, frame(name), time_us);
+  }
+  // An allocation with stack `stack` (0: no frames, as on the autograd engine's threads).
+  uint32_t alloc_at(uint64_t addr, StackId stack, int64_t time_us) {
     Event e;
     e.kind = EventKind::Alloc;
     e.addr = addr;
     e.size = 1024;
-    e.stack = frame(name);
+    e.stack = stack;
     e.time_us = time_us;
     Allocation al;
     al.addr = addr;
@@ -106,6 +112,73 @@ TEST_CASE("phases on their own: each frame's hint places its event, a forward af
   }
   CHECK(h.a.iterations == 2);
   CHECK(h.a.phase_evidence == "stack frames");
+}
+
+TEST_CASE("phases on their own: a closure's forward and backward inside an annotated step are not the optimizer's",
+          "[analysis][phases]") {
+  // Gradient accumulation over two micro-batches, the second run by
+  // optimizer.step(closure) (Lightning, LBFGS): inside the Optimizer.step
+  // annotation [100, 200] the closure's forward (its loss is user code under
+  // the step's frame), its backward (the engine's frameless allocations
+  // too), then the step's own update. A second step [400, 500] runs a
+  // closure and allocates nothing of its own: an optimizer phase without
+  // events after it. A third step [600, 700] calls its closure twice with
+  // its own work between (LBFGS): one iteration, the work the optimizer's.
+  History h;
+  const StackId opt = h.frame("opt");
+  h.alloc(0x1000, "fwd", 10);             // 0: micro-batch 1, outside the step
+  h.alloc(0x2000, "bwd", 20);             // 1
+  h.alloc_at(0x3000, 0, 25);              // 2: the engine's thread
+  h.alloc(0x4000, "fwd", 110);            // 3: micro-batch 2, inside the closure
+  h.alloc_at(0x5000, h.frame("loss", opt), 115);  // 4: the loss, under the step's frame
+  h.alloc(0x6000, "bwd", 120);            // 5
+  h.alloc_at(0x7000, 0, 125);             // 6: a gradient, on the engine's thread
+  h.alloc(0x8000, "opt", 150);            // 7: the update
+  h.alloc(0x9000, "opt", 160);            // 8
+  h.alloc(0xa000, "fwd", 300);            // 9: the next step's first micro-batch
+  h.alloc(0xb000, "bwd", 310);            // 10
+  h.alloc(0xc000, "fwd", 410);            // 11: its closure
+  h.alloc(0xd000, "bwd", 420);            // 12
+  h.alloc_at(0xe000, 0, 430);             // 13
+  h.alloc(0xf000, "fwd", 610);            // 14: the third step's first call
+  h.alloc(0x10000, "bwd", 620);           // 15
+  h.alloc(0x11000, "opt", 630);           // 16: the step's work between calls
+  h.alloc(0x12000, "fwd", 640);           // 17: the second call
+  h.alloc(0x13000, "bwd", 650);           // 18
+  h.alloc(0x14000, "opt", 660);           // 19
+  for (const auto& [start, end] : {std::pair<int64_t, int64_t>{100, 200}, {400, 500}, {600, 700}}) {
+    h.t.annotations.push_back({0, start, h.t.strings.intern("Optimizer.step#AdamW.step"), true});
+    h.t.annotations.push_back({0, end, h.t.strings.intern("Optimizer.step#AdamW.step"), false});
+  }
+  const RuleSet rs = test_rules();
+  h.a.categories = rs.categories;
+  const FrameTable ft(h.t);
+  detail::RuleMatcher m(h.t, ft, rs);
+  const std::function<const DeviceReplay&()> get = no_replay;
+  detail::LazyReplay replay(get);
+  detail::find_phases(h.t, h.t.devices[0], m, replay, h.alloc_of_event, h.a);
+  const Phase want[] = {Phase::Forward,  Phase::Backward,  Phase::Backward,  Phase::Forward,  Phase::Forward,
+                        Phase::Backward, Phase::Backward,  Phase::Optimizer, Phase::Optimizer, Phase::Forward,
+                        Phase::Backward, Phase::Forward,   Phase::Backward,  Phase::Backward,  Phase::Forward,
+                        Phase::Backward, Phase::Optimizer, Phase::Forward,   Phase::Backward,  Phase::Optimizer};
+  for (size_t i = 0; i < 20; ++i) {
+    INFO("event " << i);
+    CHECK(h.a.phase_at(int64_t(i)) == want[i]);
+    CHECK(h.a.iteration_at(int64_t(i)) == (i < 9 ? 1 : i < 14 ? 2 : 3));
+  }
+  // One iteration per step; one optimizer phase per step but for the closure called twice.
+  std::vector<PhaseSpan> steps;
+  for (const PhaseSpan& s : h.a.spans)
+    if (s.phase == Phase::Optimizer) steps.push_back(s);
+  REQUIRE(steps.size() == 4);
+  CHECK(steps[0].start_event == 7);
+  CHECK(steps[0].end_event == 8);
+  CHECK(steps[1].empty());
+  CHECK(steps[1].start_event == 14);
+  CHECK(steps[1].iteration == 2);
+  CHECK(steps[2].start_event == 16);
+  CHECK(steps[3].start_event == 19);
+  CHECK(h.a.iterations == 3);
 }
 
 TEST_CASE("rules on their own: the first rule whose conditions all hold gives the category", "[analysis][rules]") {

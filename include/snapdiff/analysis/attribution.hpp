@@ -59,6 +59,7 @@ enum class Lifetime : uint8_t {
   CrossesIteration,
   WithinIteration,
   NeverFreed,
+  HeldToEnd,  // never freed, or only after the run's last forward, backward and step, an iteration or more later
   AliveAtNextOptimizer,
   SpansBackward,
 };

@@ -598,9 +598,10 @@ bool Inferrer::infer_kept_buffers() {
   return n > 0;
 }
 
-bool Inferrer::narrow_compute(uint64_t ratio) {
+bool Inferrer::narrow_compute(uint64_t ratio, std::unordered_map<uint64_t, int64_t>* cast_sizes) {
   const int grad = cat("gradient");
   uint64_t grads = 0, cast_up = 0;
+  std::unordered_map<uint64_t, std::unordered_map<int, int64_t>> per_iteration;  // size -> iteration -> cast up
   for (const Allocation& al : a_.allocations) {
     if (al.category != grad || al.alloc_event < 0 || al.requested < kMinCopyBytes * ratio) continue;
     ++grads;
@@ -614,10 +615,14 @@ bool Inferrer::narrow_compute(uint64_t ratio) {
       const uint32_t id = a_.event_alloc[size_t(e)];
       if (id != UINT32_MAX && a_.allocations[id].alloc_event >= 0 && a_.allocations[id].alloc_event < al.alloc_event) {
         ++cast_up;
+        ++per_iteration[al.requested][a_.iteration_at(al.alloc_event)];
         break;
       }
     }
   }
+  if (cast_sizes)
+    for (const auto& [size, its] : per_iteration)
+      for (const auto& [it, k] : its) (*cast_sizes)[size] = std::max((*cast_sizes)[size], k);
   return grads > 0 && cast_up * 2 >= grads;
 }
 
@@ -788,7 +793,21 @@ bool Inferrer::infer_copies() {
     bool copies() const { return matched * 4 >= all * 3 && matched >= 2 * iterations && matched > 0; }
   };
   std::unordered_map<uint64_t, SiteCount> sites;
-  // Slots per iteration, one per parameter. A site that makes more
+  // Forward passes per iteration: more than one with gradient accumulation
+  // (an iteration is one optimizer step), each a forward then its backward.
+  std::unordered_map<int, int64_t> passes;
+  {
+    Phase last = Phase::Other;
+    for (const PhaseSpan& sp : a_.spans) {
+      if (sp.phase == Phase::Backward && last == Phase::Forward) ++passes[sp.iteration];
+      if (sp.phase != Phase::Other && !sp.empty()) last = sp.phase;
+    }
+  }
+  auto passes_in = [&](int iter) {
+    auto p = passes.find(iter);
+    return p == passes.end() ? int64_t(1) : std::max<int64_t>(1, p->second);
+  };
+  // Slots per forward pass, one per parameter. A site that makes more
   // allocations of one size in an iteration than there are parameters of
   // the matching size makes activations of that size (a layer's outputs,
   // once per layer): its allocations take the slots others leave.
@@ -798,6 +817,14 @@ bool Inferrer::infer_copies() {
     return h * 0x100000001b3ull ^ uint64_t(a_.iteration_at(al.alloc_event));
   };
   for (uint32_t id : cand) ++per_site_size[key(a_.allocations[id])];
+  // Sites that make copies of three parameter sizes or more (a matmul's
+  // weight cast, whatever the layer's shape) before a site whose kept
+  // allocations have one or two parameters' sizes by coincidence (an
+  // attention output as large as a weight's cast).
+  std::unordered_map<uint64_t, std::unordered_set<uint64_t>> site_sizes;
+  for (uint32_t id : cand)
+    if (psize.count(a_.allocations[id].requested * ratio))
+      site_sizes[site(a_.allocations[id])].insert(a_.allocations[id].requested);
   // Copies that frames already name (FSDP's unsharded parameters,
   // Transformer Engine's workspaces) hold their parameters' slots.
   const int copy = cat("parameter_copy");
@@ -807,29 +834,42 @@ bool Inferrer::infer_copies() {
   // Within an iteration, copies that frames name take their slots first
   // (autocast's casts, then a custom Function's kept tensors), then
   // allocations at sites that make no more of a size than there are
-  // parameters of it, then the rest.
+  // parameters of it, then the rest; at each of these, sites of three
+  // parameter sizes or more first.
   auto rank = [&](const Allocation& al) {
     const CopyFrames f = frames(al.stack);
     return f == CopyFrames::AutocastCast ? 0 : f == CopyFrames::FunctionForward ? 1 : 2;
   };
+  // Each candidate's round (rank, then clean, then multi-size site), found once.
+  std::vector<uint8_t> round_of(cand.size());
+  for (size_t k = 0; k < cand.size(); ++k) {
+    const Allocation& al = a_.allocations[cand[k]];
+    auto p = psize.find(al.requested * ratio);
+    const bool clean =
+        p != psize.end() && int64_t(per_site_size[key(al)]) <= p->second * passes_in(a_.iteration_at(al.alloc_event));
+    const bool multi = site_sizes[site(al)].size() >= 3;
+    round_of[k] = uint8_t(rank(al) * 4 + !clean * 2 + !multi);
+  }
   auto match = [&](auto&& accept, auto&& on_match) {
     size_t i = 0;
     while (i < cand.size()) {
       const int iter = a_.iteration_at(a_.allocations[cand[i]].alloc_event);
       size_t j = i;
       while (j < cand.size() && a_.iteration_at(a_.allocations[cand[j]].alloc_event) == iter) ++j;
+      const int64_t np = passes_in(iter);
       std::unordered_map<uint64_t, int64_t> avail = psize;
+      for (auto& [size, count] : avail) count *= np;
       for (const auto& [size, count] : taken[iter]) {
         auto p = avail.find(size);
         if (p != avail.end()) p->second = std::max<int64_t>(0, p->second - count);
       }
-      for (int round = 0; round < 6; ++round)
+      for (int round = 0; round < 12; ++round)
         for (size_t k = i; k < j; ++k) {
+          if (round_of[k] != round) continue;
           const Allocation& al = a_.allocations[cand[k]];
           if (!accept(al)) continue;
           auto p = avail.find(al.requested * ratio);
-          const bool clean = p != avail.end() && int64_t(per_site_size[key(al)]) <= psize[al.requested * ratio];
-          if (rank(al) * 2 + !clean != round) continue;
+          const bool clean = !(round_of[k] & 2);
           const bool hit = p != avail.end() && p->second > 0;
           if (hit) --p->second;
           on_match(cand[k], hit, clean);
@@ -867,11 +907,20 @@ bool Inferrer::infer_copies() {
         });
   uint64_t best_fill = 0;
   for (const auto& [it, b] : filled)
-    if (kinds[it].size() >= 3) best_fill = std::max(best_fill, b);
+    if (kinds[it].size() >= 3) best_fill = std::max(best_fill, b / uint64_t(passes_in(it)));
   // And the run computes in the narrower dtype: most gradients are cast
   // up from a gradient of that dtype made just before them (autocast's
   // ToCopyBackward0), which a run in the parameters' own dtype never does.
-  const bool whole_model = ratio > 1 && big > 0 && best_fill * 10 >= big * 9 && narrow_compute(ratio);
+  // Of the parameters, those computed in the narrower dtype: the most
+  // gradients of a size cast up in one iteration (an embedding table is
+  // looked up in its own dtype; autocast casts the matmuls' weights only).
+  std::unordered_map<uint64_t, int64_t> cast_sizes;
+  const bool computes_narrow = ratio > 1 && narrow_compute(ratio, &cast_sizes);
+  uint64_t castable = 0;
+  for (const auto& [size, count] : psize)
+    if (size >= kMinCopyBytes * ratio && cast_sizes.count(size))
+      castable += size * uint64_t(std::min(count, cast_sizes[size]));
+  const bool whole_model = computes_narrow && castable > 0 && best_fill * 10 >= castable * 9;
   uint64_t nsites = 0;
   for (const auto& [k, v] : sites) nsites += v.copies();
   // An autocast cast down of a parameter's size needs no more: its frames

@@ -135,7 +135,8 @@ class Inferrer {
   bool stack_mentions(StackId s, std::initializer_list<std::string_view> needles) const;
   int states_per_parameter() const;
   uint64_t infer_replaced_state();
-  bool narrow_compute(uint64_t ratio);
+  // (cast_sizes: per parameter size, the most gradients of it cast up in one iteration.)
+  bool narrow_compute(uint64_t ratio, std::unordered_map<uint64_t, int64_t>* cast_sizes = nullptr);
   // What a stack's frames say about a parameter copy made there.
   enum class CopyFrames : uint8_t { None, AutocastCast, FunctionForward, ActivationOp };
   CopyFrames copy_frames(StackId stack) const;

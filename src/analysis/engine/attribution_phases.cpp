@@ -86,6 +86,7 @@ class PhaseFinder {
   bool steps_timed_ = false;   // timed step annotations bound the iterations
   bool opt_from_ann_ = false;  // the current optimizer phase is an annotated step's
   bool post_step_ = false;     // in "other" right after an annotated step, its iteration
+  int32_t opt_ann_ = -1;       // the annotation of the last event of an annotated optimizer phase
   // Per event, the next allocation's hint that is not kHintOptFrame: a
   // user's step() is followed by its forward, an update loop is not.
   std::vector<int8_t> next_hint_;
@@ -137,7 +138,6 @@ void PhaseFinder::hint_events() {
       const size_t k = annotation_before(e.time_us);
       if (k > 0 && opt_spans_[k - 1].second >= e.time_us) {
         const size_t osp = k - 1;
-        h = int8_t(Phase::Optimizer);
         ann_[i] = int32_t(osp);
         ann_hit_[osp] = 1;
       }
@@ -150,6 +150,42 @@ void PhaseFinder::hint_events() {
     if (h == int8_t(Phase::Forward) || h == int8_t(Phase::Backward)) any_fb_ = true;
     hint_[i] = h;
   }
+  if (opt_spans_.empty()) return;
+  // Inside an annotated step every event is the optimizer's, but for the
+  // calls of a closure (optimizer.step(closure): Lightning, LBFGS): a call
+  // runs from an allocation whose frames say forward or backward to the
+  // step's next allocation from optimizer code after the call's backward.
+  // Its events keep their frames' hints (the frameless ones, the autograd
+  // engine's, stay in the backward); user code under the step's frames
+  // before the backward (the loss) says nothing. A step that allocates
+  // nothing outside its closure is a step without events of its own
+  // (find_empty_steps()).
+  std::vector<uint8_t> in_call(opt_spans_.size(), 0);  // per annotation: 0 outside a call, 1 in it, 2 after its backward
+  std::vector<uint8_t> own(opt_spans_.size(), 0);      // per annotation: it has events of its own
+  for (size_t i = 0; i < n_; ++i) {
+    const int32_t k = ann_[i];
+    if (k < 0) continue;
+    uint8_t& c = in_call[size_t(k)];
+    const int8_t h = hint_[i];
+    if (h == int8_t(Phase::Forward) || h == int8_t(Phase::Backward)) {
+      // (a forward after the call's backward, a checkpointed layer's
+      // recomputation, is still the call's backward's)
+      if (h == int8_t(Phase::Backward)) c = 2;
+      else if (c == 0) c = 1;
+    } else if (c != 0 && h == int8_t(Phase::Optimizer)) {
+      if (c == 2) {
+        c = 0;  // the call returned: the step's own work
+        own[size_t(k)] = 1;
+      } else {
+        hint_[i] = kHintNone;
+      }
+    } else if (c == 0) {
+      hint_[i] = int8_t(Phase::Optimizer);
+      own[size_t(k)] = 1;
+    }
+  }
+  for (size_t k = 0; k < opt_spans_.size(); ++k)
+    if (!own[k]) ann_hit_[k] = 0;
 }
 
 void PhaseFinder::find_empty_steps() {
@@ -207,9 +243,12 @@ void PhaseFinder::step(size_t i) {
             ? int8_t(Phase::Optimizer)
             : kHintNone;
   if (h == int8_t(Phase::Optimizer)) opt_from_ann_ = !ann_.empty() && ann_[i] >= 0;
+  // A closure called again by the same step (LBFGS) is the same iteration.
+  if (h == int8_t(Phase::Forward) && !ann_.empty() && ann_[i] >= 0 && ann_[i] == opt_ann_) after_bwd_or_opt_ = false;
   apply_hint(h);
   phase_[i] = cur_;
   iter_[i] = it_;
+  if (cur_ == Phase::Optimizer && !ann_.empty() && ann_[i] >= 0) opt_ann_ = ann_[i];
 }
 
 void PhaseFinder::apply_hint(int8_t h) {

@@ -268,6 +268,17 @@ bool Categorizer::holds(size_t ri, uint32_t id) {
     case Lifetime::NeverFreed:
       if (freed) return false;
       break;
+    case Lifetime::HeldToEnd:
+      // Freed by the run's end (a trainer's teardown clears the cuBLAS
+      // workspaces) counts as never freed: after the last forward, backward
+      // and step, in a later iteration than its allocation.
+      if (freed && (pre || fp == Phase::Forward || fp == Phase::Backward || fp == Phase::Optimizer ||
+                    a_.spans[fs].iteration <= a_.spans[as].iteration ||
+                    spans_.next_span_start(uf, Phase::Forward) != INT64_MAX ||
+                    spans_.next_span_start(uf, Phase::Backward) != INT64_MAX ||
+                    spans_.next_span_start(uf, Phase::Optimizer) != INT64_MAX))
+        return false;
+      break;
     case Lifetime::AliveAtNextOptimizer: {
       int64_t s = spans_.next_span_start(al.alloc_event, Phase::Optimizer);
       if (s == INT64_MAX || uf <= s) return false;

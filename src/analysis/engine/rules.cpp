@@ -207,6 +207,7 @@ Lifetime parse_lifetime(const std::string& s, const std::string& path) {
       {"crosses_iteration", Lifetime::CrossesIteration},
       {"within_iteration", Lifetime::WithinIteration},
       {"never_freed", Lifetime::NeverFreed},
+      {"held_to_end", Lifetime::HeldToEnd},
       {"alive_at_next_optimizer", Lifetime::AliveAtNextOptimizer},
       {"spans_backward", Lifetime::SpansBackward},
   };
