@@ -14,7 +14,7 @@ secs=$1
 workers=$2
 shift 2
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_load fuzz_pickle fuzz_snap fuzz_rules fuzz_budget fuzz_chrome_trace fuzz_memtl fuzz_sclog)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_load fuzz_pickle fuzz_snap fuzz_rules fuzz_budget fuzz_chrome_trace fuzz_memtl fuzz_sclog fuzz_tensors)
 bin=$(realpath "${FUZZ_BIN:-build-fuzz/fuzz}")
 work=$(realpath "${FUZZ_WORK:-bench/out/fuzz}")
 declare -A jobs
