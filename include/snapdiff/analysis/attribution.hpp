@@ -27,7 +27,7 @@ namespace snapdiff {
 
 // Built-in categories, in report order; rules may add their own names.
 extern const char* const kBuiltinCategories[];
-constexpr int kBuiltinCategoryCount = 13;
+constexpr int kBuiltinCategoryCount = 14;
 
 // What the analysis infers about an allocation beyond its own stack and
 // lifetime (docs/attribution.md "Inferences"); rules name them in
@@ -45,8 +45,11 @@ enum Fact : uint16_t {
   kFactKeptBuffer = 1u << 9,         // a backward buffer never freed while later gradients are made and freed
   kFactFrozenParameter = 1u << 10,   // from before the recording, never freed, shown to be the model (frozen)
   kFactTrainedTensor = 1u << 11,     // kept, with a gradient and optimizer state of its size: a trained tensor
+  kFactKvCacheHeld = 1u << 12,       // inference: held from one decoding forward into the next
+  kFactKvCacheGrowth = 1u << 13,     // inference: a chain of blocks at one site, each a constant step larger, replacing the last
+  kFactInferenceInput = 1u << 14,    // inference: made by the code that calls the forwards, before them, read by them
 };
-constexpr int kFactCount = 12;
+constexpr int kFactCount = 15;
 extern const char* const kFactNames[kFactCount];
 
 enum class Lifetime : uint8_t {

@@ -14,7 +14,7 @@ namespace snapdiff {
 extern const char* const kBuiltinRulesJson;  // generated from rules/builtin.json
 
 const char* const kBuiltinCategories[] = {"parameter", "parameter_copy", "gradient",      "optimizer_state",
-                                          "optimizer_temporary", "activation", "input", "temporary",
+                                          "optimizer_temporary", "activation", "kv_cache", "input", "temporary",
                                           "workspace", "communication",  "graph_pool", "leaked",
                                           "unknown"};
 
@@ -22,7 +22,8 @@ const char* const kFactNames[kFactCount] = {"graph_pool",          "pre_trace_pa
                                             "pre_trace_optimizer_state", "parameter_sized_copy", "parameter_copy_site",
                                             "freed_by_zero_grad", "input_site",
                                             "graph_pool_gradient", "kept_backward_buffer",
-                                            "frozen_parameter", "trained_tensor"};
+                                            "frozen_parameter", "trained_tensor",
+                                            "kv_cache_held", "kv_cache_growth", "inference_input"};
 
 const char* phase_name(Phase p) {
   switch (p) {
