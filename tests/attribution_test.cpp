@@ -585,11 +585,12 @@ namespace {
 // after: torch.cat) and, in the first, a block at a cache file's
 // lazy_initialization kept to the end; between forwards the loop's own code
 // grows the generated ids the same way outside the module. With `train`, a
-// backward follows the last forward.
+// backward follows the last forward; with `cpp`, the prompt's stack has C++
+// frames inside its Python one (stacks="all").
 struct DecodingLoop {
   Trace t;
   static constexpr uint64_t kBase = 1 << 20, kStep = 64 << 10, kStatic = 3 << 20, kIds = 8192;
-  explicit DecodingLoop(int steps, bool train) {
+  DecodingLoop(int steps, bool train, bool cpp = false) {
     auto frame = [&](const char* name, const char* file, int64_t line) {
       Frame f;
       f.name = t.strings.intern(name);
@@ -600,7 +601,9 @@ struct DecodingLoop {
     const StackId module = t.stacks.child(0, frame("<module>", "/u/gen.py", 40));
     const StackId build = t.stacks.child(t.stacks.child(module, frame("main", "/u/gen.py", 3)),
                                          frame("__init__", "/u/model.py", 8));
-    const StackId ids = t.stacks.child(module, frame("main", "/u/gen.py", 5));
+    StackId ids = t.stacks.child(module, frame("main", "/u/gen.py", 5));
+    if (cpp) ids = t.stacks.child(t.stacks.child(ids, frame("at::native::randint", "", 0)),
+                                  frame("c10::cuda::CUDACachingAllocator::Native::malloc", "", 0));
     const StackId call = t.stacks.child(t.stacks.child(module, frame("main", "/u/gen.py", 10)),
                                         frame("_call_impl", "/v/torch/nn/modules/module.py", 1790));
     const StackId fwd_tmp = t.stacks.child(call, frame("forward", "/u/model.py", 30));
@@ -693,6 +696,10 @@ TEST_CASE("an inference run's KV cache: a chain one step larger each forward, a 
   CHECK(a.fact_evidence[12].find("of 6 forwards") != std::string::npos);
   CHECK(a.fact_evidence[12].find("grows by 64.0 KiB per generated token") != std::string::npos);
   CHECK(a.fact_evidence[13].find("1 tensors at 1 sites") != std::string::npos);
+  // With C++ frames inside the prompt's Python frame, the same input.
+  DecodingLoop all(steps, false, true);
+  Analysis ra = analyze(all.t, {});
+  CHECK(bytes_of(ra.devices[0].attr, "input") == int64_t(DecodingLoop::kIds));
   // The same loop followed by a backward is training: no KV cache at all.
   DecodingLoop trained(steps, true);
   Analysis rt = analyze(trained.t, {});

@@ -66,9 +66,14 @@ bool Inferrer::infer_inference() {
     return it == run_starts_.end() ? INT64_MAX : *it;
   };
   auto run_of = [&](int64_t e) { return std::upper_bound(run_starts_.begin(), run_starts_.end(), e) - run_starts_.begin(); };
+  // Held: made inside a module call, or before the first forward (a cache
+  // set up ahead: StaticCache.__init__, setup_caches), and alive when a
+  // later forward starts. What the decoding loop's own code makes between
+  // forwards (the generated ids) is not a cache, whatever its callers' names.
   uint64_t held = 0;
   for (Allocation& al : a_.allocations) {
     if (al.alloc_event < 0 || al.stack == 0) continue;
+    if (al.alloc_event > run_starts_.front() && m_.stack_hint(al.stack) == kHintNone) continue;
     if (next_run(al.alloc_event) < al.user_free()) al.facts |= kFactKvCacheHeld, ++held;
   }
   // Chains: at one site inside a module call, a block freed right after a
@@ -127,15 +132,19 @@ bool Inferrer::infer_inference() {
     for (const auto& [id, p] : has_pred) growth_chains_ += p == 0;  // a chain's first block
   }
   // The input: made by the code that calls the forwards, before the first
-  // one, outside that call (its stack branches off the forwards' common
-  // callers above their innermost common frame), and alive when the first
-  // forward starts. The common callers: the lowest common ancestor of the
-  // forwards' stacks, each stack node visited once.
+  // one, outside that call (its innermost Python frame branches off the
+  // forwards' common callers above their innermost common frame; with C++
+  // frames, those inside it say nothing), and alive when the first forward
+  // starts. The common callers: the lowest common ancestor of the forwards'
+  // stacks, each stack node visited once.
   const size_t nodes = t_.stacks.size();
   std::vector<uint32_t> depth(nodes, 0);
+  std::vector<StackId> python(nodes, 0);  // per node: the innermost Python frame's (or scope's) node (0: none)
   for (size_t s = 1; s < nodes; ++s) {
     const StackId p = t_.stacks.node(StackId(s)).parent;
+    const FrameId f = t_.stacks.node(StackId(s)).frame;
     depth[s] = p < s ? depth[p] + 1 : uint32_t(t_.stacks.depth(StackId(s)));
+    python[s] = f < ft_.size() && (ft_.python(f) || ft_.scope(f)) ? StackId(s) : p < s ? python[p] : 0;
   }
   std::vector<uint8_t> seen(nodes, 0);
   StackId lca = 0;
@@ -159,7 +168,8 @@ bool Inferrer::infer_inference() {
     for (Allocation& al : a_.allocations) {
       if (al.alloc_event < 0 || al.alloc_event >= first || al.user_free() <= first || al.stack == 0) continue;
       if (m_.stack_hint(al.stack) != kHintNone) continue;
-      const StackId p = t_.stacks.node(al.stack).parent;
+      const StackId py = python[al.stack];
+      const StackId p = py == 0 ? 0 : t_.stacks.node(py).parent;
       if (p == 0 || !above[p]) continue;
       al.facts |= kFactInferenceInput, ++inputs;
     }
