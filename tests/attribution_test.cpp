@@ -579,14 +579,16 @@ TEST_CASE("an allocation's op and kernel, many at once, equal the scan of the op
 namespace {
 
 // A decoding loop written event by event: a model built under __init__, the
-// token ids made by the loop's caller, then `steps` forwards (each a module
-// call from the loop's line) that make a temporary, a cache block one step
+// token ids made by the loop's caller, what the library's generate() makes
+// before its loop (kept to the end), then `steps` forwards (each a module
+// call from generate()'s loop line) that make a temporary, a cache block one step
 // larger than the last at one line of the model (the old one freed right
 // after: torch.cat) and, in the first, a block at a cache file's
 // lazy_initialization kept to the end; between forwards the loop's own code
 // grows the generated ids the same way outside the module. With `train`, a
-// backward follows the last forward; with `cpp`, the prompt's stack has C++
-// frames inside its Python one (stacks="all").
+// backward follows the last forward; with `cpp`, the prompt is moved to the
+// device by a library function (BatchEncoding.to()) with C++ frames inside
+// (stacks="all").
 struct DecodingLoop {
   Trace t;
   static constexpr uint64_t kBase = 1 << 20, kStep = 64 << 10, kStatic = 3 << 20, kIds = 8192;
@@ -602,16 +604,22 @@ struct DecodingLoop {
     const StackId build = t.stacks.child(t.stacks.child(module, frame("main", "/u/gen.py", 3)),
                                          frame("__init__", "/u/model.py", 8));
     StackId ids = t.stacks.child(module, frame("main", "/u/gen.py", 5));
-    if (cpp) ids = t.stacks.child(t.stacks.child(ids, frame("at::native::randint", "", 0)),
-                                  frame("c10::cuda::CUDACachingAllocator::Native::malloc", "", 0));
-    const StackId call = t.stacks.child(t.stacks.child(module, frame("main", "/u/gen.py", 10)),
+    if (cpp)
+      ids = t.stacks.child(
+          t.stacks.child(t.stacks.child(ids, frame("to", "/v/lib/python3.12/site-packages/transformers/tokenization_utils_base.py", 800)),
+                         frame("at::native::_to_copy", "", 0)),
+          frame("c10::cuda::CUDACachingAllocator::Native::malloc", "", 0));
+    const char* gen_py = "/v/lib/python3.12/site-packages/transformers/generation/utils.py";
+    const StackId caller = t.stacks.child(module, frame("main", "/u/gen.py", 10));
+    const StackId prep = t.stacks.child(caller, frame("generate", gen_py, 2701));
+    const StackId call = t.stacks.child(t.stacks.child(caller, frame("generate", gen_py, 2802)),
                                         frame("_call_impl", "/v/torch/nn/modules/module.py", 1790));
     const StackId fwd_tmp = t.stacks.child(call, frame("forward", "/u/model.py", 30));
     const StackId fwd_cat = t.stacks.child(call, frame("forward", "/u/model.py", 20));
     const StackId fwd_static =
         t.stacks.child(t.stacks.child(call, frame("forward", "/u/model.py", 25)),
                        frame("lazy_initialization", "/v/transformers/cache_utils.py", 434));
-    const StackId loop_cat = t.stacks.child(module, frame("main", "/u/gen.py", 12));
+    const StackId loop_cat = t.stacks.child(caller, frame("generate", gen_py, 3042));
     const StackId bwd = t.stacks.child(t.stacks.child(module, frame("main", "/u/gen.py", 14)),
                                        frame("backward", "/v/torch/_tensor.py", 600));
     Device& d = t.device(0);
@@ -641,6 +649,7 @@ struct DecodingLoop {
     };
     alloc(build, 4 << 20);  // the model
     alloc(ids, kIds);       // the prompt, kept
+    alloc(prep, 4096);      // generate()'s own, kept
     uint64_t cache = 0, cache_size = 0, gen = 0, gen_size = 0, stat = 0;
     for (int s = 0; s < steps; ++s) {
       const uint64_t tmp = alloc(fwd_tmp, 2 << 20);
@@ -689,7 +698,8 @@ TEST_CASE("an inference run's KV cache: a chain one step larger each forward, a 
     INFO(al.requested << " B by " << rule);
     CHECK(rule == (al.requested == DecodingLoop::kStatic ? "kv-cache-frames" : "kv-cache-growth"));
   }
-  // The prompt the loop's caller made is the input; the generated ids are not.
+  // The prompt the loop's caller made is the input; what generate() made
+  // before its loop and the generated ids are not.
   CHECK(bytes_of(a, "input") == int64_t(DecodingLoop::kIds));
   // Its figures: 64 KiB more per generated token over the six forwards.
   INFO(a.fact_evidence[12]);

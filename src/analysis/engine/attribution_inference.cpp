@@ -131,20 +131,23 @@ bool Inferrer::infer_inference() {
     }
     for (const auto& [id, p] : has_pred) growth_chains_ += p == 0;  // a chain's first block
   }
-  // The input: made by the code that calls the forwards, before the first
-  // one, outside that call (its innermost Python frame branches off the
-  // forwards' common callers above their innermost common frame; with C++
-  // frames, those inside it say nothing), and alive when the first forward
-  // starts. The common callers: the lowest common ancestor of the forwards'
-  // stacks, each stack node visited once.
+  // The input: made by the user's code that calls the forwards, before the
+  // first one and outside that call, and alive when the first forward
+  // starts: its innermost frame of the user's own code is no frame of the
+  // forwards' common callers and branches off them above their innermost
+  // common frame (a library between, BatchEncoding.to(), or C++ frames
+  // inside say nothing; what generate() makes before its loop branches off
+  // inside its caller's call). The common callers: the lowest common
+  // ancestor of the forwards' stacks, each stack node visited once.
   const size_t nodes = t_.stacks.size();
   std::vector<uint32_t> depth(nodes, 0);
-  std::vector<StackId> python(nodes, 0);  // per node: the innermost Python frame's (or scope's) node (0: none)
+  std::vector<StackId> user(nodes, 0);  // per node: the innermost node of the user's code or a scope (0: none)
   for (size_t s = 1; s < nodes; ++s) {
     const StackId p = t_.stacks.node(StackId(s)).parent;
     const FrameId f = t_.stacks.node(StackId(s)).frame;
     depth[s] = p < s ? depth[p] + 1 : uint32_t(t_.stacks.depth(StackId(s)));
-    python[s] = f < ft_.size() && (ft_.python(f) || ft_.scope(f)) ? StackId(s) : p < s ? python[p] : 0;
+    const bool own = f < ft_.size() && (ft_.kind(f) == FrameKind::UserPython || ft_.scope(f));
+    user[s] = own ? StackId(s) : p < s ? user[p] : 0;
   }
   std::vector<uint8_t> seen(nodes, 0);
   StackId lca = 0;
@@ -162,15 +165,16 @@ bool Inferrer::infer_inference() {
   }
   uint64_t inputs = 0;
   if (lca != 0) {
-    std::vector<uint8_t> above(nodes, 0);  // proper ancestors of the common callers
-    for (StackId v = t_.stacks.node(lca).parent; v != 0; v = t_.stacks.node(v).parent) above[v] = 1;
+    std::vector<uint8_t> path(nodes, 0);  // the common callers: 1 for their innermost node, 2 above it
+    path[lca] = 1;
+    for (StackId v = t_.stacks.node(lca).parent; v != 0; v = t_.stacks.node(v).parent) path[v] = 2;
     const int64_t first = run_starts_.front();
     for (Allocation& al : a_.allocations) {
       if (al.alloc_event < 0 || al.alloc_event >= first || al.user_free() <= first || al.stack == 0) continue;
       if (m_.stack_hint(al.stack) != kHintNone) continue;
-      const StackId py = python[al.stack];
-      const StackId p = py == 0 ? 0 : t_.stacks.node(py).parent;
-      if (p == 0 || !above[p]) continue;
+      const StackId u = user[al.stack];
+      const StackId p = u == 0 ? 0 : t_.stacks.node(u).parent;
+      if (u == 0 || path[u] || p == 0 || path[p] != 2) continue;
       al.facts |= kFactInferenceInput, ++inputs;
     }
   }
