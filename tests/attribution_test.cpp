@@ -706,6 +706,9 @@ TEST_CASE("an inference run's KV cache: a chain one step larger each forward, a 
   CHECK(a.fact_evidence[12].find("of 6 forwards") != std::string::npos);
   CHECK(a.fact_evidence[12].find("grows by 64.0 KiB per generated token") != std::string::npos);
   CHECK(a.fact_evidence[13].find("1 tensors at 1 sites") != std::string::npos);
+  // The EXPLANATION's peak statement says it too.
+  CHECK(a.kv_cache_forwards == steps);
+  CHECK(a.kv_cache_per_token == int64_t(DecodingLoop::kStep));
   // With C++ frames inside the prompt's Python frame, the same input.
   DecodingLoop all(steps, false, true);
   Analysis ra = analyze(all.t, {});

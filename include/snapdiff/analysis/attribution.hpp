@@ -154,6 +154,10 @@ struct Attribution {
   PreTraceEvidence pre_trace;             // what decided the pre-trace inferences (facts 1 to 3)
   int iterations = 0;
   uint64_t allocs_without_frames = 0;
+  // An inference run with a KV cache: its forwards and the cache's growth
+  // per generated token (0: allocated once, or no cache).
+  int kv_cache_forwards = 0;
+  int64_t kv_cache_per_token = 0;
 
   Phase phase_at(int64_t event) const;
   int iteration_at(int64_t event) const;

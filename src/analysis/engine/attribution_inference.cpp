@@ -219,6 +219,8 @@ void Inferrer::describe_kv_cache(int64_t peak_event) {
     w += "; allocated once at its full length and written in place: " + mib(last) +
          " after the last forward, no growth per generated token to measure";
   a_.fact_evidence[12] = w;
+  a_.kv_cache_forwards = int(run_starts_.size());
+  a_.kv_cache_per_token = per_token;
   if (growth_chains_ > 0)
     a_.fact_evidence[13] = std::to_string(growth_chains_) + " tensors at " + std::to_string(growth_sites_) +
                            " sites grow by a constant step each decoding forward, each new block replacing the last "
