@@ -225,7 +225,8 @@ TEST_CASE("inferences on their own: a free inside Optimizer.zero_grad is marked,
   const std::function<const DeviceReplay&()> get = no_replay;
   detail::LazyReplay replay(get);
   detail::SpanQueries spans(h.a);
-  detail::Inferrer infer(h.t, ft, h.t.devices[0], rs, replay, spans, h.a);
+  detail::RuleMatcher m(h.t, ft, rs);
+  detail::Inferrer infer(h.t, ft, h.t.devices[0], rs, m, replay, spans, h.a);
   infer.infer_zero_grad();
   CHECK(h.a.allocations[grad].facts == kFactZeroGradFree);
   CHECK(h.a.allocations[act].facts == 0);

@@ -575,3 +575,146 @@ TEST_CASE("an allocation's op and kernel, many at once, equal the scan of the op
   CHECK(long_ranges > 100);  // the batched path was taken
   CHECK(got.back().op == kNoOp);
 }
+
+namespace {
+
+// A decoding loop written event by event: a model built under __init__, the
+// token ids made by the loop's caller, what the library's generate() makes
+// before its loop (kept to the end), then `steps` forwards (each a module
+// call from generate()'s loop line) that make a temporary, a cache block one step
+// larger than the last at one line of the model (the old one freed right
+// after: torch.cat) and, in the first, a block at a cache file's
+// lazy_initialization kept to the end; between forwards the loop's own code
+// grows the generated ids the same way outside the module. With `train`, a
+// backward follows the last forward; with `cpp`, the prompt is moved to the
+// device by a library function (BatchEncoding.to()) with C++ frames inside
+// (stacks="all").
+struct DecodingLoop {
+  Trace t;
+  static constexpr uint64_t kBase = 1 << 20, kStep = 64 << 10, kStatic = 3 << 20, kIds = 8192;
+  DecodingLoop(int steps, bool train, bool cpp = false) {
+    auto frame = [&](const char* name, const char* file, int64_t line) {
+      Frame f;
+      f.name = t.strings.intern(name);
+      f.file = t.strings.intern(file);
+      f.line = line;
+      return t.intern_frame(f);
+    };
+    const StackId module = t.stacks.child(0, frame("<module>", "/u/gen.py", 40));
+    const StackId build = t.stacks.child(t.stacks.child(module, frame("main", "/u/gen.py", 3)),
+                                         frame("__init__", "/u/model.py", 8));
+    StackId ids = t.stacks.child(module, frame("main", "/u/gen.py", 5));
+    if (cpp)
+      ids = t.stacks.child(
+          t.stacks.child(t.stacks.child(ids, frame("to", "/v/lib/python3.12/site-packages/transformers/tokenization_utils_base.py", 800)),
+                         frame("at::native::_to_copy", "", 0)),
+          frame("c10::cuda::CUDACachingAllocator::Native::malloc", "", 0));
+    const char* gen_py = "/v/lib/python3.12/site-packages/transformers/generation/utils.py";
+    const StackId caller = t.stacks.child(module, frame("main", "/u/gen.py", 10));
+    const StackId prep = t.stacks.child(caller, frame("generate", gen_py, 2701));
+    const StackId call = t.stacks.child(t.stacks.child(caller, frame("generate", gen_py, 2802)),
+                                        frame("_call_impl", "/v/torch/nn/modules/module.py", 1790));
+    const StackId fwd_tmp = t.stacks.child(call, frame("forward", "/u/model.py", 30));
+    const StackId fwd_cat = t.stacks.child(call, frame("forward", "/u/model.py", 20));
+    const StackId fwd_static =
+        t.stacks.child(t.stacks.child(call, frame("forward", "/u/model.py", 25)),
+                       frame("lazy_initialization", "/v/transformers/cache_utils.py", 434));
+    const StackId loop_cat = t.stacks.child(caller, frame("generate", gen_py, 3042));
+    const StackId bwd = t.stacks.child(t.stacks.child(module, frame("main", "/u/gen.py", 14)),
+                                       frame("backward", "/v/torch/_tensor.py", 600));
+    Device& d = t.device(0);
+    d.has_trace = true;
+    uint64_t addr = 1 << 30;
+    int64_t time = 1;
+    auto alloc = [&](StackId s, uint64_t size) {
+      Event e;
+      e.kind = EventKind::Alloc;
+      e.addr = addr;
+      e.size = size;
+      e.stack = s;
+      e.time_us = time++;
+      d.events.push_back(e);
+      addr += 16 << 20;
+      return e.addr;
+    };
+    auto free = [&](uint64_t at, uint64_t size) {
+      for (EventKind k : {EventKind::FreeRequested, EventKind::FreeCompleted}) {
+        Event e;
+        e.kind = k;
+        e.addr = at;
+        e.size = size;
+        e.time_us = time++;
+        d.events.push_back(e);
+      }
+    };
+    alloc(build, 4 << 20);  // the model
+    alloc(ids, kIds);       // the prompt, kept
+    alloc(prep, 4096);      // generate()'s own, kept
+    uint64_t cache = 0, cache_size = 0, gen = 0, gen_size = 0, stat = 0;
+    for (int s = 0; s < steps; ++s) {
+      const uint64_t tmp = alloc(fwd_tmp, 2 << 20);
+      if (s == 0) stat = alloc(fwd_static, kStatic);
+      const uint64_t c = alloc(fwd_cat, kBase + uint64_t(s) * kStep);
+      if (cache) free(cache, cache_size);
+      cache = c, cache_size = kBase + uint64_t(s) * kStep;
+      free(tmp, 2 << 20);
+      const uint64_t g = alloc(loop_cat, kIds + uint64_t(s) * 256);
+      if (gen) free(gen, gen_size);
+      gen = g, gen_size = kIds + uint64_t(s) * 256;
+    }
+    if (train) free(alloc(bwd, 4 << 20), 4 << 20);
+    free(cache, cache_size);
+    free(stat, kStatic);
+  }
+};
+
+int64_t bytes_of(const Attribution& a, const std::string& category, int64_t* count = nullptr) {
+  int64_t b = 0, n = 0;
+  for (const Allocation& al : a.allocations)
+    if (a.categories[al.category] == category) b += int64_t(al.requested), ++n;
+  if (count) *count = n;
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("an inference run's KV cache: a chain one step larger each forward, a block kept by cache code",
+          "[analysis][infer]") {
+  const int steps = 6;
+  DecodingLoop g(steps, false);
+  Analysis r = analyze(g.t, {});
+  REQUIRE(r.devices.size() == 1);
+  const Attribution& a = r.devices[0].attr;
+  // Every block of the chain (the model's line 20) and the cache file's
+  // static block; not the ids the loop grows outside the module, not the
+  // forward's temporary.
+  int64_t n = 0;
+  const int64_t chain = steps * int64_t(DecodingLoop::kBase) + int64_t(DecodingLoop::kStep) * steps * (steps - 1) / 2;
+  CHECK(bytes_of(a, "kv_cache", &n) == chain + int64_t(DecodingLoop::kStatic));
+  CHECK(n == steps + 1);
+  for (const Allocation& al : a.allocations) {
+    if (a.categories[al.category] != "kv_cache") continue;
+    const std::string rule = r.rules->rules[size_t(al.rule)].name;
+    INFO(al.requested << " B by " << rule);
+    CHECK(rule == (al.requested == DecodingLoop::kStatic ? "kv-cache-frames" : "kv-cache-growth"));
+  }
+  // The prompt the loop's caller made is the input; what generate() made
+  // before its loop and the generated ids are not.
+  CHECK(bytes_of(a, "input") == int64_t(DecodingLoop::kIds));
+  // Its figures: 64 KiB more per generated token over the six forwards.
+  INFO(a.fact_evidence[12]);
+  CHECK(a.fact_evidence[12].find("of 6 forwards") != std::string::npos);
+  CHECK(a.fact_evidence[12].find("grows by 64.0 KiB per generated token") != std::string::npos);
+  CHECK(a.fact_evidence[13].find("1 tensors at 1 sites") != std::string::npos);
+  // The EXPLANATION's peak statement says it too.
+  CHECK(a.kv_cache_forwards == steps);
+  CHECK(a.kv_cache_per_token == int64_t(DecodingLoop::kStep));
+  // With C++ frames inside the prompt's Python frame, the same input.
+  DecodingLoop all(steps, false, true);
+  Analysis ra = analyze(all.t, {});
+  CHECK(bytes_of(ra.devices[0].attr, "input") == int64_t(DecodingLoop::kIds));
+  // The same loop followed by a backward is training: no KV cache at all.
+  DecodingLoop trained(steps, true);
+  Analysis rt = analyze(trained.t, {});
+  CHECK(bytes_of(rt.devices[0].attr, "kv_cache") == 0);
+}

@@ -65,6 +65,14 @@ TEST_CASE("categories at the peak match PyTorch's tensors on real runs of every 
       within("optimizer_state", 1);
       within("input", 1);
       within("parameter_copy", 2);
+      // The KV cache of an inference run (generate()): within 2% of the
+      // cache's tensors at the peak; none where the truth has no cache.
+      {
+        const int64_t got = category_at_peak(d, "kv_cache");
+        const int64_t want = at.contains("kv_cache") ? at["kv_cache"].get<int64_t>() : 0;
+        INFO("kv_cache: snapdiff " << got << ", PyTorch " << want);
+        CHECK(std::llabs(got - want) * 50 <= want);
+      }
       // No false copies: never more parameter copies than PyTorch's, + 1%.
       if (at.contains("parameter_copy")) {
         const int64_t want = at["parameter_copy"].get<int64_t>();
@@ -142,6 +150,35 @@ TEST_CASE("with the run's tensor list, parameters, gradients and optimizer state
     }
   }
   CHECK(with_list >= 5);
+}
+
+TEST_CASE("no KV cache outside inference: every real recording whose truth has none has no kv_cache byte",
+          "[analysis][infer]") {
+  // Training runs (a backward or an optimizer step) never get the category,
+  // at the peak or at any other moment; generate() recordings have it at
+  // their peak (checked against the cache's bytes above).
+  const auto recordings = test::real_recordings();
+  REQUIRE(recordings.size() >= 30);
+  for (const auto& [file, stem] : recordings) {
+    DYNAMIC_SECTION(file) {
+      Trace t = load_trace(test::real_data(file));
+      Analysis r = analyze(t, {});
+      const auto tr = test::truth(stem);
+      const bool cache = tr.contains("at_peak") && tr["at_peak"].contains("kv_cache");
+      for (const DeviceAnalysis& d : r.devices) {
+        int kv = -1;
+        for (size_t i = 0; i < d.attr.categories.size(); ++i)
+          if (d.attr.categories[i] == "kv_cache") kv = int(i);
+        REQUIRE(kv >= 0);
+        int64_t bytes = 0;
+        for (const Allocation& al : d.attr.allocations)
+          if (al.category == uint16_t(kv)) bytes += int64_t(al.requested);
+        INFO("device " << d.device << ": kv_cache allocations " << bytes << " B");
+        if (cache) CHECK(bytes > 0);
+        else CHECK(bytes == 0);
+      }
+    }
+  }
 }
 
 TEST_CASE("the FP8 run with bf16 primary weights: parameter_copy is its FP8 weight transposes", "[analysis][infer]") {

@@ -83,6 +83,9 @@ check "convert needs -o" 2 "$BIN" convert "$DATA/small_fp8.pickle"
 
 check "--explain" 0 "$BIN" report --explain _multi_tensor_adam "$DATA/small_bf16.pickle"
 grep -q "optimizer_temporary  <- rule optimizer-temporary" "$T/out" || { echo "FAIL --explain: no rule shown"; fails=$((fails+1)); }
+check "--explain CATEGORY" 0 "$BIN" report --explain kv_cache "$DATA/i36_generate_kv.pickle.gz"
+grep -q "kv_cache  <- rule kv-cache-frames" "$T/out" || { echo "FAIL --explain kv_cache: no rule shown"; fails=$((fails+1)); }
+grep -q "256.0 KiB per generated" "$T/out" || { echo "FAIL --explain kv_cache: no bytes per token"; fails=$((fails+1)); }
 printf '{"format": "snapdiff.rules", "version": 1, "rules": [{"name": "x", "category": "c", "when": {"colour": 1}}]}' >"$T/bad.rules"
 check "bad rules file" 3 "$BIN" report --rules "$T/bad.rules" "$DATA/small_bf16.pickle"
 grep -q "bad.rules: \$.rules\[0\].when.colour" "$T/err" || { echo "FAIL bad rules: no JSON path"; cat "$T/err"; fails=$((fails+1)); }

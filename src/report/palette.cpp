@@ -48,7 +48,7 @@ std::string category_color(std::string_view c) {
   static const Entry fixed[] = {
       {"parameter", "#4e79a7"},  {"parameter_copy", "#a0cbe8"}, {"gradient", "#f28e2b"},
       {"optimizer_state", "#59a14f"}, {"optimizer_temporary", "#e15759"}, {"activation", "#76b7b2"},
-      {"input", "#8cd17d"},      {"temporary", "#edc948"},   {"workspace", "#b07aa1"},
+      {"kv_cache", "#499894"},   {"input", "#8cd17d"},      {"temporary", "#edc948"},   {"workspace", "#b07aa1"},
       {"communication", "#d37295"}, {"graph_pool", "#86bcb6"}, {"leaked", "#ff4f9a"},
       {"unknown", "#9c755f"},
   };

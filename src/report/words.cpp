@@ -52,6 +52,11 @@ std::string peak_words(const PeakFacts& f) {
     if (!p.kernel.empty())
       m += " (" + (p.kernel_bytes == p.bytes ? std::string("all of it") : human_bytes(p.kernel_bytes) + " of it") +
            " made for the kernel " + p.kernel + ")";
+    if (p.forwards > 0)
+      m += " (the KV cache of an inference run of " + std::to_string(p.forwards) + " forwards: " +
+           (p.per_token > 0 ? "+" + human_bytes(p.per_token) + " per generated token for the whole batch"
+                            : std::string("allocated once at its full length")) +
+           "; --explain kv_cache)";
   }
   return m + ".";
 }

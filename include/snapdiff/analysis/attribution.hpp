@@ -27,12 +27,12 @@ namespace snapdiff {
 
 // Built-in categories, in report order; rules may add their own names.
 extern const char* const kBuiltinCategories[];
-constexpr int kBuiltinCategoryCount = 13;
+constexpr int kBuiltinCategoryCount = 14;
 
 // What the analysis infers about an allocation beyond its own stack and
 // lifetime (docs/attribution.md "Inferences"); rules name them in
 // "inferred". Bit i of Allocation::facts is kFactNames[i].
-enum Fact : uint16_t {
+enum Fact : uint32_t {
   kFactGraphPool = 1u << 0,          // in a private pool that is a CUDA graph's (not a user MemPool)
   kFactPreParameter = 1u << 1,       // from before the recording; size-matched to a parameter
   kFactPreGradient = 1u << 2,        // from before the recording; size-matched to a gradient
@@ -45,11 +45,14 @@ enum Fact : uint16_t {
   kFactKeptBuffer = 1u << 9,         // a backward buffer never freed while later gradients are made and freed
   kFactFrozenParameter = 1u << 10,   // from before the recording, never freed, shown to be the model (frozen)
   kFactTrainedTensor = 1u << 11,     // kept, with a gradient and optimizer state of its size: a trained tensor
-  kFactNotedParameter = 1u << 12,    // the run's tensor list names it a parameter or buffer (docs/tensors.md)
-  kFactNotedGradient = 1u << 13,     // ... a parameter's gradient
-  kFactNotedOptimizerState = 1u << 14,  // ... the optimizer's state
+  kFactKvCacheHeld = 1u << 12,       // inference: held from one decoding forward into the next
+  kFactKvCacheGrowth = 1u << 13,     // inference: a chain of blocks at one site, each a constant step larger, replacing the last
+  kFactInferenceInput = 1u << 14,    // inference: made by the code that calls the forwards, before them, read by them
+  kFactNotedParameter = 1u << 15,    // the run's tensor list names it a parameter or buffer (docs/tensors.md)
+  kFactNotedGradient = 1u << 16,     // ... a parameter's gradient
+  kFactNotedOptimizerState = 1u << 17,  // ... the optimizer's state
 };
-constexpr int kFactCount = 15;
+constexpr int kFactCount = 18;
 extern const char* const kFactNames[kFactCount];
 
 enum class Lifetime : uint8_t {
@@ -80,7 +83,7 @@ struct Rule {
   int replaces_category = -1;
   int unlike_sizes_of = -1;  // size is not 1/4..4x that of any allocation of this category
   bool no_later_optimizer = false;
-  uint16_t facts_any = 0;  // "inferred": at least one of these Fact bits
+  uint32_t facts_any = 0;  // "inferred": at least one of these Fact bits
 };
 
 struct PhaseHint {
@@ -139,7 +142,7 @@ struct Allocation {
   }
   uint16_t category = 0;
   int16_t rule = -1;  // index into RuleSet::rules; -1 = no rule (unknown)
-  uint16_t facts = 0;  // Fact bits
+  uint32_t facts = 0;  // Fact bits
 };
 
 
@@ -163,6 +166,10 @@ struct Attribution {
   std::vector<Named> named;
   std::vector<std::string> tensor_names;  // the tensor list's names, by tensor index
   const Named* named_of(uint32_t allocation) const;
+  // An inference run with a KV cache: its forwards and the cache's growth
+  // per generated token (0: allocated once, or no cache).
+  int kv_cache_forwards = 0;
+  int64_t kv_cache_per_token = 0;
 
   Phase phase_at(int64_t event) const;
   int iteration_at(int64_t event) const;

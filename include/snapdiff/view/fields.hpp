@@ -573,6 +573,11 @@ SNAPDIFF_FIELDS(PeakFacts::Part) {
     v("kernel", x.kernel);
     v("kernel_bytes", x.kernel_bytes);
   });
+  bool inference = x.forwards > 0;
+  v.when(inference, "forwards", [&] {
+    v("forwards", x.forwards);
+    v("per_token_bytes", x.per_token);
+  });
 }
 SNAPDIFF_FIELDS(PeakFacts) {
   v("peak_bytes", x.peak);

@@ -252,6 +252,10 @@ struct PeakFacts {
     // most of the bytes were made for ("" = none), and its bytes of them.
     std::string kernel = {};
     int64_t kernel_bytes = 0;
+    // kv_cache in an inference run: its decoding forwards and its growth per
+    // generated token (0: allocated once at full length).
+    int forwards = 0;
+    int64_t per_token = 0;
   };
   std::vector<Part> parts;  // largest first
 };

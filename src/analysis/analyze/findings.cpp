@@ -42,6 +42,7 @@ void state_findings(const FrameTable& ft, DeviceAnalysis& d) {
     std::sort(parts.begin(), parts.end(), [](auto& x, auto& y) { return x.first > y.first; });
     for (const auto& [bytes, c] : parts) {
       PeakFacts::Part part{a.categories[c], bytes, 0};
+      if (a.categories[c] == "kv_cache") part.forwards = a.kv_cache_forwards, part.per_token = a.kv_cache_per_token;
       if (a.categories[c] == "gradient" && d.peak_iteration > 1) {
         // Gradients allocated in an earlier iteration and still alive.
         int64_t old = 0;

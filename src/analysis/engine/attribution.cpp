@@ -162,7 +162,7 @@ class Attributor {
       if (a_.allocations[i].alloc_event >= 0) order.push_back(i);
     detail::SpanQueries spans(a_);
     detail::Categorizer rules(rs_, m_, spans, a_);
-    detail::Inferrer infer(t_, ft_, d_, rs_, replay_, spans, a_);
+    detail::Inferrer infer(t_, ft_, d_, rs_, m_, replay_, spans, a_);
     infer.infer_pools(private_pools_, dump_blocks_);
     infer.infer_zero_grad();
     infer.infer_noted();
@@ -171,10 +171,10 @@ class Attributor {
     // about the rest: memory from before the recording, then copies of
     // parameters. Only allocations an inference marks can change category.
     // (Only facts some rule tests can change a category.)
-    uint16_t tested = 0;
-    for (const Rule& r : rs_.rules) tested = uint16_t(tested | r.facts_any);
-    auto again = [&](uint16_t mask) {
-      mask = uint16_t(mask & tested);
+    uint32_t tested = 0;
+    for (const Rule& r : rs_.rules) tested = tested | r.facts_any;
+    auto again = [&](uint32_t mask) {
+      mask = mask & tested;
       if (mask == 0) return;
       for (uint32_t id : order)
         if (a_.allocations[id].facts & mask) rules.categorize_one(id);
@@ -185,8 +185,10 @@ class Attributor {
     if (infer.infer_copies()) again(kFactParamSized | kFactParamCopySite);
     if (infer.infer_input_sites()) again(kFactInputSite);
     if (infer.infer_graph_gradients()) again(kFactGraphGradient);
+    if (infer.infer_inference()) again(kFactKvCacheHeld | kFactKvCacheGrowth | kFactInferenceInput);
     // Category breakdown at each span's peak.
     detail::measure_spans(replay_(), a_);
+    infer.describe_kv_cache(replay_().peak_requested.event_index);
     std::vector<int64_t> idx;
     idx.reserve(a_.spans.size());
     for (const PhaseSpan& s : a_.spans) idx.push_back(s.peak_event);

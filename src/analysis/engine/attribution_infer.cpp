@@ -732,7 +732,7 @@ bool Inferrer::infer_copies() {
   for (const auto& [size, count] : psize)
     if (!gsizes.count(size) && (gsizes.count(size * 2) || gsizes.count(size * 4))) narrow[size] = count;
   std::unordered_set<int> skip;
-  for (const char* c : {"parameter", "gradient", "optimizer_state", "optimizer_temporary", "workspace",
+  for (const char* c : {"parameter", "gradient", "optimizer_state", "optimizer_temporary", "workspace", "kv_cache",
                         "communication", "graph_pool", "parameter_copy"})
     if (cat(c) >= 0) skip.insert(cat(c));
   std::unordered_map<StackId, CopyFrames> frames_of;  // each stack's frames read once

@@ -57,11 +57,11 @@ void Inferrer::infer_noted() {
     if (hit == UINT32_MAX) continue;
     Allocation& al = a_.allocations[hit];
     const int k = nt.kind == TensorKind::Gradient ? 1 : nt.kind == TensorKind::OptimizerState ? 2 : 0;
-    static constexpr uint16_t kBits[3] = {kFactNotedParameter, kFactNotedGradient, kFactNotedOptimizerState};
+    static constexpr uint32_t kBits[3] = {kFactNotedParameter, kFactNotedGradient, kFactNotedOptimizerState};
     auto [pos, fresh] = named_at.emplace(hit, a_.named.size());
     if (fresh) {
       // The first kind noted in an allocation decides it.
-      al.facts = uint16_t(al.facts | kBits[k]);
+      al.facts = al.facts | kBits[k];
       a_.named.push_back({hit, n.tensor, 1});
       ++counts[k];
     } else {

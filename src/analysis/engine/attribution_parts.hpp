@@ -111,9 +111,9 @@ class Categorizer {
 // any (the caller then categorizes those again).
 class Inferrer {
  public:
-  Inferrer(const Trace& t, const FrameTable& ft, const Device& d, const RuleSet& rs, LazyReplay& replay,
-           SpanQueries& spans, Attribution& a)
-      : t_(t), ft_(ft), d_(d), rs_(rs), replay_(replay), spans_(spans), a_(a) {}
+  Inferrer(const Trace& t, const FrameTable& ft, const Device& d, const RuleSet& rs, RuleMatcher& m,
+           LazyReplay& replay, SpanQueries& spans, Attribution& a)
+      : t_(t), ft_(ft), d_(d), rs_(rs), m_(m), replay_(replay), spans_(spans), a_(a) {}
 
   // Each allocation's pool (the replay's, or the dump segment's for
   // `dump_blocks`: (allocation, segment)) and which private pools are a
@@ -128,6 +128,12 @@ class Inferrer {
   bool infer_copies();
   bool infer_input_sites();
   bool infer_graph_gradients();
+  // An inference run (forwards, no backward, no optimizer step): the KV
+  // cache a decoding loop keeps and the input it reads
+  // (attribution_inference.cpp); then, with the final categories, the
+  // cache's figures for --explain.
+  bool infer_inference();
+  void describe_kv_cache(int64_t peak_event);
 
  private:
   static constexpr uint64_t kMinCopyBytes = 64 << 10;
@@ -145,10 +151,17 @@ class Inferrer {
   const FrameTable& ft_;
   const Device& d_;
   const RuleSet& rs_;
+  RuleMatcher& m_;
   LazyReplay& replay_;
   SpanQueries& spans_;
   Attribution& a_;
   std::string replaced_evidence_;  // infer_replaced_state()'s figures
+  // infer_inference(): whether the run is inference, the first event of each
+  // decoding forward and the last allocation inside one, the growing chains.
+  bool inference_ = false;
+  std::vector<int64_t> run_starts_;
+  int64_t last_forward_ = -1;
+  uint64_t growth_sites_ = 0, growth_chains_ = 0;
 };
 
 }  // namespace snapdiff::detail

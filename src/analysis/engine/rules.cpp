@@ -14,7 +14,7 @@ namespace snapdiff {
 extern const char* const kBuiltinRulesJson;  // generated from rules/builtin.json
 
 const char* const kBuiltinCategories[] = {"parameter", "parameter_copy", "gradient",      "optimizer_state",
-                                          "optimizer_temporary", "activation", "input", "temporary",
+                                          "optimizer_temporary", "activation", "kv_cache", "input", "temporary",
                                           "workspace", "communication",  "graph_pool", "leaked",
                                           "unknown"};
 
@@ -22,8 +22,9 @@ const char* const kFactNames[kFactCount] = {"graph_pool",          "pre_trace_pa
                                             "pre_trace_optimizer_state", "parameter_sized_copy", "parameter_copy_site",
                                             "freed_by_zero_grad", "input_site",
                                             "graph_pool_gradient", "kept_backward_buffer",
-                                            "frozen_parameter", "trained_tensor", "noted_parameter",
-                                            "noted_gradient", "noted_optimizer_state"};
+                                            "frozen_parameter", "trained_tensor",
+                                            "kv_cache_held", "kv_cache_growth", "inference_input",
+                                            "noted_parameter", "noted_gradient", "noted_optimizer_state"};
 
 const char* phase_name(Phase p) {
   switch (p) {
@@ -344,7 +345,7 @@ void RuleSet::add_json(const std::string& text, const std::string& origin) {
               int f = 0;
               while (f < kFactCount && v[s].get<std::string>() != kFactNames[f]) ++f;
               if (f == kFactCount) fail(sp, "unknown inference '" + v[s].get<std::string>() + "'");
-              rule.facts_any = uint16_t(rule.facts_any | (1u << f));
+              rule.facts_any = rule.facts_any | (1u << f);
             }
           } else if (k == "no_later_optimizer") {
             if (!v.is_boolean()) fail(kp, "expected true or false");

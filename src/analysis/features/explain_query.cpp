@@ -1,4 +1,4 @@
-// --explain ADDRESS|SITE: why allocations got their category.
+// --explain ADDRESS|SITE|CATEGORY: why allocations got their category.
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -27,9 +27,10 @@ bool parse_address(const std::string& q, uint64_t* out) {
   return true;
 }
 
-// --explain ADDRESS|SITE: every allocation at that address, or every
-// allocation whose stack has a frame matching SITE ("function", "file:line",
-// or a substring of "function (file:line)"), grouped by stack and category.
+// --explain ADDRESS|SITE|CATEGORY: every allocation at that address, or
+// every allocation whose stack has a frame matching SITE ("function",
+// "file:line", or a substring of "function (file:line)"), or every
+// allocation of the category so named, grouped by stack and category.
 }  // namespace
 
 void explain_query(const Trace& t, Analysis& r, const std::string& q) {
@@ -55,7 +56,7 @@ void explain_query(const Trace& t, Analysis& r, const std::string& q) {
       it.rule = rs.rules[size_t(al.rule)].name;
       it.evidence = rs.rules[size_t(al.rule)].evidence;
       // The run's own evidence for each inference the rule relied on.
-      const uint16_t used = uint16_t(rs.rules[size_t(al.rule)].facts_any & al.facts);
+      const uint32_t used = rs.rules[size_t(al.rule)].facts_any & al.facts;
       for (int f = 0; f < kFactCount; ++f)
         if (used >> f & 1) {
           InferredEvidence e;
@@ -134,9 +135,13 @@ void explain_query(const Trace& t, Analysis& r, const std::string& q) {
       }
       continue;
     }
+    // A category's name (kv_cache, unknown, ...): its allocations, by stack.
+    int by_category = -1;
+    for (size_t c = 0; c < a.categories.size(); ++c)
+      if (a.categories[c] == q) by_category = int(c);
     std::map<std::pair<StackId, std::string>, ExplainItem> groups;
     for (const Allocation& al : a.allocations) {
-      if (al.stack == 0 || !matches(al.stack)) continue;
+      if (by_category >= 0 ? al.category != uint16_t(by_category) : (al.stack == 0 || !matches(al.stack))) continue;
       ExplainItem it;
       fill(it, d, al);
       auto key = std::make_pair(al.stack, it.category + "/" + it.rule);
