@@ -103,7 +103,11 @@ EXTRA = {}
 # SNAPDIFF_NAMED=1: record through the Python package's recorder
 # (snapdiff.torch.Recorder), which writes NAME_named.pickle.tensors.json
 # beside the snapshot; the truth is taken the same way as without it.
-NAMED = os.environ.get("SNAPDIFF_NAMED") == "1"
+NAMED = os.environ.get("SNAPDIFF_NAMED") in ("1", "discover")
+# SNAPDIFF_NAMED=discover: the recorder is told of nothing and finds the
+# modules and optimizers alive at each note itself (as the pytest plugin
+# records), written as NAME_discovered.*.
+DISCOVER = os.environ.get("SNAPDIFF_NAMED") == "discover"
 REC = {}  # "r": the Recorder, "path": the snapshot it writes
 
 SCENARIOS = ["i36_autocast_bf16_cpp", "i36_amp_fp16_scaler", "i36_amp_fp16_scaler_cpp", "i36_late_hand_adamw",
@@ -132,14 +136,14 @@ def start(stacks="python"):
     if NAMED:
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
         import snapdiff.torch as sdt
-        REC["r"] = sdt.Recorder(REC["path"], stacks=stacks, discover=False).start()
+        REC["r"] = sdt.Recorder(REC["path"], stacks=stacks, discover=DISCOVER).start()
     else:
         torch.cuda.memory._record_memory_history(max_entries=1_000_000, stacks=stacks)
 
 
 def note_model(model):
     import torch
-    if "r" in REC and not REC.get("watched"):
+    if "r" in REC and not REC.get("watched") and not DISCOVER:
         REC["r"].watch(model)
         REC["watched"] = True
     ps = [p for p in model.parameters()]
@@ -402,7 +406,7 @@ def run_late_hand_adamw(name, out):
     for _ in range(2):
         lm_step(model, opt, torch.randint(0, 8192, (8, 256), device="cuda"), note=False)
     start()
-    if "r" in REC:  # not a torch.optim optimizer: the recorder is told of it
+    if "r" in REC and not DISCOVER:  # not a torch.optim optimizer: the recorder is told of it
         REC["r"].watch(optimizer=opt)
     note_model(model)
     K.grads(model)
@@ -852,7 +856,7 @@ def main():
         out, name = sys.argv[2], sys.argv[3]
         import torch
         torch.manual_seed(0)
-        written = name + "_named" if NAMED else name
+        written = name + ("_discovered" if DISCOVER else "_named") if NAMED else name
         REC["path"] = os.path.join(out, written + ".pickle")
         RUNNERS[name](written, out)
         try:
