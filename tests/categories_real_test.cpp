@@ -112,7 +112,9 @@ TEST_CASE("with the run's tensor list, parameters, gradients and optimizer state
     DYNAMIC_SECTION(file) {
       Trace t = load_trace(test::real_data(file));
       REQUIRE(!t.tensors.empty());
-      Analysis r = analyze(t, {});
+      ReportOptions every_row;
+      every_row.top_sites = 100000;
+      Analysis r = analyze(t, every_row);
       const DeviceAnalysis& d = r.devices[size_t(r.peak_device)];
       const auto tr = test::truth(stem);
       const auto& at = tr["at_peak"];
@@ -147,6 +149,14 @@ TEST_CASE("with the run's tensor list, parameters, gradients and optimizer state
           CHECK(!row.tensors.empty());
         }
       CHECK(parameter_rows > 0);
+      // Copies of parameters found by the copy inference are named by the
+      // parameters of their size (times the copy ratio) in the list.
+      if (d.attr.copy_ratio > 0 && category_at_peak(d, "parameter_copy") > 0) {
+        bool named_copies = false;
+        for (const SiteRow& row : dv.sites)
+          named_copies |= row.category_name == "parameter_copy" && row.copies && !row.tensors.empty();
+        CHECK(named_copies);
+      }
     }
   }
   CHECK(with_list >= 5);

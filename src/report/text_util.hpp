@@ -82,6 +82,9 @@ inline std::string site_line(const SiteFrames& s, size_t n, std::string_view sep
 // model.layers.*.weight}", or "" without a tensor list.
 inline std::string tensors_words(const SiteRow& s) {
   if (s.named_tensors == 0 || s.tensors.empty()) return {};
+  if (s.copies)
+    return "  {" + (s.named_tensors == 1 ? std::string("a copy") : std::to_string(s.named_tensors) + " copies") +
+           " of " + s.tensors + "}";
   if (s.named_tensors == 1) return "  {" + s.tensors + "}";
   return "  {" + std::to_string(s.named_tensors) + " tensors: " + s.tensors + "}";
 }

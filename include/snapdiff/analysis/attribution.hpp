@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "snapdiff/model/frames.hpp"
@@ -170,6 +171,14 @@ struct Attribution {
   // per generated token (0: allocated once, or no cache).
   int kv_cache_forwards = 0;
   int64_t kv_cache_per_token = 0;
+  // Copies of parameters: the ratio of a parameter's bytes to its copy's
+  // that the copy inference found (0: none), and with a tensor list, the
+  // named parameters by their storage's bytes, so that a copy's row names
+  // whose copies it holds (every parameter of the copy's size times the
+  // ratio: the pattern of their names).
+  uint64_t copy_ratio = 0;
+  std::unordered_map<uint64_t, std::vector<uint32_t>> parameters_of_bytes;
+  const std::vector<uint32_t>* copied_parameters(const Allocation& al) const;
 
   Phase phase_at(int64_t event) const;
   int iteration_at(int64_t event) const;

@@ -215,6 +215,7 @@ SNAPDIFF_FIELDS(SiteRow) {
   site_path_fields(v, x.site);
   v("named_tensors", x.named_tensors);
   v("tensors", x.tensors);
+  v("copies", x.copies);
 }
 // A site row at an OOM: no phases, frames without labels.
 struct OomSite {

@@ -197,6 +197,9 @@ struct SiteRow {
   // ("model.layers.*.mlp.fc1.weight"; the name itself when there is one).
   uint64_t named_tensors = 0;
   std::string tensors;
+  // The row holds copies of those tensors (parameter_copy, named by size
+  // from the tensor list): named_tensors counts the copies.
+  bool copies = false;
 };
 
 // Gradients live at the peak (or --at's moment) of one tensor size: the key

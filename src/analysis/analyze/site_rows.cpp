@@ -64,6 +64,15 @@ void SiteRows::add(const Attribution& at, const Allocation& al, int64_t block_by
     add_name(acc, at.tensor_names[nm->tensor]);
     row.named_tensors += nm->tensors;
     if (nm->tensors > 1) acc.one_name = false;
+  } else if (const std::vector<uint32_t>* of = al.category < at.categories.size() &&
+                                                       at.categories[al.category] == "parameter_copy"
+                                                   ? at.copied_parameters(al)
+                                                   : nullptr) {
+    // A copy of one of the parameters of its size times the copy ratio.
+    for (uint32_t t : *of) add_name(acc, at.tensor_names[t]);
+    if (of->size() > 1) acc.one_name = false;
+    ++row.named_tensors;
+    row.copies = true;
   }
   if (al.requested < acc.largest) return;
   // The row's rule, phases and lifetime are its largest allocation's.

@@ -217,6 +217,12 @@ const Attribution::Named* Attribution::named_of(uint32_t allocation) const {
   return it != named.end() && it->allocation == allocation ? &*it : nullptr;
 }
 
+const std::vector<uint32_t>* Attribution::copied_parameters(const Allocation& al) const {
+  if (copy_ratio == 0 || parameters_of_bytes.empty()) return nullptr;
+  auto it = parameters_of_bytes.find(al.requested * copy_ratio);
+  return it == parameters_of_bytes.end() ? nullptr : &it->second;
+}
+
 int Attribution::unknown_index() const {
   for (size_t i = 0; i < categories.size(); ++i)
     if (categories[i] == "unknown") return int(i);

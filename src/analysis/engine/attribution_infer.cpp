@@ -780,6 +780,7 @@ bool Inferrer::infer_copies() {
     if (b > best) best = b, ratio = r;
   }
   if (ratio == 0) return false;
+  a_.copy_ratio = ratio;
   if (ratio == 1) psize = narrow;
   auto site = [&](const Allocation& al) -> uint64_t {
     if (al.stack == 0) return UINT64_MAX;

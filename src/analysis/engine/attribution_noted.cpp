@@ -75,6 +75,16 @@ void Inferrer::infer_noted() {
   }
   std::sort(a_.named.begin(), a_.named.end(),
             [](const Attribution::Named& x, const Attribution::Named& y) { return x.allocation < y.allocation; });
+  // Named parameters by their storage's bytes (each tensor once), for
+  // naming the copies of them (Attribution::copied_parameters).
+  {
+    std::unordered_set<uint32_t> seen;
+    for (const TensorNote& n : tl.notes) {
+      const NamedTensor& nt = tl.tensors[n.tensor];
+      if (nt.device == d_.index && nt.kind == TensorKind::Parameter && seen.insert(n.tensor).second)
+        a_.parameters_of_bytes[n.bytes].push_back(n.tensor);
+    }
+  }
   a_.tensor_names.reserve(tl.tensors.size());
   for (const NamedTensor& nt : tl.tensors) a_.tensor_names.push_back(nt.name);
   static const char* const kWhat[3] = {"parameters and buffers", "gradients", "optimizer state tensors"};
