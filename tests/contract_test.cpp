@@ -221,6 +221,10 @@ TEST_CASE("every fuzzer finding stays fixed (tests/data/fuzz_regressions)", "[in
       } else if (name.rfind("rules_", 0) == 0) {
         RuleSet r = RuleSet::builtin();
         r.add_json(bytes, name);
+      } else if (name.rfind("tensors_", 0) == 0) {
+        Trace t;
+        t.tensors = read_tensor_list(bytes, name);
+        (void)analyze(t, {});
       } else if (name.rfind("snap_", 0) == 0) {
         Trace t;
         read_snap(bytes, t);

@@ -144,6 +144,10 @@ TensorList read_tensor_list(std::string_view text, const std::string& name) {
       doc = json::parse(text.begin(), text.end());
     } catch (const json::parse_error& e) {
       throw InputError(uint64_t(e.byte > 0 ? e.byte - 1 : 0), "not valid JSON");
+    } catch (const json::exception&) {
+      // The parser's out_of_range.406: a number literal beyond a double
+      // (fuzz finding, tests/data/fuzz_regressions/tensors_number_overflow.json).
+      throw InputError("$", "a number beyond what JSON numbers hold");
     }
     ListReader::read(doc, out);
   } catch (InputError& e) {
