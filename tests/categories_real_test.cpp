@@ -64,7 +64,7 @@ TEST_CASE("categories at the peak match PyTorch's tensors on real runs of every 
       within("gradient", 1);
       within("optimizer_state", 1);
       within("input", 1);
-      within("parameter_copy", 2);
+      within("parameter_copy", 1);
       // The KV cache of an inference run (generate()): within 2% of the
       // cache's tensors at the peak; none where the truth has no cache.
       {
