@@ -131,12 +131,10 @@ TEST_CASE("with the run's tensor list, parameters, gradients and optimizer state
       within("parameter", 1);
       within("gradient", 1);
       within("optimizer_state", 1);
-      within("input", 10);
-      if (at.contains("parameter_copy")) {
-        const int64_t want = at["parameter_copy"].get<int64_t>();
-        INFO("parameter_copy: snapdiff " << category_at_peak(d, "parameter_copy") << ", PyTorch " << want);
-        CHECK(category_at_peak(d, "parameter_copy") * 100 <= want * 101);
-      }
+      // What the list does not note is inferred as without it, and on these
+      // runs lands within 0.1% too.
+      within("input", 1);
+      within("parameter_copy", 1);
       // Every parameter row at the peak carries the run's names.
       const Report v = report_view(r);
       const DeviceView& dv = v.devices[size_t(r.peak_device)];
