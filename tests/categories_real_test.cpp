@@ -22,6 +22,19 @@ using namespace snapdiff;
 
 using test::category_at_peak;
 
+namespace {
+
+// A category at the peak within `per_mille` thousandths of PyTorch's bytes
+// (nothing to check where the recorder did not note that kind).
+void check_within(const DeviceAnalysis& d, const nlohmann::json& at, const char* name, int64_t per_mille) {
+  if (!at.contains(name)) return;
+  const int64_t want = at[name].get<int64_t>(), got = category_at_peak(d, name);
+  INFO(name << ": snapdiff " << got << ", PyTorch " << want);
+  CHECK(std::llabs(got - want) * 1000 <= want * per_mille);
+}
+
+}  // namespace
+
 TEST_CASE("categories at the peak match PyTorch's tensors on real runs of every shape", "[analysis][infer]") {
   // Late starts (Llama, FSDP1, kept gradients), steps that allocate nothing
   // (ResNet-50 with SGD momentum), torch.compile with fused Adam, autocast,
@@ -54,12 +67,7 @@ TEST_CASE("categories at the peak match PyTorch's tensors on real runs of every 
           held_before += int64_t(al.requested);
       INFO("unknown " << category_at_peak(d, "unknown") << ", of it held from before " << held_before);
       CHECK((category_at_peak(d, "unknown") - held_before) * 50 <= peak);
-      auto within = [&](const char* name, int64_t pct) {
-        if (!at.contains(name)) return;  // the recorder did not note this kind
-        const int64_t want = at[name].get<int64_t>(), got = category_at_peak(d, name);
-        INFO(name << ": snapdiff " << got << ", PyTorch " << want);
-        CHECK(std::llabs(got - want) * 100 <= want * pct);
-      };
+      auto within = [&](const char* name, int64_t pct) { check_within(d, at, name, pct * 10); };
       within("parameter", 1);
       within("gradient", 1);
       within("optimizer_state", 1);
@@ -122,12 +130,7 @@ TEST_CASE("with the run's tensor list, parameters, gradients and optimizer state
       const int64_t peak = d.replay.peak_requested.bytes;
       INFO("peak " << peak << ", unknown " << category_at_peak(d, "unknown"));
       CHECK(category_at_peak(d, "unknown") * 50 <= peak);  // no exemption: frozen weights are named
-      auto within = [&](const char* name, int64_t per_mille) {
-        if (!at.contains(name)) return;
-        const int64_t want = at[name].get<int64_t>(), got = category_at_peak(d, name);
-        INFO(name << ": snapdiff " << got << ", PyTorch " << want);
-        CHECK(std::llabs(got - want) * 1000 <= want * per_mille);
-      };
+      auto within = [&](const char* name, int64_t per_mille) { check_within(d, at, name, per_mille); };
       within("parameter", 1);
       within("gradient", 1);
       within("optimizer_state", 1);

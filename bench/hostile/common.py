@@ -40,3 +40,12 @@ def write(path, data, mode=0o644):
 def dump(path, obj, protocol=4, compress=False):
     data = pickle.dumps(obj, protocol=protocol)
     write(path, gzip.compress(data) if compress else data)
+
+
+def says(*needles):
+    """A probe's check: the error line holds every needle."""
+    def check(d, r):
+        err = r.err.decode("utf-8", "backslashreplace")
+        missing = [n for n in needles if n not in err]
+        return "the error does not say %s: %r" % (" / ".join(missing), err[:300]) if missing else None
+    return check

@@ -16,7 +16,7 @@ import sys
 import traceback
 import zlib
 
-from common import MiB, SEG, dump, event, frame, small_snapshot, write
+from common import MiB, SEG, dump, event, frame, says as _says, small_snapshot, write
 from run import Probe
 
 GiB = 1 << 30
@@ -40,15 +40,6 @@ def _isolated(make):
         if status != 0:
             raise RuntimeError("generating the probe's input failed")
     return run
-
-
-def _says(*needles):
-    """A check: the error line holds every needle."""
-    def check(d, r):
-        err = r.err.decode("utf-8", "backslashreplace")
-        missing = [n for n in needles if n not in err]
-        return "the error does not say %s: %r" % (" / ".join(missing), err[:300]) if missing else None
-    return check
 
 
 def _block(addr, size):

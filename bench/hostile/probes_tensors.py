@@ -6,7 +6,7 @@ a hang (a FIFO in its place)."""
 import json
 import os
 
-from common import MiB, SEG, dump, small_snapshot, write
+from common import MiB, SEG, dump, says as _says, small_snapshot, write
 from run import Probe
 
 
@@ -46,14 +46,6 @@ def _big(rows):
 def _named(d, r):
     out = r.out.decode("utf-8", "replace")
     return None if "{model.fc.weight}" in out else "the row is not named: %r" % out[-600:]
-
-
-def _says(*needles):
-    def check(d, r):
-        err = r.err.decode("utf-8", "backslashreplace")
-        missing = [n for n in needles if n not in err]
-        return "the error does not say %s: %r" % (" / ".join(missing), err[:300]) if missing else None
-    return check
 
 
 def probes(scale):
