@@ -59,6 +59,11 @@ class Probe:
              SIGXFSZ is ignored there so writes fail with EFBIG)
     make_here  run make() in the runner's process, not in a child (for a
              make() that starts a thread the run talks to; keep it small)
+    program  which executable runs: "snapdiff" (--bin), "snapcapture"
+             (--snapcapture; the probe is skipped, and said so, when that was
+             not built: it needs the CUDA toolkit) or "python" (this
+             interpreter; args start with the script or "-m"). The one-line
+             check expects "<program>: error: " (snapdiff, snapcapture).
     """
     name: str
     area: str
@@ -74,6 +79,7 @@ class Probe:
     env: Optional[dict] = None
     rlimit_fsize: Optional[int] = None
     make_here: bool = False  # build the input in the runner itself (it starts a thread the run needs)
+    program: str = "snapdiff"
 
 
 @dataclasses.dataclass
@@ -238,8 +244,9 @@ def judge(p: Probe, r: Result, workdir, check_rss):
         lines = r.err.split(b"\n")
         if lines and lines[-1] == b"":
             lines.pop()
-        if len(lines) != 1 or not lines[0].startswith(b"snapdiff: error: "):
-            problems.append("stderr is not one 'snapdiff: error:' line: %r" % r.err[:300])
+        prefix = ("%s: error: " % p.program).encode()
+        if len(lines) != 1 or not lines[0].startswith(prefix):
+            problems.append("stderr is not one %r line: %r" % (prefix.decode().strip(), r.err[:300]))
         elif any(c < 0x20 or c == 0x7f for c in lines[0]):
             problems.append("the error line holds control bytes: %r" % lines[0][:300])
         if 3 in expected and r.out:
@@ -259,6 +266,8 @@ def judge(p: Probe, r: Result, workdir, check_rss):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", required=True)
+    ap.add_argument("--snapcapture", default=None,
+                    help="snapcapture executable (default: capture/snapcapture beside --bin, when built)")
     ap.add_argument("--scale", default="test", choices=["test", "full"])
     ap.add_argument("--only", default=None, help="regex on probe names")
     ap.add_argument("--no-rss", action="store_true", help="do not check RSS bounds (sanitizers)")
@@ -267,6 +276,10 @@ def main():
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args()
     binary = os.path.abspath(a.bin)
+    capture = os.path.abspath(a.snapcapture) if a.snapcapture else \
+        os.path.join(os.path.dirname(binary), "capture", "snapcapture")
+    programs = {"snapdiff": binary, "python": sys.executable,
+                "snapcapture": capture if os.access(capture, os.X_OK) else None}
     probes = []
     for m in load_modules():
         probes.extend(m.probes(a.scale))
@@ -278,10 +291,15 @@ def main():
     if a.only:
         probes = [p for p in probes if re.search(a.only, p.name)]
     failed = 0
+    skipped = 0
     rows = []
     root = tempfile.mkdtemp(prefix="snapdiff-hostile-")
     try:
         for p in probes:
+            if programs.get(p.program) is None:
+                print("SKIP %-34s %s was not built" % (p.name, p.program))
+                skipped += 1
+                continue
             d = os.path.join(root, p.name)
             os.mkdir(d)
             # Inputs are built in a child process: Linux carries a process's
@@ -303,7 +321,7 @@ def main():
                 failed += 1
                 shutil.rmtree(d, ignore_errors=True)
                 continue
-            r = run_probe(binary, p, d, a.timeout)
+            r = run_probe(programs[p.program], p, d, a.timeout)
             problems = judge(p, r, d, not a.no_rss)
             status = "ok" if not problems else "FAIL"
             failed += bool(problems)
@@ -323,7 +341,7 @@ def main():
                 f.write("| `%s` | %s | %s | %d | %.2f s | %.0f MiB | %s |\n" % (
                     p.name, p.area, p.what.replace("|", "\\|"), r.rc, r.wall, r.rss / MiB,
                     status if status != "ok" else ("`" + first.replace("|", "\\|").replace("`", "'")[:100] + "`" if first else "ok")))
-    print("%d probes, %d failed" % (len(rows), failed))
+    print("%d probes, %d failed%s" % (len(rows), failed, ", %d skipped" % skipped if skipped else ""))
     return 1 if failed else 0
 
 
