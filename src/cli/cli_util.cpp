@@ -20,6 +20,7 @@
 #include "snapdiff/input/profiler.hpp"
 #include "cli/commands.hpp"
 #include "util/output_file.hpp"
+#include "util/quote_value.hpp"
 
 namespace snapdiff::cli {
 
@@ -81,6 +82,19 @@ uint64_t default_max_memory() {
   return uint64_t(pages) * uint64_t(page) / 4 * 3;
 }
 
+
+// --max-input-bytes: a size (bytes, or 16GiB); 0 would refuse every input
+// (and was silently ignored for plain files), so it is a usage error.
+uint64_t parse_max_input_bytes(const std::string& text) {
+  auto b = parse_size(text);
+  if (!b || *b < 0)
+    throw UsageError("--max-input-bytes: expected a number of bytes or a size such as 16GiB, got " + quote_value(text));
+  if (*b == 0) throw UsageError("--max-input-bytes must be at least 1 (a size such as 16GiB)");
+  return uint64_t(*b);
+}
+
+}  // namespace
+
 uint64_t parse_max_memory(const std::string& text) {
   if (text == "auto") return default_max_memory();
   if (text == "none" || text == "0") return 0;
@@ -88,18 +102,6 @@ uint64_t parse_max_memory(const std::string& text) {
   if (!b || *b <= 0) throw UsageError("--max-memory: expected a size such as 8GiB, 'auto' or 'none', got '" + text + "'");
   return uint64_t(*b);
 }
-
-// --max-input-bytes: a size (bytes, or 16GiB); 0 would refuse every input
-// (and was silently ignored for plain files), so it is a usage error.
-uint64_t parse_max_input_bytes(const std::string& text) {
-  auto b = parse_size(text);
-  if (!b || *b < 0)
-    throw UsageError("--max-input-bytes: expected a number of bytes or a size such as 16GiB, got '" + text + "'");
-  if (*b == 0) throw UsageError("--max-input-bytes must be at least 1 (a size such as 16GiB)");
-  return uint64_t(*b);
-}
-
-}  // namespace
 
 void add_input_options(boost::program_options::options_description& d) {
   namespace po = boost::program_options;
@@ -338,7 +340,18 @@ std::string escape_for_terminal(std::string_view text) {
 }
 
 void print_error(const std::string& message, const char* suffix) {
-  std::fprintf(stderr, "snapdiff: error: %s%s\n", escape_for_terminal(message).c_str(), suffix);
+  // Values are quoted cut (quote_value); this holds the line itself to a
+  // screenful whatever a message was built from: its head (the file, the
+  // offset) and its tail kept, the middle said in bytes.
+  std::string line = escape_for_terminal(message);
+  constexpr size_t kHead = 3000, kTail = 600;
+  if (line.size() > kHead + kTail + 100) {
+    size_t a = kHead, b = line.size() - kTail;
+    while (a > 0 && (uint8_t(line[a]) & 0xC0) == 0x80) --a;
+    while (b < line.size() && (uint8_t(line[b]) & 0xC0) == 0x80) ++b;
+    line = line.substr(0, a) + "...(" + std::to_string(b - a) + " bytes of the message left out)..." + line.substr(b);
+  }
+  std::fprintf(stderr, "snapdiff: error: %s%s\n", line.c_str(), suffix);
   std::fflush(stderr);
 }
 
@@ -350,7 +363,7 @@ uint64_t count_arg(const boost::program_options::variables_map& vm, const std::s
   });
   const uint64_t n = digits ? std::stoull(v) : 0;
   if (!digits || n > max)
-    throw UsageError(option + ": '" + v + "' is not a count from 0 to " + std::to_string(max));
+    throw UsageError(option + ": " + quote_value(v) + " is not a count from 0 to " + std::to_string(max));
   return n;
 }
 
@@ -371,6 +384,12 @@ boost::program_options::variables_map parse_command(const std::vector<std::strin
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
   po::notify(vm);
+  // A file option given an empty name (`--write-budget ''`, an unset shell
+  // variable) is a mistake, not "standard output" or "none".
+  for (const char* o : {"output", "write-budget", "junit", "github-benchmark", "budget", "kernels", "kernels-a",
+                        "kernels-b", "tensors", "tensors-a", "tensors-b", "trace", "memory-timeline"})
+    if (vm.count(o) && !vm[o].defaulted() && vm[o].as<std::string>().empty())
+      throw UsageError(std::string("--") + o + " was given an empty file name");
   return vm;
 }
 

@@ -26,8 +26,12 @@ void add_input_options(boost::program_options::options_description& d);
 void add_tensors_option(boost::program_options::options_description& d);
 // The LoadOptions they give (UsageError for a bad --max-memory or
 // --max-input-bytes).
+// --max-memory as given (auto: 75% of RAM; none: 0), in bytes.
+uint64_t parse_max_memory(const std::string& text);
+
 // `held_at_once` inputs share the memory bound (a diff holds both runs: each
 // gets half).
+
 LoadOptions load_options(const boost::program_options::variables_map& vm, unsigned held_at_once = 1);
 
 // Reads any input; shows "reading FILE: N%" on stderr when it is a terminal

@@ -13,6 +13,8 @@
 #include "snapdiff/report/diff_report.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input/input.hpp"
+#include "cli/alloc_meter.hpp"
+#include "input/memory_budget.hpp"
 
 namespace po = boost::program_options;
 
@@ -104,13 +106,21 @@ int cmd_diff(const std::vector<std::string>& args) {
   dopt.depth = depth;
   dopt.a_name = in[0];
   dopt.b_name = in[1];
-  Diff df = diff_reports(ra, rb, dopt);
-  std::string text = fmt == "json"       ? render_diff_json(df)
-                     : fmt == "markdown" ? render_diff_markdown(df)
-                     : fmt == "html"     ? render_diff_html(df, [&](const ChartOptions& co) {
-                                             return chart_series_diff(ra, ta, rb, tb, co);
-                                           })
-                                         : render_diff_text(df);
+  // The diff's view and its rendering are counted against --max-memory
+  // (the whole bound: both runs' predicted share is resident by now).
+  LoadOptions whole = lo;
+  whole.max_memory_bytes = parse_max_memory(vm["max-memory"].as<std::string>());
+  std::string text;
+  with_render_bound(render_room(whole, detail::analysis_memory_bytes(ta) + detail::analysis_memory_bytes(tb)),
+                    whole.max_memory_bytes, in[1], [&] {
+                      Diff df = diff_reports(ra, rb, dopt);
+                      text = fmt == "json"       ? render_diff_json(df)
+                             : fmt == "markdown" ? render_diff_markdown(df)
+                             : fmt == "html"     ? render_diff_html(df, [&](const ChartOptions& co) {
+                                                     return chart_series_diff(ra, ta, rb, tb, co);
+                                                   })
+                                                 : render_diff_text(df);
+                    });
   write_output(text, vm.count("output") ? vm["output"].as<std::string>() : "");
   return kExitOk;
 }

@@ -10,6 +10,7 @@
 #include "snapdiff/error.hpp"
 #include "util/read_file.hpp"
 #include "util/json_depth.hpp"
+#include "util/quote_value.hpp"
 
 namespace snapdiff {
 
@@ -28,8 +29,8 @@ struct BudgetReader {
   static std::string key_path(const std::string& parent, const std::string& key) {
     bool ident = !key.empty();
     for (char c : key) ident &= std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-    if (ident) return parent + "." + key;
-    return parent + "[" + json(key).dump() + "]";
+    if (ident) return parent + "." + capped_value(key);
+    return parent + "[" + capped_value(json(key).dump()) + "]";
   }
   const json& object(const json& j, const std::string& path) const {
     if (!j.is_object()) fail(path, std::string("expected an object, found ") + j.type_name());
@@ -117,7 +118,7 @@ Budget parse_budget(const std::string& text, const std::string& name) {
                                                      std::string(kBudgetSchema) + "\"");
   std::string schema = rd.str(j["schema"], "$.schema");
   if (schema != kBudgetSchema && schema != kBudgetSchemaV1)
-    rd.fail("$.schema", "\"" + schema + "\" is not a snapdiff budget (expected \"" + kBudgetSchema + "\" or \"" +
+    rd.fail("$.schema", quote_value(schema, kMaxQuotedBytes, '"') + " is not a snapdiff budget (expected \"" + kBudgetSchema + "\" or \"" +
                             kBudgetSchemaV1 + "\")");
   const bool v1 = schema == kBudgetSchemaV1;
   for (const char* k : {"category_max", "phases"})
@@ -127,7 +128,7 @@ Budget parse_budget(const std::string& text, const std::string& name) {
   if (j.contains("metric")) {
     std::string m = rd.str(j["metric"], "$.metric");
     if (m != "requested" && m != "allocated" && m != "reserved")
-      rd.fail("$.metric", "unknown metric \"" + m + "\" (requested, allocated, reserved)");
+      rd.fail("$.metric", "unknown metric " + quote_value(m, kMaxQuotedBytes, '"') + " (requested, allocated, reserved)");
     b.metric = parse_metric(m);
   }
   if (!j.contains("peak")) rd.fail("$.peak", "missing: the peaks of the run the budget was written from");

@@ -7,6 +7,7 @@
 
 #include "input/pickle_doc.hpp"
 #include "snapdiff/error.hpp"
+#include "util/quote_value.hpp"
 
 namespace snapdiff::detail {
 
@@ -69,7 +70,7 @@ constexpr const char* kMaxDeviceText = "2^50 bytes";
                                 "): more than any device holds (" + kMaxDeviceText + ")");
 }
 [[noreturn]] void type_error(uint64_t src_off, std::string_view key, const Value& v, const char* want) {
-  throw InputError(src_off, "field '" + std::string(key) + "' is a " + vt_name(v.t) + ", expected " + want);
+  throw InputError(src_off, "field " + quote_value(key) + " is a " + vt_name(v.t) + ", expected " + want);
 }
 }  // namespace
 
@@ -97,7 +98,7 @@ bool Converter::get_i64(const Container& d, StrId k, int64_t* out) const {
   }
   if (v->t == VT::None) return false;
   if (v->t == VT::UInt64 || v->t == VT::BigInt)
-    throw InputError(d.src_off(), "field '" + std::string(trace_.strings.get(k)) + "' is out of range");
+    throw InputError(d.src_off(), "field " + quote_value(trace_.strings.get(k)) + " is out of range");
   type_error(d.src_off(), trace_.strings.get(k), *v, "int");
 }
 
@@ -179,7 +180,7 @@ void Converter::apply_entry_items(const Value* it, size_t pairs, uint64_t src_of
     auto as_u64 = [&](uint64_t* out) __attribute__((always_inline)) {
       if (v.t == VT::Int || v.t == VT::UInt64) *out = v.v;
       else if (v.t == VT::BigInt)
-        throw InputError(src_off, "field '" + std::string(trace_.strings.get(key)) + "' does not fit in 64 bits");
+        throw InputError(src_off, "field " + quote_value(trace_.strings.get(key)) + " does not fit in 64 bits");
       else if (v.t != VT::None) type_error(src_off, trace_.strings.get(key), v, "int");
     };
     // The well-known keys by a table indexed by StrId (they are interned

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "input/file_source.hpp"
+#include "util/input_files.hpp"
 #include "input/json_stream.hpp"
 #include "snapdiff/error.hpp"
 
@@ -40,6 +41,7 @@ Source::Source(const std::string& path, const LoadOptions& opts) {
     ::close(fd);
     throw InputError("is a directory, not a snapshot file");
   }
+  note_input_file(st, path);
   if (S_ISREG(st.st_mode)) {
     fd_ = fd;
     size_ = uint64_t(st.st_size);

@@ -11,6 +11,7 @@
 #include "snapdiff/error.hpp"
 #include "snapdiff/input/input.hpp"
 #include "util/json_depth.hpp"
+#include "util/quote_value.hpp"
 
 namespace snapdiff {
 
@@ -65,7 +66,7 @@ struct ListReader {
     if (k == "buffer") return TensorKind::Buffer;
     if (k == "gradient") return TensorKind::Gradient;
     if (k == "optimizer_state") return TensorKind::OptimizerState;
-    fail(path, "unknown kind \"" + k + "\" (parameter, buffer, gradient, optimizer_state)");
+    fail(path, "unknown kind " + quote_value(k, kMaxQuotedBytes, '"') + " (parameter, buffer, gradient, optimizer_state)");
   }
 
   static void read(const json& doc, TensorList& out) {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "snapdiff/error.hpp"
+#include "util/quote_value.hpp"
 
 namespace snapdiff {
 
@@ -65,7 +66,7 @@ Metric parse_metric(const std::string& text) {
   if (text == "requested") return Metric::Requested;
   if (text == "allocated") return Metric::Allocated;
   if (text == "reserved") return Metric::Reserved;
-  throw UsageError("unknown metric '" + text + "' (requested, allocated, reserved)");
+  throw UsageError("unknown metric " + quote_value(text) + " (requested, allocated, reserved)");
 }
 
 std::optional<int64_t> parse_size(const std::string& text) {

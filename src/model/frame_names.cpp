@@ -1,4 +1,5 @@
 #include "snapdiff/model/frame_names.hpp"
+#include "util/quote_value.hpp"
 
 namespace snapdiff::detail {
 
@@ -74,11 +75,7 @@ std::string numbers_as_stars(std::string_view s) {
 
 std::string capped_for_display(std::string s, size_t max_bytes) {
   if (s.size() <= max_bytes) return s;
-  size_t cut = max_bytes > 40 ? max_bytes - 40 : 0;  // room for the note
-  while (cut > 0 && (uint8_t(s[cut]) & 0xC0) == 0x80) --cut;
-  const size_t dropped = s.size() - cut;
-  s.resize(cut);
-  return s + "...(" + std::to_string(dropped) + " more bytes)";
+  return capped_value(s, max_bytes);
 }
 
 }  // namespace snapdiff::detail

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "snapdiff/error.hpp"
+#include "util/input_files.hpp"
 
 namespace snapdiff {
 
@@ -235,7 +236,7 @@ int write_all_fd(int fd, std::string_view bytes) {
 }
 
 void write_output_file(const std::string& path, std::string_view bytes) {
-  if (path.empty()) fail(path, ENOENT);
+  if (path.empty()) fail(path, "an empty file name");
   if (const int fd = descriptor_named(path); fd >= 0) {
     if (::fcntl(fd, F_GETFD) < 0) fail(path, errno);
     if (const int err = write_all_fd(fd, bytes)) fail(path, err);
@@ -251,6 +252,10 @@ void write_output_file(const std::string& path, std::string_view bytes) {
     return;
   }
   if (S_ISREG(st.st_mode)) {
+    // Never over a file this run read (the same file under any name: a
+    // symlink, a hard link, ./s.pickle for s.pickle).
+    if (const std::string in = input_file_named(st.st_dev, st.st_ino); !in.empty())
+      fail(path, in == path ? std::string("it is an input of this run") : "it is the input " + in + " of this run");
     // Writable as open(O_WRONLY) would need (a read-only file stays).
     if (::faccessat(AT_FDCWD, path.c_str(), W_OK, AT_EACCESS) != 0) fail(path, errno);
     std::string target = path;

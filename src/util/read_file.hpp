@@ -20,6 +20,7 @@
 #include <string>
 
 #include "snapdiff/error.hpp"
+#include "util/input_files.hpp"
 
 namespace snapdiff::detail {
 
@@ -44,6 +45,7 @@ inline std::string read_small_file(const std::string& path, const std::string& w
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw fail("cannot read the " + what + ": " + std::strerror(errno));
   if (S_ISDIR(st.st_mode)) throw fail("cannot read the " + what + ": is a directory");
+  note_input_file(st, path);
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   const std::string too_big = "the " + what + " holds more than " + std::to_string(max_bytes) + " bytes (the limit for " +

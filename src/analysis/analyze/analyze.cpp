@@ -20,6 +20,7 @@
 #include "snapdiff/analysis/analysis.hpp"
 #include "snapdiff/analysis/outside.hpp"
 #include "snapdiff/error.hpp"
+#include "util/quote_value.hpp"
 
 namespace snapdiff {
 
@@ -203,7 +204,7 @@ void apply_window(const Device& dev, const WindowSpec& w, DeviceAnalysis& dr) {
   if (!w.from.empty()) lo = resolve_moment(w.from, dev, rp, dr.attr, MomentSpec::Edge::Start, -1, INT64_MAX, "--window").event;
   if (!w.to.empty()) hi = resolve_moment(w.to, dev, rp, dr.attr, MomentSpec::Edge::End, -1, INT64_MAX, "--window").event;
   if (hi < lo)
-    throw UsageError("--window '" + w.text + "': its end (" + (hi < 0 ? std::string("before the first event") : "event " + std::to_string(hi)) +
+    throw UsageError("--window " + quote_value(w.text) + ": its end (" + (hi < 0 ? std::string("before the first event") : "event " + std::to_string(hi)) +
                      ") comes before its start (event " + std::to_string(lo) + ") on cuda:" + std::to_string(dev.index));
   rp.peak_requested = peak_between(dev, rp.requested, rp.baseline.requested, lo, hi);
   rp.peak_allocated = peak_between(dev, rp.allocated, rp.baseline.allocated, lo, hi);

@@ -8,6 +8,7 @@
 #include "snapdiff/error.hpp"
 #include "util/json_depth.hpp"
 #include "util/read_file.hpp"
+#include "util/quote_value.hpp"
 
 namespace snapdiff {
 
@@ -196,7 +197,7 @@ uint16_t phase_bits(const J& j, const std::string& path, const char* extra) {
     Phase p;
     if (parse_phase(s, &p)) bits |= uint16_t(1u << int(p));
     else if (extra && s == extra) bits |= 0x80;
-    else fail(path + "[" + std::to_string(i) + "]", "unknown phase '" + s + "'");
+    else fail(path + "[" + std::to_string(i) + "]", "unknown phase " + quote_value(s));
   }
   return bits;
 }
@@ -214,7 +215,7 @@ Lifetime parse_lifetime(const std::string& s, const std::string& path) {
   };
   for (auto& n : names)
     if (s == n.first) return n.second;
-  fail(path, "unknown lifetime '" + s + "'");
+  fail(path, "unknown lifetime " + quote_value(s));
 }
 
 }  // namespace
@@ -261,7 +262,7 @@ void RuleSet::add_json(const std::string& text, const std::string& origin) {
       std::string phase = str_field(h[i], "phase", p, true);
       if (phase == "ignore") ph.ignore = true, ph.phase = Phase::Other;
       else if (!parse_phase(phase, &ph.phase) || ph.phase == Phase::PreTrace)
-        fail(p + ".phase", "unknown phase '" + phase + "'");
+        fail(p + ".phase", "unknown phase " + quote_value(phase));
       if (h[i].contains("outer")) {
         if (!h[i]["outer"].is_boolean()) fail(p + ".outer", "expected true or false");
         ph.outer = h[i]["outer"].get<bool>();
@@ -298,7 +299,7 @@ void RuleSet::add_json(const std::string& text, const std::string& origin) {
         for (auto it = w.begin(); it != w.end(); ++it) {
           const std::string& k = it.key();
           const J& v = it.value();
-          std::string kp = wp + "." + k;
+          std::string kp = wp + "." + capped_value(k);
           if (k == "frame_name") {
             if (!v.is_string()) fail(kp, "expected a regular expression");
             rule.frame_name_re = v.get<std::string>();
@@ -344,14 +345,14 @@ void RuleSet::add_json(const std::string& text, const std::string& origin) {
               if (!v[s].is_string()) fail(sp, "expected an inference name");
               int f = 0;
               while (f < kFactCount && v[s].get<std::string>() != kFactNames[f]) ++f;
-              if (f == kFactCount) fail(sp, "unknown inference '" + v[s].get<std::string>() + "'");
+              if (f == kFactCount) fail(sp, "unknown inference " + quote_value(v[s].get<std::string>()));
               rule.facts_any = rule.facts_any | (1u << f);
             }
           } else if (k == "no_later_optimizer") {
             if (!v.is_boolean()) fail(kp, "expected true or false");
             rule.no_later_optimizer = v.get<bool>();
           } else {
-            fail(kp, "unknown condition '" + k + "'");
+            fail(kp, "unknown condition " + quote_value(k));
           }
         }
       }

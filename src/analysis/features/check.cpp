@@ -13,6 +13,7 @@
 
 #include "snapdiff/analysis/category_extent.hpp"
 #include "snapdiff/error.hpp"
+#include "util/quote_value.hpp"
 
 namespace snapdiff {
 
@@ -142,11 +143,11 @@ bool is_limit_phase(const std::string& phase) {
 void check_limit_categories(const std::vector<CategoryLimit>& limits, const std::vector<std::string>& categories) {
   for (const CategoryLimit& l : limits) {
     if (!l.phase.empty() && !is_limit_phase(l.phase))
-      throw UsageError("--limit: unknown phase '" + l.phase + "' (" + phase_names_list() + ")");
+      throw UsageError("--limit: unknown phase " + quote_value(l.phase) + " (" + phase_names_list() + ")");
     if (std::find(categories.begin(), categories.end(), l.category) == categories.end()) {
       std::string names;
       for (const std::string& c : categories) names += (names.empty() ? "" : ", ") + c;
-      throw UsageError("--limit: unknown category '" + l.category + "' (" + names + ")");
+      throw UsageError("--limit: unknown category " + quote_value(l.category) + " (" + names + ")");
     }
   }
 }
@@ -194,12 +195,12 @@ CheckOptions check_options(const CheckRequest& req, const Budget& budget, const 
   for (const CategoryLimit& l : budget.limits) {
     const std::string path = l.phase.empty() ? "$.limits.categories" : "$.limits.phases." + l.phase;
     if (!l.phase.empty() && !is_limit_phase(l.phase)) {
-      InputError e("$.limits.phases", "unknown phase '" + l.phase + "' (" + phase_names_list() + ")");
+      InputError e("$.limits.phases", "unknown phase " + quote_value(l.phase) + " (" + phase_names_list() + ")");
       e.set_file(budget_file);
       throw e;
     }
     if (std::find(categories.begin(), categories.end(), l.category) == categories.end()) {
-      InputError e(path, "unknown category '" + l.category + "'");
+      InputError e(path, "unknown category " + quote_value(l.category));
       e.set_file(budget_file);
       throw e;
     }
@@ -399,10 +400,10 @@ CheckResult evaluate_check(const PeakFigures& candidate, const std::optional<Pea
     if (candidate.category(l.category) < 0 && !candidate.max_of(l.category)) {
       std::string names;
       for (const auto& c : candidate.categories) names += (names.empty() ? "" : ", ") + c.first;
-      throw UsageError("--limit: unknown category '" + l.category + "' (" + names + ")");
+      throw UsageError("--limit: unknown category " + quote_value(l.category) + " (" + names + ")");
     }
     if (!l.phase.empty() && !is_limit_phase(l.phase))
-      throw UsageError("--limit: unknown phase '" + l.phase + "' (" + phase_names_list() + ")");
+      throw UsageError("--limit: unknown phase " + quote_value(l.phase) + " (" + phase_names_list() + ")");
     CheckItem it;
     it.name = "limit." + l.key();
     it.kind = "category_limit";

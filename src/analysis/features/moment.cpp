@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "snapdiff/error.hpp"
+#include "util/quote_value.hpp"
 
 namespace snapdiff {
 
@@ -28,7 +29,7 @@ std::string lower_trim(const std::string& s) {
 }
 
 [[noreturn]] void bad(const std::string& option, const std::string& text, const std::string& why) {
-  throw UsageError(option + " '" + text + "': " + why + "; a moment is " + kMomentSyntax);
+  throw UsageError(option + " " + quote_value(text) + ": " + why + "; a moment is " + kMomentSyntax);
 }
 
 bool all_digits(const std::string& s) {
@@ -133,10 +134,10 @@ MomentSpec parse_moment(const std::string& text, const std::string& option) {
       if (w[i] == "start") m.edge = MomentSpec::Edge::Start;
       else if (w[i] == "end") m.edge = MomentSpec::Edge::End;
       else if (w[i] == "peak") m.edge = MomentSpec::Edge::Peak;
-      else bad(option, text, "'" + w[i] + "' is not a phase (init, forward, backward, optimizer, other) nor start, end or peak");
+      else bad(option, text, quote_value(w[i]) + " is not a phase (init, forward, backward, optimizer, other) nor start, end or peak");
       ++i;
     }
-    if (i < w.size()) bad(option, text, "unexpected '" + w[i] + "'");
+    if (i < w.size()) bad(option, text, "unexpected " + quote_value(w[i]));
     return m;
   }
   bad(option, text, "not a moment");
@@ -147,12 +148,12 @@ WindowSpec parse_window(const std::string& text, const std::string& option) {
   w.text = text;
   const size_t dots = text.find("..");
   if (dots == std::string::npos || text.find("..", dots + 2) != std::string::npos)
-    throw UsageError(option + " '" + text + "': a window is A..B, two moments (either may be left out: ..B, A..); a moment is " +
+    throw UsageError(option + " " + quote_value(text) + ": a window is A..B, two moments (either may be left out: ..B, A..); a moment is " +
                      kMomentSyntax);
   const std::string a = text.substr(0, dots), b = text.substr(dots + 2);
   if (!lower_trim(a).empty()) w.from = parse_moment(a, option);
   if (!lower_trim(b).empty()) w.to = parse_moment(b, option);
-  if (w.empty()) throw UsageError(option + " '" + text + "': give at least one end of the window (A..B, ..B or A..)");
+  if (w.empty()) throw UsageError(option + " " + quote_value(text) + ": give at least one end of the window (A..B, ..B or A..)");
   return w;
 }
 
@@ -174,7 +175,7 @@ PeakPoint peak_between(const Device& dev, const std::vector<int64_t>& counter, i
 ResolvedMoment resolve_moment(const MomentSpec& m, const Device& dev, const DeviceReplay& rp, const Attribution& at,
                               MomentSpec::Edge edge_default, int64_t lo, int64_t hi, const std::string& option) {
   const int64_t n = int64_t(dev.events.size());
-  const std::string head = option + " '" + m.text + "': ";
+  const std::string head = option + " " + quote_value(m.text) + ": ";
   ResolvedMoment r;
   r.what = m.text;
   auto range_error = [&](const std::string& why) { throw UsageError(head + why); };
