@@ -6,7 +6,7 @@
 # runs one for a while, seeded from real files. Findings land in
 # bench/out/fuzz/TARGET/findings; the growing corpus in bench/out/fuzz/TARGET/corpus.
 #   bash fuzz/run.sh TARGET SECONDS   (TARGET: fuzz_load fuzz_pickle fuzz_snap fuzz_rules fuzz_budget
-#                                       fuzz_chrome_trace fuzz_memtl fuzz_sclog fuzz_tensors)
+#                                       fuzz_chrome_trace fuzz_memtl fuzz_sclog fuzz_tensors fuzz_whatif)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=$1
@@ -33,6 +33,7 @@ case $target in
   fuzz_rules) seed rules/builtin.json fuzz/seeds/rules_*.json tests/data/fuzz_regressions/rules_* ;;
   fuzz_budget) seed fuzz/seeds/budget_*.json tests/data/fuzz_regressions/budget_* ;;
   fuzz_tensors) seed fuzz/seeds/tensors_*.json ;;
+  fuzz_whatif) seed fuzz/seeds/whatif_* tests/data/fuzz_regressions/whatif_* ;;
   fuzz_chrome_trace)
     # Small real traces, and the first events of a large one cut to size.
     gzip -dc "$shared/small_profile.trace.json.gz" >"$out/seeds/small_profile.trace.json" 2>/dev/null || true

@@ -11,6 +11,7 @@
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
 #include "snapdiff/error.hpp"
+#include "util/input_files.hpp"
 
 namespace po = boost::program_options;
 using namespace snapdiff;
@@ -87,6 +88,7 @@ size_t guess_inputs(const std::vector<std::string>& args) {
 
 int run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  keep_input_files(true);  // no output of this command replaces one of its inputs
   if (args.empty()) {
     std::cerr << kTopHelp;
     return kExitUsage;

@@ -10,6 +10,7 @@ namespace {
 
 struct Registry {
   std::mutex mu;
+  bool on = false;
   std::map<std::pair<dev_t, ino_t>, std::string> files;
 };
 
@@ -25,11 +26,18 @@ constexpr size_t kMaxKept = 1 << 20;
 
 }  // namespace
 
+void keep_input_files(bool on) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.on = on;
+  if (!on) r.files.clear();
+}
+
 void note_input_file(const struct stat& st, const std::string& path) {
   if (!S_ISREG(st.st_mode)) return;
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
-  if (r.files.size() >= kMaxKept) return;
+  if (!r.on || r.files.size() >= kMaxKept) return;
   r.files.emplace(std::make_pair(st.st_dev, st.st_ino), path.substr(0, 4096));
 }
 

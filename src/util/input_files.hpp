@@ -11,6 +11,11 @@
 
 namespace snapdiff {
 
+// Off until a front end turns it on (the snapdiff executable does, for its
+// one command): a library user, or a test that writes a file, reads it and
+// writes it again, keeps no list.
+void keep_input_files(bool on);
+
 // Remembers a regular file that was opened for reading (`st` from fstat of
 // the open descriptor, `path` as given). Thread-safe; other kinds are not
 // kept (a FIFO or a device is never replaced by an output).
