@@ -22,6 +22,7 @@
 #include "log_reader.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input/input.hpp"
+#include "util/terminal_text.hpp"
 
 namespace snapcapture {
 
@@ -38,8 +39,10 @@ void forward_signal(int sig, siginfo_t* info, void*) {
   if (g_child > 0) ::kill(pid_t(g_child), sig);
 }
 
+// One line on stderr, through the project's one escaper: file names and
+// commands in it are the user's bytes (docs/reliability.md).
 void say(const std::string& line) {
-  const std::string s = line + "\n";
+  const std::string s = snapdiff::escape_for_terminal(line) + "\n";
   if (::write(2, s.data(), s.size()) < 0) {
   }
 }
