@@ -58,6 +58,30 @@ wait $pid
 rc=$?
 [[ $rc -eq 42 ]] && echo "ok   run forwards SIGTERM" || fail "run forwards SIGTERM: exit $rc, expected 42"
 
+# SIGHUP (as kill or a scheduler sends it) reaches the command; snapcapture
+# writes the recording and removes its temporary folder.
+mkdir -p "$T/hup"
+check "run forwards SIGHUP" 42 env TMPDIR="$T/hup" "$CAP" run --inject "$INJECT" -o "$T/hup.snap" -- \
+  /bin/sh -c 'trap "exit 42" HUP; kill -HUP $PPID; i=0; while [ $i -lt 100 ]; do sleep 0.02; i=$((i+1)); done; exit 9'
+[[ -s $T/hup.snap && -z $(ls -A "$T/hup") ]] || fail "run forwards SIGHUP: no recording, or the log folder left"
+# SIGTSTP stops snapcapture and the command (the shell sees the job stopped);
+# SIGCONT resumes both.
+state() { awk '{print $3}' "/proc/$1/stat" 2>/dev/null; }
+"$CAP" run --inject "$INJECT" -o "$T/stop.snap" -- /bin/sh -c 'sleep 1; exit 3' >"$T/out" 2>"$T/err" &
+pid=$!
+sleep 0.3
+child=$(cat "/proc/$pid/task/$pid/children" 2>/dev/null)
+kill -TSTP $pid
+sleep 0.3
+if [[ -n $child ]]; then
+  [[ $(state $pid) == T && $(state $child) == T ]] && echo "ok   run: SIGTSTP stops snapcapture and the command" ||
+    fail "run: SIGTSTP: snapcapture $(state $pid), the command $(state $child); expected both stopped (T)"
+fi
+kill -CONT $pid
+wait $pid
+rc=$?
+[[ $rc -eq 3 ]] && echo "ok   run: SIGCONT resumes both" || fail "run after SIGTSTP and SIGCONT: exit $rc, expected 3"
+
 # The environment the command sees, and --keep-logs.
 check "run env" 0 "$CAP" run --inject "$INJECT" --interval-ms 50 --keep-logs "$T/logs" -o "$T/env.snap" -- \
   /bin/sh -c 'echo "$SNAPCAPTURE_LOG_DIR|$SNAPCAPTURE_INTERVAL_MS|$CUDA_INJECTION64_PATH"'
@@ -85,6 +109,8 @@ check "run missing library" 2 "$CAP" run --inject "$T/nothing.so" -- true
 one_line_error "run missing library" "cannot be read"
 check "convert without -o" 2 "$CAP" convert "$T/logs"
 one_line_error "convert without -o" "-o OUT.snap is required"
+check "convert bad --max-memory" 2 "$CAP" convert --max-memory lots "$T/logs" -o "$T/x.snap"
+one_line_error "convert bad --max-memory" "--max-memory: expected a size"
 
 # A log written through LogWriter: convert, then snapdiff reads the recording.
 mkdir -p "$T/made"

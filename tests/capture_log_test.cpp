@@ -2,11 +2,13 @@
 // (capture/inject/), bad logs refused with the file and byte offset, and the
 // .snap format's version 2 sections (driver_memory, the kernels' process
 // columns) round-tripped.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cxxabi.h>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -16,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "demangle.hpp"
 #include "log_reader.hpp"
 #include "log_test_util.hpp"
 #include "snapdiff/error.hpp"
@@ -545,4 +548,134 @@ TEST_CASE("bad driver_memory and kernel process columns are refused with a JSON 
   refused([](nlohmann::json& j) { j["kernels"].erase("thread"); }, "$.kernels.thread", "missing");
   refused([](nlohmann::json& j) { j["device_memory"]["pid"].push_back(1); }, "$.device_memory.pid",
           "has 3 entries, expected 2");
+}
+
+namespace {
+
+// A kernel name of `levels` nested templates A<previous, previous>, each
+// level a parameter of its own, spelled through back-references: about 12
+// bytes a level, and a demangled text that doubles with each.
+std::string nested_name(int levels) {
+  auto seq = [](int i) {  // <seq-id> of substitution i: S_, S0_, ..., SZ_, S10_
+    if (i == 0) return std::string("S_");
+    std::string d;
+    for (int k = i - 1;; k /= 36) {
+      d.insert(d.begin(), "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"[k % 36]);
+      if (k < 36) break;
+    }
+    return "S" + d + "_";
+  };
+  std::string n = "_Z6kernel1AI1BS0_E";  // candidates A (0), B (1), A<B, B> (2)
+  for (int k = 2; k <= levels; ++k) n += "S_I" + seq(k) + seq(k) + "E";
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("kernel names: demangled when the bound allows, else kept mangled", "[input]") {
+  // As before: mangled C++ demangled, anything else as it is.
+  CHECK(lg::demangle_kernel_name("_ZN2at6native18elementwise_kernelILi128ELi2EEEviT_") ==
+        "void at::native::elementwise_kernel<128, 2>(int, 128)");
+  CHECK(lg::demangle_kernel_name("ncclDevKernel_AllReduce_Sum_f32_RING_LL") == "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+  CHECK(lg::demangle_kernel_name("_Z") == "_Z");
+  CHECK(lg::demangle_kernel_name("_Znot a name") == "_Znot a name");
+  // The bound holds what __cxa_demangle prints, for kernels of every shape
+  // (templates, lambdas in local scopes, packs, literals, expressions).
+  for (const char* name : {
+           "_ZN2at6native18elementwise_kernelILi128ELi2EEEviT_",
+           "_Z6kernelIJifEEvDpT_",
+           "_Z11flip_filterI6__halfS0_EvPT0_PKT_iiii",
+           "_Z13gemmk1_kernelIidLi256ELi5ELb0ELb0ELb0ELb0E23cublasGemvTensorBatchedIKdES2_S0_IdEdLi0EEv18cublasGemmk1ParamsIT0_T7_T8_T9_T10_N8biasTypeINS8_10value_typeES9_E4typeEE",
+           "_ZN8internal5gemvx6kernelIii13__nv_bfloat16S2_S2_fLb0ELb0ELb0ELb0ELi5ELb0E18cublasGemvParamsExIi23cublasGemvTensorBatchedIKS2_ES6_S4_IS2_EfEEENSt9enable_ifIXntT5_EvE4typeET11_",
+           "_ZN2at6native29vectorized_elementwise_kernelILi4EZZZNS0_21compare_scalar_kernelIfEEvRNS_18TensorIteratorBaseENS0_50_GLOBAL__N__d2ba9fa4_23_CompareKernels_cu_6f4b2e5b6OpTypeET_ENKUlvE_clEvENKUlvE0_clEvEUlfE_NS_6detail5ArrayIPcLi2EEEEEviT0_T1_",
+           "_ZN7cutlass6KernelINS_4gemm6kernel4GemmINS1_11threadblock12MmaPipelinedINS1_9GemmShapeILi128ELi128ELi8EEEEELb0EEEEEvNT_6ParamsE",
+       }) {
+    INFO(name);
+    int status = 0;
+    char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+    REQUIRE(status == 0);
+    const std::optional<uint64_t> bound = lg::demangled_length_bound(name);
+    REQUIRE(bound.has_value());
+    CHECK(*bound >= std::strlen(d));
+    CHECK(lg::demangle_kernel_name(name) == d);
+    std::free(d);
+  }
+  // Each level doubles the text: 3 levels demangle (bound above the text),
+  // 26 (1.1 GB of text) are kept mangled, found from the mangled name alone.
+  const std::string small = nested_name(3);
+  CHECK(lg::demangle_kernel_name(small) ==
+        "kernel(A<B, B>, A<A<B, B>, A<B, B> >, A<A<A<B, B>, A<B, B> >, A<A<B, B>, A<B, B> > >)");
+  for (int levels : {26, 200, 2000}) {
+    INFO(levels);
+    const std::string big = nested_name(levels);
+    const std::optional<uint64_t> bound = lg::demangled_length_bound(big);
+    CHECK((!bound || *bound > lg::kMaxDemangledBytes));
+    CHECK(lg::demangle_kernel_name(big) == big);
+  }
+  // Nesting deeper than the bound's parser follows, and names past 64 KiB,
+  // are kept without a deep recursion.
+  const std::string deep = "_Z1f" + std::string(100000, 'P') + "i";
+  CHECK(!lg::demangled_length_bound(deep));
+  CHECK(lg::demangle_kernel_name(deep) == deep);
+  const std::string deep_args = "_Z1f" + std::string(5000, 'I') + "i" + std::string(5000, 'E');
+  CHECK(lg::demangle_kernel_name(deep_args) == deep_args);
+  const std::string long_name = "_Z" + std::to_string(70000) + std::string(70000, 'a') + "v";
+  CHECK(!lg::demangled_length_bound(long_name));
+}
+
+TEST_CASE("log reader: a kernel name that demangles past the bound keeps its mangled name", "[input]") {
+  TempDir dir;
+  const std::string big = nested_name(26);
+  {
+    LogWriter w;
+    w.set_dir(dir.path);
+    kernel(w, 100, big.c_str());
+    kernel(w, 200, "_ZN2at6native18elementwise_kernelILi128ELi2EEEviT_");
+  }
+  const Trace t = lg::read_logs({dir.path});
+  REQUIRE(t.kernels.size() == 2);
+  CHECK(name_of(t, t.kernels[0].name) == big);
+  CHECK(name_of(t, t.kernels[1].name) == "void at::native::elementwise_kernel<128, 2>(int, 128)");
+}
+
+TEST_CASE("log reader: a FIFO, a device or a log past --max-input-bytes is refused before it is read", "[input]") {
+  TempDir dir;
+  const std::string fifo = dir.path + "/7.sclog";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // No writer: opened without blocking, refused at once (it used to hang).
+  try {
+    lg::read_logs({fifo});
+    FAIL("a FIFO was read");
+  } catch (const InputError& e) {
+    CHECK(e.describe() == fifo + ": not a snapcapture log: a FIFO, not a regular file");
+  }
+  // A folder holding it: the same error, naming the FIFO.
+  try {
+    lg::read_logs({dir.path});
+    FAIL("a FIFO in a folder was read");
+  } catch (const InputError& e) {
+    CHECK(e.describe().find("7.sclog: not a snapcapture log: a FIFO") != std::string::npos);
+  }
+  ::unlink(fifo.c_str());
+  try {
+    lg::read_logs({"/dev/zero"});
+    FAIL("/dev/zero was read");
+  } catch (const InputError& e) {
+    CHECK(e.describe() == "/dev/zero: not a snapcapture log: a character device, not a regular file");
+  }
+  {
+    LogWriter w;
+    w.set_dir(dir.path);
+    for (int i = 0; i < 100; ++i) kernel(w, 100 + i, "k");
+  }
+  lg::ReadOptions small;
+  small.max_input_bytes = 4096;
+  try {
+    lg::read_logs({dir.path}, small);
+    FAIL("a log past --max-input-bytes was read");
+  } catch (const InputError& e) {
+    CHECK(e.describe().find("the logs hold more than --max-input-bytes 4096 bytes") != std::string::npos);
+  }
+  small.max_input_bytes = 64 << 20;
+  CHECK(lg::read_logs({dir.path}, small).kernels.size() == 100);
 }

@@ -39,6 +39,18 @@
 #include <vector>
 
 #include "log_writer.hpp"
+#include "util/terminal_text.hpp"
+
+namespace {
+
+// One line on the program's stderr, through the project's one escaper: the
+// names in it (a folder, a subscriber's name) come from the environment.
+void say(const std::string& message) {
+  const std::string line = snapdiff::escape_for_terminal("snapcapture: " + message) + "\n";
+  std::fputs(line.c_str(), stderr);
+}
+
+}  // namespace
 
 namespace {
 
@@ -97,8 +109,8 @@ bool load_api() {
   if (cuda == nullptr) cuda = dlopen("libcuda.so.1", RTLD_NOW);
   g_api.cupti = open_cupti();
   if (cuda == nullptr || g_api.cupti == nullptr) {
-    std::fprintf(stderr, "snapcapture: %s not found (set SNAPCAPTURE_CUPTI to libcupti's path): recording nothing\n",
-                 cuda == nullptr ? "libcuda.so.1" : "libcupti");
+    say(std::string(cuda == nullptr ? "libcuda.so.1" : "libcupti") +
+        " not found (set SNAPCAPTURE_CUPTI to libcupti's path): recording nothing");
     return false;
   }
   bind(g_api.cupti, "cuptiSubscribe", &g_api.subscribe);
@@ -114,7 +126,7 @@ bool load_api() {
   const bool ok = g_api.subscribe != nullptr && g_api.unsubscribe != nullptr && g_api.enable_callback != nullptr &&
                   g_api.get_device_id != nullptr && g_api.ctx_get_current != nullptr && g_api.ctx_push != nullptr &&
                   g_api.ctx_pop != nullptr && g_api.mem_get_info != nullptr;
-  if (!ok) std::fprintf(stderr, "snapcapture: libcupti or libcuda lacks a function it needs: recording nothing\n");
+  if (!ok) say("libcupti or libcuda lacks a function it needs: recording nothing");
   return ok;
 }
 
@@ -714,7 +726,7 @@ void after_fork_child() {
 bool fail(const char* what, CUptiResult r) {
   const char* msg = nullptr;
   if (g_api.result_string != nullptr) g_api.result_string(r, &msg);
-  std::fprintf(stderr, "snapcapture: %s failed (%s): recording nothing\n", what, msg != nullptr ? msg : "?");
+  say(std::string(what) + " failed (" + (msg != nullptr ? msg : "?") + "): recording nothing");
   return false;
 }
 
@@ -728,10 +740,9 @@ bool subscribe() {
   CUptiResult r = g_api.subscribe_v2 != nullptr ? g_api.subscribe_v2(&g_subscriber, on_callback, nullptr, &params)
                                                  : g_api.subscribe(&g_subscriber, on_callback, nullptr);
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    std::fprintf(stderr,
-                 "snapcapture: CUPTI already has a subscriber (%s; a profiler?): recording nothing, so as not to "
-                 "break it\n",
-                 old_name[0] != '\0' ? old_name : "unnamed");
+    old_name[sizeof old_name - 1] = '\0';
+    say(std::string("CUPTI already has a subscriber (") + (old_name[0] != '\0' ? old_name : "unnamed") +
+        "; a profiler?): recording nothing, so as not to break it");
     if (g_log->ensure_open()) note("CUPTI already had a subscriber: nothing recorded");
     return false;
   }
@@ -757,14 +768,14 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   try {
     const char* dir = std::getenv("SNAPCAPTURE_LOG_DIR");
     if (dir == nullptr || *dir == '\0') {
-      std::fprintf(stderr, "snapcapture: SNAPCAPTURE_LOG_DIR is not set: recording nothing (use snapcapture run)\n");
+      say("SNAPCAPTURE_LOG_DIR is not set: recording nothing (use snapcapture run)");
       return 1;
     }
     if (const char* iv = std::getenv("SNAPCAPTURE_INTERVAL_MS")) g_interval_ms = std::atoi(iv);
     g_log = new LogWriter();
     g_log->set_dir(dir);
     if (!g_log->ensure_open()) {
-      std::fprintf(stderr, "snapcapture: cannot write a log in %s: recording nothing\n", dir);
+      say(std::string("cannot write a log in ") + dir + ": recording nothing");
       return 1;
     }
     command_line();
@@ -797,7 +808,7 @@ void step_aside() {
   if (g_stepped_aside.exchange(true)) return;
   if (g_api.unsubscribe != nullptr && g_subscriber != nullptr) g_api.unsubscribe(g_subscriber);
   g_subscriber = nullptr;
-  std::fprintf(stderr, "snapcapture: a profiler subscribed to CUPTI: recording stops here, so as not to break it\n");
+  say("a profiler subscribed to CUPTI: recording stops here, so as not to break it");
   try {
     note("a profiler subscribed to CUPTI: nothing recorded after this moment");
     g_log->flush();

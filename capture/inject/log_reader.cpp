@@ -1,7 +1,6 @@
 // capture/inject/log_reader.cpp — see log_reader.hpp.
 #include "log_reader.hpp"
 
-#include <cxxabi.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,6 +13,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "demangle.hpp"
 #include "log_format.hpp"
 #include "snapdiff/error.hpp"
 
@@ -37,18 +37,6 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 std::string basename_of(std::string_view path) {
   const size_t slash = path.rfind('/');
   return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
-}
-
-// "_ZN2at6native..." -> "void at::native::...": names that are not mangled
-// C++ (extern "C" kernels, a graph launch's API name) are kept as they are.
-std::string demangle(std::string_view name) {
-  if (name.size() < 3 || name.substr(0, 2) != "_Z") return std::string(name);
-  const std::string z(name);
-  int status = 0;
-  char* d = abi::__cxa_demangle(z.c_str(), nullptr, nullptr, &status);
-  std::string out = status == 0 && d ? std::string(d) : z;
-  std::free(d);
-  return out;
 }
 
 struct Live {
@@ -255,7 +243,7 @@ class FileReader {
     const StrId raw = str(id, at);
     auto it = demangled_.find(raw);
     if (it != demangled_.end()) return it->second;
-    const StrId d = t_.strings.intern(demangle(t_.strings.get(raw)));
+    const StrId d = t_.strings.intern(demangle_kernel_name(t_.strings.get(raw)));
     demangled_.emplace(raw, d);
     return d;
   }
@@ -354,31 +342,62 @@ class FileReader {
   std::string command_;
 };
 
-std::string read_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+const char* file_kind(mode_t m) {
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISDIR(m)) return "a folder";
+  return "not a regular file";
+}
+
+std::string mib(uint64_t b) { return std::to_string(b >> 20) + " MiB"; }
+
+// A log is a regular file (the injection library maps and grows it): it is
+// opened without blocking (a FIFO without a writer would wait forever),
+// anything else is refused before a byte is read, and the read stops one
+// byte past `max_bytes` whatever the file does meanwhile (it may still grow).
+std::string read_file(const std::string& path, uint64_t max_bytes, const std::string& too_big) {
+  auto error = [&](uint64_t off, const std::string& msg) {
+    InputError e(off, msg);
+    e.set_file(path);
+    return e;
+  };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     InputError e("cannot open: " + errno_text(errno));
     e.set_file(path);
     throw e;
   }
-  std::string out;
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   struct stat st{};
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) out.reserve(size_t(st.st_size));
+  if (::fstat(fd, &st) != 0) {
+    InputError e("cannot read: " + errno_text(errno));
+    e.set_file(path);
+    throw e;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    InputError e(std::string("not a snapcapture log: ") + file_kind(st.st_mode) + ", not a regular file");
+    e.set_file(path);
+    throw e;
+  }
+  if (max_bytes && uint64_t(st.st_size) > max_bytes) throw error(0, too_big);
+  std::string out;
+  out.reserve(size_t(st.st_size));
   char buf[1 << 16];
   for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
+    size_t want = sizeof buf;
+    if (max_bytes && uint64_t(out.size()) + want > max_bytes + 1) want = size_t(max_bytes + 1 - out.size());
+    const ssize_t n = ::read(fd, buf, want);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      InputError e(out.size(), "cannot read: " + errno_text(err));
-      e.set_file(path);
-      throw e;
-    }
+    if (n < 0) throw error(out.size(), "cannot read: " + errno_text(errno));
     if (n == 0) break;
     out.append(buf, size_t(n));
+    if (max_bytes && uint64_t(out.size()) > max_bytes) throw error(max_bytes, too_big);
   }
-  ::close(fd);
   return out;
 }
 
@@ -423,14 +442,21 @@ void read_logs(const std::vector<std::string>& paths, Trace& out, const ReadOpti
   std::string pids;
   uint64_t file_bytes = 0;
   for (const std::string& f : files) {
-    const std::string bytes = read_file(f);
-    file_bytes += bytes.size();
-    if (opts.max_memory_bytes && bytes.size() > opts.max_memory_bytes) {
-      InputError e(0, "reading the logs needs more than the limit of " + std::to_string(opts.max_memory_bytes >> 20) +
-                          " MiB of memory (the log alone is larger)");
-      e.set_file(f);
-      throw e;
+    // What this log may hold: the input bound less the logs before it, and
+    // the memory bound (the log's bytes are held while it is read).
+    uint64_t max_bytes = 0;
+    std::string limit_what;
+    if (opts.max_input_bytes) {
+      max_bytes = opts.max_input_bytes > file_bytes ? opts.max_input_bytes - file_bytes : 1;
+      limit_what = "the logs hold more than --max-input-bytes " + std::to_string(opts.max_input_bytes) + " bytes";
     }
+    if (opts.max_memory_bytes && (!max_bytes || opts.max_memory_bytes < max_bytes)) {
+      max_bytes = opts.max_memory_bytes;
+      limit_what = "reading the logs needs more than the limit of " + mib(opts.max_memory_bytes) +
+                   " of memory (the log alone is larger)";
+    }
+    const std::string bytes = read_file(f, max_bytes, limit_what);
+    file_bytes += bytes.size();
     const uint32_t pid = read_log_bytes(bytes, f, out, opts);
     if (!pids.empty()) pids += ' ';
     pids += std::to_string(pid);

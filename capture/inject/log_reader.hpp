@@ -5,7 +5,9 @@
 // convert` write the result as .snap. Plain C++, no CUDA.
 //
 // What it makes of the records (docs/capture.md, "The injection library"):
-// - kernels: the name demangled when it is a mangled C++ name; a graph
+// - kernels: the name demangled when it is a mangled C++ name whose
+//   demangled text is bounded by 16 KiB (demangle.hpp; else it stays
+//   mangled); a graph
 //   launch (cudaGraphLaunch, cuGraphLaunch) is one entry with graph = true;
 // - driver memory: calls that failed (result != 0) are left out; a free
 //   gets the size (and, when the record has none, the device) of the
@@ -40,6 +42,9 @@ namespace snapcapture::log {
 struct ReadOptions {
   // Refuse (InputError) when the model would pass this many bytes (0: no bound).
   uint64_t max_memory_bytes = 0;
+  // Refuse (InputError) logs of more bytes than this, all files together
+  // (0: no bound); snapcapture's --max-input-bytes, 16 GiB by default.
+  uint64_t max_input_bytes = 0;
 };
 
 // The logs of a folder: its *.sclog files, sorted by name. InputError when
@@ -47,6 +52,10 @@ struct ReadOptions {
 std::vector<std::string> logs_in_dir(const std::string& dir);
 
 // Reads the files (each a log; a folder stands for its logs) into `out`.
+// A log is a regular file: a FIFO, a device (a link to /dev/zero) or a
+// socket is an InputError naming it, before a byte is read (opened without
+// blocking: a FIFO without a writer never hangs); a file is read up to the
+// bounds and no further, even while it grows.
 void read_logs(const std::vector<std::string>& paths, snapdiff::Trace& out, const ReadOptions& opts = {});
 snapdiff::Trace read_logs(const std::vector<std::string>& paths, const ReadOptions& opts = {});
 

@@ -13,6 +13,7 @@
 #include "run.hpp"
 #include "selftest.hpp"
 #include "snapdiff/input/input.hpp"
+#include "util/terminal_text.hpp"
 
 namespace po = boost::program_options;
 using namespace snapcapture;
@@ -29,6 +30,11 @@ uint64_t parse_bytes(const std::string& s) {
   else if (unit == "G" || unit == "GiB") mul = 1024.0 * 1024 * 1024;
   else if (!unit.empty()) throw std::invalid_argument("unknown unit '" + unit + "' (use K, M or G)");
   return uint64_t(v * mul);
+}
+
+// One line on stderr through the project's one escaper.
+void say(const std::string& message) {
+  std::cerr << snapdiff::escape_for_terminal(message) << "\n";
 }
 
 std::string gib(int64_t b) {
@@ -87,13 +93,13 @@ int main(int argc, char** argv) {
         cfg.seq % 16 || cfg.batch < 1 || cfg.iters < 1)
       throw std::invalid_argument("sizes: layers, heads, batch, iters >= 1; head-dim and seq multiples of 16");
   } catch (const std::exception& e) {
-    std::cerr << "snapcapture: error: " << e.what() << "\n";
+    say(std::string("snapcapture: error: ") + e.what());
     return 2;
   }
 
   int dev_count = 0;
   if (cudaGetDeviceCount(&dev_count) != cudaSuccess || dev_count == 0) {
-    std::cerr << "snapcapture: error: no CUDA device\n";
+    say("snapcapture: error: no CUDA device");
     return 1;
   }
   cuda_check(cudaSetDevice(0), "cudaSetDevice");
@@ -128,7 +134,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) cmdline << (i ? " " : "") << argv[i];
   std::printf("snapcapture: %s, %s optimizer, %d layers, %d heads x %d, seq %d, batch %d, %d iterations on %s\n",
               mode_name(cfg.mode), optimizer.c_str(), cfg.layers, cfg.heads, cfg.head_dim, cfg.seq, cfg.batch,
-              cfg.iters, prop.name);
+              cfg.iters, snapdiff::escape_for_terminal(prop.name).c_str());
   auto wall0 = std::chrono::steady_clock::now();
   std::vector<IterStats> iters;
   std::string failure;
@@ -158,7 +164,7 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       failure = e.what();
     }
-    if (!failure.empty()) std::fprintf(stderr, "snapcapture: %s (the recording is still written)\n", failure.c_str());
+    if (!failure.empty()) say("snapcapture: " + failure + " (the recording is still written)");
     cudaDeviceSynchronize();
     sample("end");
     // The model stays alive until here, so the snapshot's segments show it, as
@@ -181,7 +187,7 @@ int main(int argc, char** argv) {
         if (!output.empty()) snapdiff::write_snap_file(t, output);
         if (!pickle.empty()) snapdiff::write_torch_pickle_file(t, pickle, false);
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "snapcapture: error: writing the recording: %s\n", e.what());
+        say(std::string("snapcapture: error: writing the recording: ") + e.what());
         return 1;
       }
     }

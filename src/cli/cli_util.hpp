@@ -12,6 +12,7 @@
 #include "snapdiff/analysis/kernel_join.hpp"
 #include "snapdiff/input/input.hpp"
 #include "snapdiff/model/model.hpp"
+#include "util/terminal_text.hpp"
 
 namespace snapdiff::cli {
 
@@ -85,11 +86,9 @@ void prepare_standard_streams();
 // into 2 with its one line (an error already reported keeps its code).
 int finish_stdout(int rc);
 
-// A message for stderr (or a name on stdout) as one visible line: C0
-// controls and DEL as \n, \t, \r or \xNN, bytes that are not UTF-8 as \xNN,
-// and the valid code points that act on a terminal or break a line (C1
-// controls, U+2028/U+2029, bidirectional overrides) as \uXXXX.
-std::string escape_for_terminal(std::string_view text);
+// A message for stderr (or a name on stdout) as one visible line: the
+// project's one escaper (src/util/terminal_text.hpp).
+using snapdiff::escape_for_terminal;
 // Prints "snapdiff: error: MESSAGE[SUFFIX]" on stderr, MESSAGE escaped.
 void print_error(const std::string& message, const char* suffix = "");
 
