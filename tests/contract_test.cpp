@@ -22,6 +22,7 @@
 #include "snapdiff/analysis/analysis.hpp"
 #include "snapdiff/report/report.hpp"
 #include "test_util.hpp"
+#include "../fuzz/whatif_program.hpp"
 #include "util/read_file.hpp"
 
 using namespace snapdiff;
@@ -229,6 +230,15 @@ TEST_CASE("every fuzzer finding stays fixed (tests/data/fuzz_regressions)", "[in
         Trace t;
         read_snap(bytes, t);
         (void)analyze(t, {});
+      } else if (name.rfind("whatif_", 0) == 0) {
+        // fuzz_whatif: settings, then a program of requests; the figures
+        // modelled must be possible (a refused setting is a UsageError).
+        fuzz::WhatIfCase c = fuzz::whatif_case(bytes);
+        try {
+          const WhatIfResult r = what_if(c.trace, {parse_alloc_conf(c.conf)}, c.opts);
+          CHECK(fuzz::whatif_impossible(r) == "");
+        } catch (const UsageError&) {
+        }
       } else {
         Trace t = load_trace_from_memory(bytes, name);
         (void)analyze(t, {});
