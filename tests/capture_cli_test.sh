@@ -67,13 +67,22 @@ check "run forwards SIGHUP" 42 env TMPDIR="$T/hup" "$CAP" run --inject "$INJECT"
 # SIGTSTP stops snapcapture and the command (the shell sees the job stopped);
 # SIGCONT resumes both.
 state() { awk '{print $3}' "/proc/$1/stat" 2>/dev/null; }
-"$CAP" run --inject "$INJECT" -o "$T/stop.snap" -- /bin/sh -c 'sleep 1; exit 3' >"$T/out" 2>"$T/err" &
+"$CAP" run --inject "$INJECT" -o "$T/stop.snap" -- /bin/sh -c 'sleep 2; exit 3' >"$T/out" 2>"$T/err" &
 pid=$!
-sleep 0.3
-child=$(cat "/proc/$pid/task/$pid/children" 2>/dev/null)
+# Waits (up to 10 s on a loaded machine) for the command to be started, then
+# for both to show stopped: fixed sleeps raced a busy 2-core CI machine.
+child=
+for _ in $(seq 200); do
+  child=$(cat "/proc/$pid/task/$pid/children" 2>/dev/null)
+  [[ -n $child ]] && break
+  sleep 0.05
+done
 kill -TSTP $pid
-sleep 0.3
 if [[ -n $child ]]; then
+  for _ in $(seq 200); do
+    [[ $(state $pid) == T && $(state $child) == T ]] && break
+    sleep 0.05
+  done
   [[ $(state $pid) == T && $(state $child) == T ]] && echo "ok   run: SIGTSTP stops snapcapture and the command" ||
     fail "run: SIGTSTP: snapcapture $(state $pid), the command $(state $child); expected both stopped (T)"
 fi
