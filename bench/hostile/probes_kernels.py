@@ -61,6 +61,31 @@ def _one_address(n):
     return make
 
 
+def _many_holders(holders, samples):
+    """One process whose driver calls come from `holders` libraries (each a
+    row of the outside-the-allocator section, holding 2 MiB from the start)
+    and `samples` cudaMemGetInfo samples after them, joined with a snapshot
+    whose one segment the process's PyTorch cudaMalloc made."""
+    def make(d):
+        import gzip
+        ev = [{"action": "segment_alloc", "addr": SEG, "size": 20 * MiB, "stream": 0, "time_us": T0, "frames": []},
+              {"action": "alloc", "addr": SEG, "size": 2 * MiB, "stream": 0, "time_us": T0 + 1, "frames": []}]
+        dump(os.path.join(d, "s.pickle"), {"segments": [], "device_traces": [ev]})
+        strings = ["", "cudaMalloc", "libc10_cuda.so"] + ["lib%d.so" % i for i in range(holders)]
+        n = holders + 1
+        times = [T0] + [T0 + 10 + i for i in range(holders)]
+        drv = _driver(times, [SEG] + [0x10_0000_0000 + i * 4 * MiB for i in range(holders)], [20 * MiB] + [2 * MiB] * holders,
+                      callers=["pytorch"] + ["other"] * holders, libraries=[2] + [3 + i for i in range(holders)])
+        st = [T0 + 10 + holders + i for i in range(samples)]
+        smp = {"count": samples, "device": [0] * samples, "time_us_delta": _deltas(st), "pid": [1000] * samples,
+               "free_bytes": [40 << 30] * samples, "total_bytes": [80 << 30] * samples,
+               "reserved_bytes": [20 * MiB] * samples, "label": [0] * samples}
+        assert n == len(drv["addr"])
+        with gzip.open(os.path.join(d, "r.kernels.snap"), "wt") as f:
+            json.dump(_recording(drv, smp, strings=strings), f)
+    return make
+
+
 def probes(scale):
     full = scale == "full"
 
@@ -73,4 +98,20 @@ def probes(scale):
               "of 100,000 cudaMalloc's there: each segment event looked at every call (13 s; 0.1 s without "
               "--kernels)",
               _one_address(sz(100_000, 200_000)), ["report", "s.pickle", "--kernels", "r.kernels.snap"], exit=0),
+            Probe("i37_04_outside_many_holders", "bounds",
+              "15,000 holders (libraries of one process) by 15,000 cudaMemGetInfo samples from a small "
+              "recording: every holder's bytes were kept at every sample (3.5 GB under --max-memory 512MiB)",
+              _many_holders(sz(15_000, 15_000), sz(15_000, 15_000)),
+              ["report", "s.pickle", "--kernels", "r.kernels.snap", "--max-memory", "512MiB"], exit=0,
+              max_rss=512 << 20),
+        Probe("i37_04_outside_many_holders_json", "bounds",
+              "the same as JSON: the over-time table lists what changed at each sample, not every holder",
+              _many_holders(sz(15_000, 15_000), sz(15_000, 15_000)),
+              ["report", "s.pickle", "--kernels", "r.kernels.snap", "--max-memory", "512MiB", "-f", "json",
+               "-o", "r.json"], exit=0, max_rss=512 << 20),
+        Probe("i37_04_outside_many_holders_html", "bounds",
+              "the same as HTML: the over-time table's columns and rows are bounded",
+              _many_holders(sz(15_000, 15_000), sz(15_000, 15_000)),
+              ["report", "s.pickle", "--kernels", "r.kernels.snap", "--max-memory", "512MiB", "-f", "html",
+               "-o", "r.html"], exit=0, max_rss=512 << 20),
     ]
