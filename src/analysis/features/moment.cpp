@@ -214,8 +214,8 @@ ResolvedMoment resolve_moment(const MomentSpec& m, const Device& dev, const Devi
       int64_t t = m.time_us;
       if (m.kind == MomentSpec::Kind::Relative && __builtin_add_overflow(first, m.time_us, &t))
         range_error("beyond the recording; " + range);
-      if (t < t_lo) range_error("before the earliest event; " + range);
-      if (t > t_hi) range_error("after the latest event; " + range);
+      if (t < t_lo) range_error("before the first event; " + range);
+      if (t > t_hi) range_error("after the last event; " + range);
       // The last event at or before t, before the first one after it.
       int64_t idx = -1;
       for (int64_t i = 0; i < n; ++i) {
