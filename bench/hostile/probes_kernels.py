@@ -61,6 +61,28 @@ def _one_address(n):
     return make
 
 
+def _many_processes_one_address(procs, n):
+    """The snapshot of _one_address(n), and a recording in which `procs`
+    processes each made one cudaMalloc at that address (the last one all n):
+    each segment event was searched in every process's calls, and every
+    process kept its differences."""
+    def make(d):
+        ev, times = [], []
+        for i in range(n):
+            t = T0 + 10 * i
+            times.append(t)
+            for action, dt in (("segment_alloc", 0), ("segment_free", 5)):
+                ev.append({"action": action, "addr": SEG, "size": 20 * MiB, "stream": 0, "time_us": t + dt,
+                           "frames": []})
+        dump(os.path.join(d, "s.pickle"), {"segments": [], "device_traces": [ev]})
+        t_all = [T0 + 10 * (i % n) for i in range(procs)] + times
+        pids = [2000 + i for i in range(procs)] + [1000] * n
+        drv = _driver(t_all, [SEG] * len(t_all), [20 * MiB] * len(t_all), pids=pids)
+        with open(os.path.join(d, "r.kernels.snap"), "w") as f:
+            json.dump(_recording(drv), f)
+    return make
+
+
 def _many_holders(holders, samples):
     """One process whose driver calls come from `holders` libraries (each a
     row of the outside-the-allocator section, holding 2 MiB from the start)
@@ -114,4 +136,9 @@ def probes(scale):
               _many_holders(sz(15_000, 15_000), sz(15_000, 15_000)),
               ["report", "s.pickle", "--kernels", "r.kernels.snap", "--max-memory", "512MiB", "-f", "html",
                "-o", "r.html"], exit=0, max_rss=512 << 20),
+            Probe("i37_08_kernels_join_many_processes", "time",
+              "20,000 processes with a cudaMalloc at the one address a snapshot makes and frees its segment at "
+              "50,000 times: counted per process from its calls, differences kept for the process picked",
+              _many_processes_one_address(sz(20_000, 50_000), sz(50_000, 100_000)),
+              ["report", "s.pickle", "--kernels", "r.kernels.snap"], exit=0),
     ]

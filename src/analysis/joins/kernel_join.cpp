@@ -47,8 +47,45 @@ struct Window {
 // segment event in O(log n): cudaMalloc's by size, each size's times
 // sorted; mappings with a tree of their smallest size over time ranges
 // (a mapping serves a segment_map event of at least its size).
+// The snapshot's segment_alloc events at one device and address: by size,
+// their times (known ones sorted, and how many unknown).
+struct SegTimes {
+  std::vector<int64_t> known;
+  uint64_t unknown = 0;
+};
+
 class CallIndex {
  public:
+  // How many of the segment_alloc events (by size) match() would match, from
+  // the calls' side: every one when the first call of its size has no time,
+  // else those without a time and those within the bound of a call (the
+  // calls' merged intervals, each counted by binary search). A process's
+  // count costs its calls, not the snapshot's events at the address.
+  uint64_t alloc_matches(const std::map<uint64_t, SegTimes>& by_size) const {
+    uint64_t n = 0;
+    for (const auto& [size, times] : allocs_) {
+      auto it = by_size.find(size);
+      if (it == by_size.end() || times.empty()) continue;
+      const SegTimes& st = it->second;
+      if (times.front() == kNoTime) {
+        n += st.known.size() + st.unknown;
+        continue;
+      }
+      n += st.unknown;
+      for (size_t i = 0; i < times.size();) {
+        const int64_t lo = sat_add(times[i], -kKernelJoinMaxOffsetUs);
+        int64_t hi = sat_add(times[i], kKernelJoinMaxOffsetUs);
+        size_t j = i + 1;
+        for (; j < times.size() && sat_add(times[j], -kKernelJoinMaxOffsetUs) <= hi; ++j)
+          hi = std::max(hi, sat_add(times[j], kKernelJoinMaxOffsetUs));
+        n += uint64_t(std::upper_bound(st.known.begin(), st.known.end(), hi) -
+                      std::lower_bound(st.known.begin(), st.known.end(), lo));
+        i = j;
+      }
+    }
+    return n;
+  }
+
   void add(const DriverMemoryEvent& e) {
     if (e.kind == DriverMemoryKind::Alloc) allocs_[e.size].push_back(e.time_us);
     else maps_.push_back({e.time_us, e.size == 0 ? UINT64_MAX : e.size});
@@ -145,7 +182,6 @@ bool segment_call(const DriverMemoryEvent& e) {
 struct Candidate {
   uint32_t pid = 0;
   uint64_t matched = 0, dump_found = 0, kernels = 0;
-  std::vector<double> deltas;  // snapshot - recording, per matched pair
 };
 
 double quantile(const std::vector<double>& sorted, double q) {
@@ -270,21 +306,38 @@ Joined<KernelJoin> join_kernel_recording(Trace snapshot, const Trace& recording,
   // range's), nearest in time and within the bound. A binary search each:
   // a segment made and freed at one address 100,000 times, against as many
   // calls there, used to compare every pair (13 s).
+  // Counted per process from its calls (segment_alloc events) or per
+  // mapping event (segment_map); the differences only for the process
+  // picked, below: many processes with calls at one address used to cost
+  // processes x events, in time and in differences kept.
+  struct SegsAt {
+    std::map<uint64_t, SegTimes> allocs;  // by size
+    std::vector<const SegEvent*> maps;
+  };
+  std::map<std::pair<int, uint64_t>, SegsAt> segs_at;
   for (const SegEvent& s : segs) {
-    for (auto it = calls.lower_bound({s.device, s.addr, 0});
-         it != calls.end() && std::get<0>(it->first) == s.device && std::get<1>(it->first) == s.addr; ++it) {
+    SegsAt& a = segs_at[{s.device, s.addr}];
+    if (s.map) a.maps.push_back(&s);
+    else if (s.time == kNoTime) ++a.allocs[s.size].unknown;
+    else a.allocs[s.size].known.push_back(s.time);
+  }
+  for (auto& kv : segs_at)
+    for (auto& st : kv.second.allocs) std::sort(st.second.known.begin(), st.second.known.end());
+  for (const auto& [key, index] : calls) {
+    auto at = segs_at.find({std::get<0>(key), std::get<1>(key)});
+    if (at == segs_at.end()) continue;
+    Candidate& c = by_pid[std::get<2>(key)];
+    c.matched += index.alloc_matches(at->second.allocs);
+    for (const SegEvent* s : at->second.maps) {
       int64_t d = 0;
       bool timed = false;
-      if (!it->second.match(s.map, s.size, s.time, &d, &timed)) continue;
-      Candidate& c = by_pid[std::get<2>(it->first)];
-      ++c.matched;
-      if (timed) c.deltas.push_back(double(d));
+      c.matched += index.match(true, s->size, s->time, &d, &timed);
     }
   }
   for (auto& kv : by_pid) {
     Candidate& c = kv.second;
     if (auto h = held.find(c.pid); h != held.end())
-      for (const auto& a : dump_addrs) c.dump_found += h->second.count(a);
+      for (const auto& a : h->second) c.dump_found += dump_addrs.count(a);
   }
 
   // The process: most matched segment events, then dump-time segments
@@ -296,6 +349,14 @@ Joined<KernelJoin> join_kernel_recording(Trace snapshot, const Trace& recording,
       pick = &c;
   }
   if (!pick) refuse("it holds no process");
+  // The picked process's differences, segment event by segment event.
+  std::vector<double> deltas;
+  for (const SegEvent& s : segs) {
+    auto it = calls.find({s.device, s.addr, pick->pid});
+    int64_t d = 0;
+    bool timed = false;
+    if (it != calls.end() && it->second.match(s.map, s.size, s.time, &d, &timed) && timed) deltas.push_back(double(d));
+  }
   uint64_t segs_in_window = 0;
   for (const SegEvent& s : segs) segs_in_window += rec_w.contains(s.time, 0);
   if (pick->matched == 0 && pick->dump_found == 0 && segs_in_window > 0)
@@ -306,8 +367,8 @@ Joined<KernelJoin> join_kernel_recording(Trace snapshot, const Trace& recording,
   j.matched_segments = pick->matched;
   j.dump_segments_found = pick->dump_found;
   int64_t off = 0;
-  if (!pick->deltas.empty()) {
-    std::vector<double> d = pick->deltas;
+  if (!deltas.empty()) {
+    std::vector<double> d = std::move(deltas);
     std::sort(d.begin(), d.end());
     j.offset_measured = true;
     j.offset_us = quantile(d, 0.5);
