@@ -160,7 +160,8 @@ AllocConf parse_alloc_conf(std::string_view text) {
     if (key == "max_split_size_mb") {
       const uint64_t mb = parse_u64(key, v);
       if (mb <= 20) throw UsageError("--alloc-conf: max_split_size_mb:" + quote_value(v) + ": PyTorch requires more than 20");
-      c.max_split_size = int64_t(mb << 20);
+      // Beyond any device (2^42 MiB would wrap the byte count): no limit, as it acts.
+      c.max_split_size = mb >= (uint64_t(1) << 42) ? -1 : int64_t(mb << 20);
     } else if (key == "roundup_power2_divisions") {
       c.roundup_power2_divisions = parse_roundup(v);
     } else if (key == "garbage_collection_threshold") {
