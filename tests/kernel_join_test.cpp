@@ -336,3 +336,32 @@ TEST_CASE("snapcapture's recordings: at least 99% of the allocations live at the
   }
   CHECK(seen == 3);
 }
+
+TEST_CASE("a kernel recording: each segment event takes the nearest call of its size at its address", "[analysis]") {
+  // One address made and freed 5 times (at 10,000 us steps); the recording
+  // has 7 calls there: the right size at +100 us of each but the third
+  // (-40 us and +40 us: the earlier wins a tie), one of another size nearer,
+  // and one 2 s away (beyond the bound). Mappings: one too large, one that fits.
+  Trace snap;
+  Device& d = snap.device(0);
+  d.has_trace = true;
+  const uint64_t a = 0x7f0000000000;
+  for (int i = 0; i < 5; ++i) {
+    d.events.push_back(ev(EventKind::SegmentAlloc, a, 20 * kMiB, 10'000 * (i + 1)));
+    d.events.push_back(ev(EventKind::SegmentFree, a, 20 * kMiB, 10'000 * (i + 1) + 5));
+  }
+  d.events.push_back(ev(EventKind::SegmentMap, a + 64 * kMiB, 40 * kMiB, 60'000));
+  Trace rec;
+  for (int i : {0, 1, 3, 4}) rec.driver_memory.push_back(drv(5, DriverMemoryKind::Alloc, a, 20 * kMiB, 10'000 * (i + 1) - 100));
+  rec.driver_memory.push_back(drv(5, DriverMemoryKind::Alloc, a, 20 * kMiB, 30'000 - 40));
+  rec.driver_memory.push_back(drv(5, DriverMemoryKind::Alloc, a, 20 * kMiB, 30'000 + 40));
+  rec.driver_memory.push_back(drv(5, DriverMemoryKind::Alloc, a, 2 * kMiB, 30'000 - 1));
+  rec.driver_memory.push_back(drv(5, DriverMemoryKind::Alloc, a, 20 * kMiB, 2'050'000));
+  rec.driver_memory.push_back(drv(5, DriverMemoryKind::Map, a + 64 * kMiB, 80 * kMiB, 60'000));
+  rec.driver_memory.push_back(drv(5, DriverMemoryKind::Map, a + 64 * kMiB, 20 * kMiB, 60'000 - 7));
+  const auto [joined, j] = join_kernel_recording(std::move(snap), rec, "r.kernels.snap", "s.pickle");
+  CHECK(j.segment_events == 6);
+  CHECK(j.matched_segments == 6);
+  // Differences 100 x 4, 40 (the earlier of the tie) and 7: the median is 100.
+  CHECK(j.offset_us == 100);
+}

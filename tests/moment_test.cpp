@@ -104,6 +104,18 @@ TEST_CASE("--at out of range says the range", "[analysis]") {
   CHECK_THAT(message("+100000s"), Catch::Contains("after the last event"));
   CHECK_THAT(message("@1"), Catch::Contains("before the first event"));
   CHECK_THAT(message("iteration 1 init"), Catch::Contains("has no init phase"));
+  // A clock that runs backwards: the earliest to the latest time, offsets
+  // from the first event's with one sign each, exact at int64's ends.
+  Trace back;
+  test::push_alloc(back, 0x1000, 512, 0, INT64_MAX);
+  test::push_alloc(back, 0x2000, 512, 0, -INT64_MAX);
+  try {
+    analyze(back, at_opts("+1s"));
+    FAIL("accepted");
+  } catch (const UsageError& e) {
+    CHECK_THAT(std::string(e.what()),
+               Catch::Contains("run from @-9223372036854775807 to @9223372036854775807 (-18446744073709.551614 s to +0"));
+  }
 }
 
 TEST_CASE("--at the peak is the default report; --at another moment moves the live set there", "[analysis]") {

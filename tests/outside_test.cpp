@@ -194,10 +194,16 @@ TEST_CASE("outside the allocator: Alloc/Free pairs by caller, the context as use
   REQUIRE(d.over_time.size() == 3);
   CHECK(d.over_time[1].time_us == at(108));
   CHECK(d.over_time[1].used == mib(626));
-  CHECK(d.over_time[1].bytes == std::vector<int64_t>{mib(20), mib(64), mib(32), 0, mib(510)});
-  CHECK(d.over_time[0].bytes == std::vector<int64_t>{0, 0, 0, 0, mib(500)});
+  CHECK(outside_sample_bytes(d, 1) == std::vector<int64_t>{mib(20), mib(64), mib(32), 0, mib(510)});
+  CHECK(outside_sample_bytes(d, 0) == std::vector<int64_t>{0, 0, 0, 0, mib(500)});
   CHECK(d.over_time[2].label == "exit");
-  CHECK(d.over_time[2].bytes == std::vector<int64_t>{mib(20), 0, mib(32), 0, mib(500)});
+  CHECK(outside_sample_bytes(d, 2) == std::vector<int64_t>{mib(20), 0, mib(32), 0, mib(500)});
+  // Each sample keeps only what changed since the one before.
+  CHECK(d.over_time[0].changes.size() == 1);
+  REQUIRE(d.over_time[2].changes.size() == 2);
+  CHECK(d.over_time[2].changes[0].row == 1);
+  CHECK(d.over_time[2].changes[0].bytes == 0);
+  CHECK(d.over_time[2].changes[1].row == 4);
 }
 
 TEST_CASE("outside the allocator: NCCL's create-map-release-unmap, expandable segments' map/unmap, a handle released unmapped",
@@ -424,7 +430,11 @@ TEST_CASE("outside the allocator: the text and JSON sections, and the JSON read 
   CHECK(d["rows"][4]["caller"] == "context");
   CHECK(d["rows"][4]["pid"].is_null());
   CHECK(d["reserved_check"]["samples"] == 1);
-  CHECK(d["over_time"][1]["bytes"] == nlohmann::json::array({mib(20), mib(64), mib(32), 0, mib(510)}));
+  // A sample lists the rows that changed since the one before (the context row: 500 MiB, then 510).
+  CHECK(d["over_time"][1]["changes"] == nlohmann::json::parse("[{\"row\":0,\"bytes\":" + std::to_string(mib(20)) +
+                                                              "},{\"row\":1,\"bytes\":" + std::to_string(mib(64)) +
+                                                              "},{\"row\":2,\"bytes\":" + std::to_string(mib(32)) +
+                                                              "},{\"row\":4,\"bytes\":" + std::to_string(mib(510)) + "}]"));
   // The view read back from its JSON writes the same JSON and text.
   const Report back = read_report_json(json, "report.json");
   CHECK(render_json(back) == json);

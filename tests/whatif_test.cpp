@@ -199,3 +199,55 @@ TEST_CASE("whatif: the recorded row is PyTorch's own peaks on every complete rea
   }
   CHECK(checked >= 15);
 }
+
+namespace {
+
+Event wev(EventKind k, uint64_t addr, uint64_t size, int64_t t) {
+  Event e;
+  e.kind = k;
+  e.addr = addr;
+  e.size = size;
+  e.time_us = t;
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("whatif: a request beyond an expandable segment's range is out of memory, every figure possible", "[analysis]") {
+  // A 1.5 TiB request: larger than the model's 1 TiB range; once mapped
+  // only 1 TiB of it and wrapped the rest (reserved below allocated,
+  // negative cached bytes) and "fitted" a limit below the request.
+  Trace t;
+  Device& d = t.device(0);
+  d.has_trace = true;
+  const uint64_t big = (uint64_t(3) << 40) / 2;
+  d.events.push_back(wev(EventKind::SegmentAlloc, 0x10000000000, big, 1));
+  d.events.push_back(wev(EventKind::Alloc, 0x10000000000, big, 2));
+  for (int64_t limit : {int64_t(0), int64_t(1200) << 30}) {
+    WhatIfOptions o;
+    o.memory_limit = limit;
+    o.limit_is_fraction = limit > 0;
+    const WhatIfResult r = what_if(t, {parse_alloc_conf("expandable_segments:True"), parse_alloc_conf("")}, o);
+    const WhatIfScenario& e = r.scenarios[0];
+    REQUIRE(e.oom);
+    CHECK(e.oom->requested_bytes == big);
+    for (const WhatIfScenario& s : r.scenarios) {
+      CHECK(s.allocated <= s.reserved);
+      CHECK(s.cached_at_peak >= 0);
+    }
+    // Without the expandable range, the default fits it unless the limit is below it.
+    CHECK(bool(r.scenarios[1].oom) == (limit > 0));
+  }
+}
+
+TEST_CASE("whatif: a setting quoted in a refusal is cut at 400 bytes, its length said", "[analysis]") {
+  const std::string v(1 << 20, '7');
+  try {
+    parse_alloc_conf("max_split_size_mb:" + v);
+    FAIL("accepted");
+  } catch (const UsageError& e) {
+    const std::string m = e.what();
+    CHECK(m.size() < 600);
+    CHECK(m.find("(1048576 bytes in all)") != std::string::npos);
+  }
+}

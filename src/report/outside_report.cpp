@@ -103,6 +103,10 @@ std::vector<std::string> outside_sentences(const OutsideDevice& d) {
   return out;
 }
 
+// At most this many holders named on a line of the over-time listing (and
+// columns of its HTML table).
+constexpr size_t kOverTimeHolders = 32;
+
 std::string outside_text(const Report& r) {
   std::ostringstream o;
   for (const OutsideDevice& d : r.outside) {
@@ -133,13 +137,22 @@ std::string outside_text(const Report& r) {
       const OutsideSample& s = d.over_time[k];
       if (!runs.empty()) {
         const OutsideSample& p = d.over_time[runs.back().last];
-        if (p.used == s.used && p.bytes == s.bytes && p.label == s.label) {
+        if (p.used == s.used && s.changes.empty() && p.label == s.label) {
           runs.back().last = k;
           continue;
         }
       }
       runs.push_back({k, k});
     }
+    // Every row's bytes, brought up to each shown sample in turn (the
+    // samples keep only what changed).
+    std::vector<int64_t> bytes(d.rows.size(), 0);
+    size_t applied = 0;
+    auto bring_to = [&](size_t k) {
+      for (; applied <= k; ++applied)
+        for (const OutsideChange& c : d.over_time[applied].changes)
+          if (c.row < bytes.size()) bytes[c.row] = c.bytes;
+    };
     constexpr size_t kOverTimeLines = 16;
     for (size_t k = 0; k < runs.size(); ++k) {
       if (runs.size() > kOverTimeLines && k == kOverTimeLines / 2) {
@@ -150,15 +163,21 @@ std::string outside_text(const Report& r) {
         continue;
       }
       const OutsideSample& s = d.over_time[runs[k].first];
+      bring_to(runs[k].first);
       const size_t n = runs[k].last - runs[k].first + 1;
       std::string line = human_bytes(s.used) + " used" + (s.label.empty() ? std::string() : " (" + dn(s.label) + ")");
       if (n > 1) line += " at " + count_of(n, "sample") + " to " + when(d, d.over_time[runs[k].last].time_us);
-      bool first = true;
-      for (size_t i = 0; i < s.bytes.size() && i < d.rows.size(); ++i) {
-        if (s.bytes[i] == 0) continue;
-        line += (first ? ": " : ", ") + dn(short_label(d, d.rows[i])) + " " + human_bytes(s.bytes[i]);
-        first = false;
+      size_t listed = 0, more = 0;
+      for (size_t i = 0; i < bytes.size(); ++i) {
+        if (bytes[i] == 0) continue;
+        if (listed == kOverTimeHolders) {
+          ++more;
+          continue;
+        }
+        line += (listed ? ", " : ": ") + dn(short_label(d, d.rows[i])) + " " + human_bytes(bytes[i]);
+        ++listed;
       }
+      if (more) line += " and " + count_of(more, "more holder") + " (in the JSON report)";
       o << wrap("    " + pad_left(when(d, s.time_us), 10) + "  ", line, 100);
     }
   }
@@ -183,19 +202,30 @@ std::string outside_html(const Report& r) {
       << td(d.outside_at_exit, human_bytes(d.outside_at_exit)) << "<td></td><td></td></tr>\n</tbody></table>\n";
     for (const std::string& s : outside_sentences(d)) o << "<p class=\"muted\">" << esc(s) << "</p>\n";
     if (!d.over_time.empty()) {
+      // A column per holder while they are few; past that, and past
+      // kOverTimeRows samples, the JSON report has the rest (samples x
+      // holders cells from a small recording once made gigabytes).
+      constexpr size_t kOverTimeRows = 2000;
+      const size_t cols = std::min(d.rows.size(), kOverTimeHolders);
       o << "<table><thead><tr><th class=\"n\">t</th><th>label</th><th class=\"n\">used</th>";
-      for (const OutsideRow& row : d.rows) o << "<th class=\"n\">" << esc(short_label(d, row)) << "</th>";
+      for (size_t i = 0; i < cols; ++i) o << "<th class=\"n\">" << esc(short_label(d, d.rows[i])) << "</th>";
       o << "</tr></thead><tbody>\n";
-      for (const OutsideSample& s : d.over_time) {
+      std::vector<int64_t> bytes(d.rows.size(), 0);
+      for (size_t k = 0; k < d.over_time.size() && k < kOverTimeRows; ++k) {
+        const OutsideSample& s = d.over_time[k];
+        for (const OutsideChange& c : s.changes)
+          if (c.row < bytes.size()) bytes[c.row] = c.bytes;
         o << "<tr><td class=\"n\">" << esc(when(d, s.time_us)) << "</td><td>" << esc(s.label.empty() ? "-" : s.label)
           << "</td>" << td(s.used, human_bytes(s.used));
-        for (size_t i = 0; i < d.rows.size(); ++i) {
-          const int64_t v = i < s.bytes.size() ? s.bytes[i] : 0;
-          o << td(v, human_bytes(v));
-        }
+        for (size_t i = 0; i < cols; ++i) o << td(bytes[i], human_bytes(bytes[i]));
         o << "</tr>\n";
       }
       o << "</tbody></table>\n";
+      if (d.over_time.size() > kOverTimeRows || d.rows.size() > cols)
+        o << "<p class=\"muted\">" << esc("The first " + std::to_string(std::min(d.over_time.size(), kOverTimeRows)) +
+                                            " samples and " + std::to_string(cols) +
+                                            " holders are shown; every sample and holder is in the JSON report.")
+          << "</p>\n";
     }
     o << "</section>\n";
   }

@@ -509,13 +509,17 @@ Report read_report(const In& j) {
     d.peak_index = d.peak_requested.event_index;
     if (d.peak_index < 0) j["devices"].elements(r.devices.size())[i]["peak"]["reached_by"].fail("a peak reached by an event has an event index");
   }
-  // An outside device's samples hold a figure per row.
+  // An outside device's samples change rows it has, in ascending order.
   for (size_t i = 0; i < r.outside.size(); ++i) {
     const OutsideDevice& d = r.outside[i];
-    for (size_t k = 0; k < d.over_time.size(); ++k)
-      if (d.over_time[k].bytes.size() != d.rows.size())
-        j["outside_allocator"].elements(r.outside.size())[i]["over_time"].elements(d.over_time.size())[k]["bytes"].fail(
-            "expected " + std::to_string(d.rows.size()) + " elements, one per row");
+    for (size_t k = 0; k < d.over_time.size(); ++k) {
+      const std::vector<OutsideChange>& c = d.over_time[k].changes;
+      for (size_t m = 0; m < c.size(); ++m)
+        if (c[m].row >= d.rows.size() || (m > 0 && c[m].row <= c[m - 1].row))
+          j["outside_allocator"].elements(r.outside.size())[i]["over_time"].elements(d.over_time.size())[k]["changes"]
+              .elements(c.size())[m]["row"]
+              .fail("expected a row index below " + std::to_string(d.rows.size()) + ", each row once, ascending");
+    }
   }
   if (r.kernel_join.joined() != j.has("kernel_join")) j["kernel_join"]["recording"].fail("expected the recording's name");
   if (j.has("explain") && r.explain_query.empty()) j["explain"]["query"].fail("expected the query given");

@@ -10,13 +10,15 @@
 
 #include "report/format.hpp"
 #include "snapdiff/report/report.hpp"
+#include "util/quote_value.hpp"
 
 namespace snapdiff {
 
 namespace {
 
 std::string dn(std::string_view s) { return detail::display_name(s); }
-std::string conf_label(const std::string& c) { return c.empty() ? "(default)" : c; }
+// A setting as shown: a recorded one may be megabytes (cut, its length said).
+std::string conf_label(const std::string& c) { return c.empty() ? "(default)" : capped_value(c); }
 std::string pct(int64_t v, int64_t base) { return detail::change_percent(v - base, base, 2, "+0.00%", "n/a"); }
 
 // Scenario indices in the order shown.

@@ -712,11 +712,16 @@ SNAPDIFF_FIELDS(OutsideFacts) {
 
 // ---- Device memory outside the allocator ----------------------------------
 
+SNAPDIFF_FIELDS(OutsideChange) {
+  v("row", x.row);
+  v("bytes", x.bytes);
+}
+
 SNAPDIFF_FIELDS(OutsideSample) {
   v.time("time_us", x.time_us);
   v("label", x.label);
   v("used_bytes", x.used);
-  v("bytes", x.bytes);
+  v("changes", x.changes);
 }
 
 // A row of a device; "allocator": the PyTorch row of the snapshot's process.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <sstream>
 #include <vector>
 
@@ -80,12 +81,17 @@ bool parse_phase_word(const std::string& w, Phase* p) {
 
 std::string device_name(const Device& dev) { return "cuda:" + std::to_string(dev.index); }
 
-std::string seconds_from(int64_t us) {
-  std::ostringstream o;
-  o.setf(std::ios::fixed);
-  o.precision(6);
-  o << double(us) / 1e6 << " s";
-  return o.str();
+// `to` relative to `from` in seconds, signed ("+0", "+4.000000 s",
+// "-0.250000 s"): exact for any two times, the magnitude taken in uint64
+// (a clock that runs backwards, or times at int64's ends, once printed
+// "+-9223372036854.775807 s").
+std::string offset_from(int64_t from, int64_t to) {
+  if (to == from) return "+0";
+  const bool neg = to < from;
+  const uint64_t mag = neg ? uint64_t(from) - uint64_t(to) : uint64_t(to) - uint64_t(from);
+  char frac[8];
+  std::snprintf(frac, sizeof frac, "%06u", unsigned(mag % 1000000));
+  return std::string(neg ? "-" : "+") + std::to_string(mag / 1000000) + "." + frac + " s";
 }
 
 }  // namespace
@@ -193,20 +199,24 @@ ResolvedMoment resolve_moment(const MomentSpec& m, const Device& dev, const Devi
       return r;
     case MomentSpec::Kind::Relative:
     case MomentSpec::Kind::Absolute: {
-      int64_t first = kNoTime, last = kNoTime;
+      // Relative times count from the first event's; the range is the
+      // earliest to the latest time (a clock may run backwards).
+      int64_t first = kNoTime, t_lo = kNoTime, t_hi = kNoTime;
       for (const Event& e : dev.events)
         if (e.time_us != kNoTime) {
-          if (first == kNoTime) first = e.time_us;
-          last = e.time_us;
+          if (first == kNoTime) first = t_lo = t_hi = e.time_us;
+          t_lo = std::min(t_lo, e.time_us);
+          t_hi = std::max(t_hi, e.time_us);
         }
       if (first == kNoTime) range_error("the events of " + device_name(dev) + " carry no times");
+      const std::string range = device_name(dev) + "'s events run from @" + std::to_string(t_lo) + " to @" +
+                                std::to_string(t_hi) + " (" + offset_from(first, t_lo) + " to " + offset_from(first, t_hi) +
+                                (t_lo < first ? " from the first event's time: its clock runs backwards" : "") + ")";
       int64_t t = m.time_us;
       if (m.kind == MomentSpec::Kind::Relative && __builtin_add_overflow(first, m.time_us, &t))
-        range_error("beyond the recording");
-      const std::string range = device_name(dev) + "'s events run from @" + std::to_string(first) + " to @" +
-                                std::to_string(last) + " (+0 to +" + seconds_from(last - first) + ")";
-      if (t < first) range_error("before the first event; " + range);
-      if (t > last) range_error("after the last event; " + range);
+        range_error("beyond the recording; " + range);
+      if (t < t_lo) range_error("before the first event; " + range);
+      if (t > t_hi) range_error("after the last event; " + range);
       // The last event at or before t, before the first one after it.
       int64_t idx = -1;
       for (int64_t i = 0; i < n; ++i) {

@@ -180,6 +180,10 @@ int64_t clamp_add(int64_t a, int64_t b) {
   int64_t s = 0;
   return __builtin_add_overflow(a, b, &s) ? (b > 0 ? INT64_MAX : INT64_MIN) : s;
 }
+int64_t clamp_sub(int64_t a, int64_t b) {
+  int64_t s = 0;
+  return __builtin_sub_overflow(a, b, &s) ? (b < 0 ? INT64_MAX : INT64_MIN) : s;
+}
 
 // The allocator's reserved bytes at time t: after the last timed event at or
 // before t (the baseline before the first).
@@ -251,7 +255,7 @@ OutsideDevice one_device(int device, const std::vector<uint32_t>& dev_keys, cons
     int64_t best = INT64_MAX;
     for (size_t i = 0; i < nk; ++i) {
       if (L.keys[dev_keys[i]].caller != MemoryCaller::PyTorch) continue;
-      const int64_t diff = v[i] > want ? v[i] - want : want - v[i];
+      const int64_t diff = v[i] > want ? clamp_sub(v[i], want) : clamp_sub(want, v[i]);
       if (diff < best) best = diff, snapshot_row = int64_t(i);
     }
     if (snapshot_row >= 0) od.snapshot_pid = L.keys[dev_keys[size_t(snapshot_row)]].pid;
@@ -262,39 +266,49 @@ OutsideDevice one_device(int device, const std::vector<uint32_t>& dev_keys, cons
     if (have_side) return reserved_at(t);
     return snapshot_row >= 0 ? v[size_t(snapshot_row)] : int64_t(0);
   };
-  auto recorded_total = [&](const std::vector<int64_t>& v, int64_t t) {
-    int64_t s = 0;
-    for (int64_t x : v) s = clamp_add(s, x);
-    // No PyTorch segments recorded: the allocator's own count stands for them.
-    if (snapshot_row < 0) s = clamp_add(s, reserved_at(t));
-    return s;
-  };
-
   // The context at each sample: what it saw in use beyond everything
-  // recorded as held then; and the cross-check of the PyTorch row.
+  // recorded as held then; and the cross-check of the PyTorch row. Each
+  // sample keeps the rows that changed since the one before (and the
+  // context row, index nk), so this costs the deltas and the samples, not
+  // samples x rows.
   std::vector<int64_t> context(samples.size(), 0);
   {
-    std::vector<int64_t> v(nk, 0);
+    std::vector<int64_t> v(nk, 0), shown(nk + 1, 0);
+    std::vector<uint32_t> touched;
+    std::vector<char> is_touched(nk, 0);
+    int64_t recorded = 0;  // the sum of v
     size_t di = 0;
     for (size_t s = 0; s < samples.size(); ++s) {
       const int64_t t = samples[s]->time_us;
-      for (; di < deltas.size() && deltas[di].time_us <= t; ++di)
-        v[deltas[di].key] = clamp_add(v[deltas[di].key], deltas[di].bytes);
-      const int64_t used = int64_t(samples[s]->total_bytes) - int64_t(samples[s]->free_bytes);
-      context[s] = used - recorded_total(v, t);
+      for (; di < deltas.size() && deltas[di].time_us <= t; ++di) {
+        const uint32_t k = deltas[di].key;
+        v[k] = clamp_add(v[k], deltas[di].bytes);
+        recorded = clamp_add(recorded, deltas[di].bytes);
+        if (!is_touched[k]) is_touched[k] = 1, touched.push_back(k);
+      }
+      const int64_t used = clamp_sub(int64_t(samples[s]->total_bytes), int64_t(samples[s]->free_bytes));
+      // No PyTorch segments recorded: the allocator's own count stands for them.
+      const int64_t total = snapshot_row < 0 ? clamp_add(recorded, reserved_at(t)) : recorded;
+      context[s] = clamp_sub(used, total);
       OutsideSample os;
       os.time_us = t;
       os.label = std::string(strings.get(samples[s]->label));
       os.used = used;
-      os.bytes = v;
-      os.bytes.push_back(context[s]);
+      std::sort(touched.begin(), touched.end());
+      for (uint32_t k : touched) {
+        is_touched[k] = 0;
+        if (v[k] != shown[k]) os.changes.push_back({k, v[k]}), shown[k] = v[k];
+      }
+      touched.clear();
+      if (context[s] != shown[nk]) os.changes.push_back({uint32_t(nk), context[s]}), shown[nk] = context[s];
       od.over_time.push_back(std::move(os));
       if (snapshot_row >= 0 && have_side && t >= side->times.front() && t <= side->times.back()) {
         ++od.checked_samples;
-        const int64_t diff = v[size_t(snapshot_row)] - reserved_at(t);
+        const int64_t diff = clamp_sub(v[size_t(snapshot_row)], reserved_at(t));
         if (diff != 0) {
           if (od.mismatched_samples++ == 0) od.first_mismatch_time_us = t;
-          if ((diff < 0 ? -diff : diff) > (od.largest_mismatch < 0 ? -od.largest_mismatch : od.largest_mismatch))
+          auto mag = [](int64_t x) { return x < 0 ? uint64_t(0) - uint64_t(x) : uint64_t(x); };
+          if (mag(diff) > mag(od.largest_mismatch))
             od.largest_mismatch = diff;
         }
       }

@@ -38,6 +38,7 @@
 #include <unordered_map>
 
 #include "snapdiff/error.hpp"
+#include "util/quote_value.hpp"
 
 namespace snapdiff {
 
@@ -51,6 +52,16 @@ constexpr uint64_t kMinLargeAlloc = uint64_t(10) << 20;
 constexpr uint64_t kRoundLarge = uint64_t(2) << 20;
 constexpr uint64_t kNoSplitLimit = std::numeric_limits<uint64_t>::max();
 constexpr uint64_t kExpandableRange = uint64_t(1) << 40;  // an expandable segment's address range
+// The model's device addresses: segments are placed downwards from here, and
+// their addresses are never reused, so every cudaMalloc'd byte of the run
+// must fit below it (about 2^61.9: thousands of the largest segments a
+// reader admits, kMaxDeviceBytes each). Whatever does not is an
+// out-of-memory error of the model, never a wrapped address; it also keeps
+// every counter (at most what is mapped at once) within int64's range.
+// Expandable pages are aligned to absolute addresses, so this is 2^52 (the
+// start the replay tests were made with) plus a multiple of 20 MiB.
+constexpr uint64_t kAddressSpace = (uint64_t(1) << 52) + uint64_t(15) * (uint64_t(1) << 58);
+static_assert(kAddressSpace % kLargeBuffer == (uint64_t(1) << 52) % kLargeBuffer);
 constexpr size_t kRoundupBuckets = 16;
 
 std::string trim(std::string_view s) {
@@ -62,7 +73,7 @@ std::string trim(std::string_view s) {
 
 uint64_t parse_u64(const std::string& key, const std::string& v) {
   const bool digits = !v.empty() && v.size() <= 15 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
-  if (!digits) throw UsageError("--alloc-conf: " + key + ":" + v + ": expected a whole number");
+  if (!digits) throw UsageError("--alloc-conf: " + capped_value(key) + ":" + capped_value(v) + ": expected a whole number");
   return std::stoull(v);
 }
 
@@ -82,7 +93,7 @@ std::vector<uint64_t> parse_roundup(const std::string& v) {
     std::fill(out.begin(), out.end(), check_div(parse_u64("roundup_power2_divisions", v)));
     return out;
   }
-  if (v.back() != ']') throw UsageError("--alloc-conf: roundup_power2_divisions: " + v + ": a list ends with ]");
+  if (v.back() != ']') throw UsageError("--alloc-conf: roundup_power2_divisions: " + capped_value(v) + ": a list ends with ]");
   std::string body = v.substr(1, v.size() - 2);
   bool first = true;
   size_t last = 0;
@@ -93,7 +104,7 @@ std::vector<uint64_t> parse_roundup(const std::string& v) {
     pos = comma == std::string::npos ? body.size() + 1 : comma + 1;
     size_t colon = item.find(':');
     if (colon == std::string::npos)
-      throw UsageError("--alloc-conf: roundup_power2_divisions: '" + item + "' is not SIZE_MB:DIVISIONS");
+      throw UsageError("--alloc-conf: roundup_power2_divisions: '" + capped_value(item) + "' is not SIZE_MB:DIVISIONS");
     const std::string k = trim(item.substr(0, colon));
     const uint64_t d = check_div(parse_u64("roundup_power2_divisions", trim(item.substr(colon + 1))));
     if (k == ">") {
@@ -102,7 +113,7 @@ std::vector<uint64_t> parse_roundup(const std::string& v) {
     }
     const uint64_t mb = parse_u64("roundup_power2_divisions", k);
     if (!power_of_two(mb))
-      throw UsageError("--alloc-conf: roundup_power2_divisions: " + k + " MiB is not a power of two");
+      throw UsageError("--alloc-conf: roundup_power2_divisions: " + capped_value(k) + " MiB is not a power of two");
     const size_t idx = std::min(log2_of(mb), kRoundupBuckets - 1);
     if (first) {
       std::fill(out.begin(), out.begin() + idx, d);
@@ -117,7 +128,7 @@ std::vector<uint64_t> parse_roundup(const std::string& v) {
 bool parse_bool(const std::string& key, const std::string& v) {
   if (v == "True" || v == "true" || v == "1") return true;
   if (v == "False" || v == "false" || v == "0") return false;
-  throw UsageError("--alloc-conf: " + key + ":" + v + ": expected True or False");
+  throw UsageError("--alloc-conf: " + capped_value(key) + ":" + capped_value(v) + ": expected True or False");
 }
 
 }  // namespace
@@ -144,19 +155,20 @@ AllocConf parse_alloc_conf(std::string_view text) {
   for (const std::string& item : items) {
     if (item.empty()) continue;
     const size_t colon = item.find(':');
-    if (colon == std::string::npos) throw UsageError("--alloc-conf: '" + item + "' is not KEY:VALUE");
+    if (colon == std::string::npos) throw UsageError("--alloc-conf: '" + capped_value(item) + "' is not KEY:VALUE");
     const std::string key = trim(item.substr(0, colon)), v = trim(item.substr(colon + 1));
     if (key == "max_split_size_mb") {
       const uint64_t mb = parse_u64(key, v);
-      if (mb <= 20) throw UsageError("--alloc-conf: max_split_size_mb:" + v + ": PyTorch requires more than 20");
-      c.max_split_size = int64_t(mb << 20);
+      if (mb <= 20) throw UsageError("--alloc-conf: max_split_size_mb:" + capped_value(v) + ": PyTorch requires more than 20");
+      // Beyond any device (2^42 MiB would wrap the byte count): no limit, as it acts.
+      c.max_split_size = mb >= (uint64_t(1) << 42) ? -1 : int64_t(mb << 20);
     } else if (key == "roundup_power2_divisions") {
       c.roundup_power2_divisions = parse_roundup(v);
     } else if (key == "garbage_collection_threshold") {
       char* end = nullptr;
       const double t = std::strtod(v.c_str(), &end);
       if (v.empty() || end != v.c_str() + v.size() || !(t > 0.0 && t < 1.0))
-        throw UsageError("--alloc-conf: garbage_collection_threshold:" + v + ": expected a number between 0 and 1");
+        throw UsageError("--alloc-conf: garbage_collection_threshold:" + capped_value(v) + ": expected a number between 0 and 1");
       c.garbage_collection_threshold = t;
     } else if (key == "expandable_segments") {
       c.expandable_segments = parse_bool(key, v);
@@ -165,11 +177,11 @@ AllocConf parse_alloc_conf(std::string_view text) {
       c.notes.push_back("release_lock_on_cudamalloc changes which thread waits, not memory: no effect on the figures");
     } else if (key == "backend") {
       if (v != "native")
-        throw UsageError("--alloc-conf: backend:" + v + " is not modelled (only the native caching allocator is)");
+        throw UsageError("--alloc-conf: backend:" + capped_value(v) + " is not modelled (only the native caching allocator is)");
     } else if (key.rfind("pinned_", 0) == 0) {
-      throw UsageError("--alloc-conf: " + key + " is about pinned host memory, not the GPU's: not modelled");
+      throw UsageError("--alloc-conf: " + capped_value(key) + " is about pinned host memory, not the GPU's: not modelled");
     } else {
-      throw UsageError("--alloc-conf: " + key + " is not a setting the model covers (max_split_size_mb, "
+      throw UsageError("--alloc-conf: " + capped_value(key) + " is not a setting the model covers (max_split_size_mb, "
                        "roundup_power2_divisions, garbage_collection_threshold, expandable_segments, "
                        "release_lock_on_cudamalloc, backend:native)");
     }
@@ -235,6 +247,9 @@ class Model {
 
   // The block handed out, or -1 when the request cannot be met (OOM).
   int32_t alloc(uint64_t requested, uint64_t stream) {
+    // Beyond what a segment could hold (the readers refuse such sizes; this
+    // keeps the rounding below from wrapping): out of memory.
+    if (requested > kMaxDeviceBytes) return -1;
     const uint64_t size = allocator_round_size(requested, settings_);
     const bool small = size <= kSmallSize;
     const uint64_t alloc_size = small ? kSmallBuffer : size < kMinLargeAlloc ? kLargeBuffer
@@ -301,16 +316,41 @@ class Model {
   }
   std::set<Key>& pool(bool small) { return small ? small_ : large_; }
   std::set<Key>& unmapped(bool small) { return small ? small_unmapped_ : large_unmapped_; }
+  // The free blocks release_cached_blocks() and garbage_collect() act on,
+  // kept apart so each call costs what it releases: a whole segment
+  // (non-expandable), or a block of an expandable segment holding at least
+  // one whole page (unmap() leaves the others as they are). Neither
+  // property changes while a block is free: its address, size and whether
+  // it has neighbours change only out of the pools.
+  bool whole(const Blk& b) const { return b.prev < 0 && b.next < 0 && !segs_[b.seg].expandable; }
+  bool holds_page(const Blk& b) const {
+    const Seg& s = segs_[b.seg];
+    if (!s.expandable) return false;
+    const uint64_t lo = ((b.addr + s.page - 1) / s.page) * s.page, hi = ((b.addr + b.size) / s.page) * s.page;
+    return hi > lo;
+  }
   void insert_free(int32_t i) {
     Blk& b = b_[size_t(i)];
     b.gc_base = calls_[b.small];
-    if (b.mapped) pool(b.small).insert({b.stream, b.size, b.addr, i});
-    else unmapped(b.small).insert({b.stream, 0, b.addr, i});
+    const Key k{b.stream, b.mapped ? b.size : 0, b.addr, i};
+    if (!b.mapped) {
+      unmapped(b.small).insert(k);
+      return;
+    }
+    pool(b.small).insert(k);
+    if (whole(b)) whole_[b.small].insert(k);
+    else if (holds_page(b)) unmappable_[b.small].insert(k);
   }
   void erase_free(int32_t i) {
     const Blk& b = b_[size_t(i)];
-    if (b.mapped) pool(b.small).erase({b.stream, b.size, b.addr, i});
-    else unmapped(b.small).erase({b.stream, 0, b.addr, i});
+    const Key k{b.stream, b.mapped ? b.size : 0, b.addr, i};
+    if (!b.mapped) {
+      unmapped(b.small).erase(k);
+      return;
+    }
+    pool(b.small).erase(k);
+    whole_[b.small].erase(k);
+    unmappable_[b.small].erase(k);
   }
   bool is_free(int32_t i) const { return i >= 0 && !b_[size_t(i)].allocated; }
 
@@ -355,15 +395,16 @@ class Model {
     if (size < mss_ && found >= mss_) return -1;
     if (size >= mss_ && found >= size + kLargeBuffer) return -1;
     const int32_t i = std::get<3>(*it);
-    p.erase(it);
+    erase_free(i);
     return i;
   }
 
-  bool fits(uint64_t more) const { return limit_ == 0 || reserved_ + more <= limit_; }
+  // reserved_ never passes limit_ (nor kAddressSpace), so neither sum wraps.
+  bool fits(uint64_t more) const { return limit_ == 0 || more <= limit_ - std::min(limit_, reserved_); }
 
   int32_t alloc_block(bool small, uint64_t stream, uint64_t size, uint64_t alloc_size) {
     if (conf_.expandable_segments) return expandable_block(small, stream, size);
-    if (!fits(alloc_size)) return -1;
+    if (!fits(alloc_size) || alloc_size > next_addr_) return -1;
     Seg s;
     s.stream = stream;
     s.small = small;
@@ -396,6 +437,9 @@ class Model {
       }
     }
     if (tail < 0) {
+      // A request larger than a whole range cannot be mapped in one: PyTorch
+      // reserves each range once, the device's size; out of memory.
+      if (size > kExpandableRange || kExpandableRange > next_addr_) return -1;
       Seg s;
       s.stream = stream;
       s.small = small;
@@ -482,12 +526,8 @@ class Model {
   bool release_cached_blocks() {
     for (bool small : {true, false}) {
       std::vector<int32_t> whole, to_unmap;
-      for (const Key& k : pool(small)) {
-        const int32_t i = std::get<3>(k);
-        const Blk& b = b_[size_t(i)];
-        if (segs_[b.seg].expandable) to_unmap.push_back(i);
-        else if (b.prev < 0 && b.next < 0) whole.push_back(i);
-      }
+      for (const Key& k : whole_[small]) whole.push_back(std::get<3>(k));
+      for (const Key& k : unmappable_[small]) to_unmap.push_back(std::get<3>(k));
       for (int32_t i : whole) release_block(i);
       for (int32_t i : to_unmap) unmap(i);
     }
@@ -536,15 +576,12 @@ class Model {
     const uint64_t threshold = uint64_t(conf_.garbage_collection_threshold * double(limit_));
     if (reserved_ <= threshold) return;
     const uint64_t target = reserved_ - threshold;
-    auto& p = large_;
+    const std::set<Key>& p = whole_[0];  // the large pool's whole free segments, in the pool's order
     double total_age = 0;
     uint64_t freeable = 0;
     for (const Key& k : p) {
-      const Blk& b = b_[size_t(std::get<3>(k))];
-      if (b.prev < 0 && b.next < 0 && !segs_[b.seg].expandable) {
-        total_age += double(calls_[0] - b.gc_base);
-        ++freeable;
-      }
+      total_age += double(calls_[0] - b_[size_t(std::get<3>(k))].gc_base);
+      ++freeable;
     }
     uint64_t reclaimed = 0;
     bool freed = true;
@@ -554,8 +591,7 @@ class Model {
       std::vector<int32_t> go;
       for (const Key& k : p) {
         const int32_t i = std::get<3>(k);
-        const Blk& b = b_[size_t(i)];
-        if (b.prev < 0 && b.next < 0 && !segs_[b.seg].expandable && double(calls_[0] - b.gc_base) >= age) go.push_back(i);
+        if (double(calls_[0] - b_[size_t(i)].gc_base) >= age) go.push_back(i);
       }
       for (int32_t i : go) {
         freed = true;
@@ -574,7 +610,8 @@ class Model {
   std::vector<Blk> b_;
   std::vector<Seg> segs_;
   std::set<Key> small_, large_, small_unmapped_, large_unmapped_;
-  uint64_t next_addr_ = uint64_t(1) << 52;  // segments are placed below it
+  std::set<Key> whole_[2], unmappable_[2];  // [small]: subsets of small_/large_ (see insert_free)
+  uint64_t next_addr_ = kAddressSpace;  // segments are placed below it
   uint64_t calls_[2] = {0, 0};  // [small]: get_free_block calls, for garbage collection ages
 };
 

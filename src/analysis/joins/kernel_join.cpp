@@ -6,9 +6,11 @@
 #include "util/utc_time.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -17,6 +19,15 @@
 namespace snapdiff {
 
 namespace {
+
+// *d = a - b; false when that does not fit int64 (hostile times:
+// such a pair is never within any bound).
+bool time_diff(int64_t a, int64_t b, int64_t* d) { return !__builtin_sub_overflow(a, b, d); }
+int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
 
 struct Window {
   int64_t first = kNoTime, last = kNoTime;
@@ -27,8 +38,138 @@ struct Window {
   }
   bool known() const { return first != kNoTime; }
   bool contains(int64_t t, int64_t slack) const {
-    return known() && t != kNoTime && t >= first - slack && t <= last + slack;
+    return known() && t != kNoTime && t >= sat_add(first, -slack) && t <= sat_add(last, slack);
   }
+};
+
+// Driver calls of one process at one device and address that may have made
+// a snapshot segment, in time order (unknown times first), searched per
+// segment event in O(log n): cudaMalloc's by size, each size's times
+// sorted; mappings with a tree of their smallest size over time ranges
+// (a mapping serves a segment_map event of at least its size).
+// The snapshot's segment_alloc events at one device and address: by size,
+// their times (known ones sorted, and how many unknown).
+struct SegTimes {
+  std::vector<int64_t> known;
+  uint64_t unknown = 0;
+};
+
+class CallIndex {
+ public:
+  // How many of the segment_alloc events (by size) match() would match, from
+  // the calls' side: every one when the first call of its size has no time,
+  // else those without a time and those within the bound of a call (the
+  // calls' merged intervals, each counted by binary search). A process's
+  // count costs its calls, not the snapshot's events at the address.
+  uint64_t alloc_matches(const std::map<uint64_t, SegTimes>& by_size) const {
+    uint64_t n = 0;
+    for (const auto& [size, times] : allocs_) {
+      auto it = by_size.find(size);
+      if (it == by_size.end() || times.empty()) continue;
+      const SegTimes& st = it->second;
+      if (times.front() == kNoTime) {
+        n += st.known.size() + st.unknown;
+        continue;
+      }
+      n += st.unknown;
+      for (size_t i = 0; i < times.size();) {
+        const int64_t lo = sat_add(times[i], -kKernelJoinMaxOffsetUs);
+        int64_t hi = sat_add(times[i], kKernelJoinMaxOffsetUs);
+        size_t j = i + 1;
+        for (; j < times.size() && sat_add(times[j], -kKernelJoinMaxOffsetUs) <= hi; ++j)
+          hi = std::max(hi, sat_add(times[j], kKernelJoinMaxOffsetUs));
+        n += uint64_t(std::upper_bound(st.known.begin(), st.known.end(), hi) -
+                      std::lower_bound(st.known.begin(), st.known.end(), lo));
+        i = j;
+      }
+    }
+    return n;
+  }
+
+  void add(const DriverMemoryEvent& e) {
+    if (e.kind == DriverMemoryKind::Alloc) allocs_[e.size].push_back(e.time_us);
+    else maps_.push_back({e.time_us, e.size == 0 ? UINT64_MAX : e.size});
+  }
+  void finish() {
+    for (auto& kv : allocs_) std::stable_sort(kv.second.begin(), kv.second.end());
+    std::stable_sort(maps_.begin(), maps_.end(), [](const MapCall& a, const MapCall& b) { return a.time < b.time; });
+    n_ = 1;
+    while (n_ < maps_.size()) n_ *= 2;
+    tree_.assign(2 * n_, UINT64_MAX);
+    for (size_t i = 0; i < maps_.size(); ++i) tree_[n_ + i] = maps_[i].size;
+    for (size_t i = n_ - 1; i >= 1; --i) tree_[i] = std::min(tree_[2 * i], tree_[2 * i + 1]);
+  }
+  // The call the original nearest-in-time rule picks for a segment event:
+  // none; a match without a time difference (either time unknown: the first
+  // call of the right size); or the nearest known time within the bound,
+  // the earlier one on a tie. Returns false for none; *delta (snapshot minus
+  // recording) and *timed are set for a match.
+  bool match(bool map, uint64_t size, int64_t time, int64_t* delta, bool* timed) const {
+    const std::vector<int64_t>* times = nullptr;
+    if (!map) {
+      auto it = allocs_.find(size);
+      if (it == allocs_.end()) return false;
+      times = &it->second;
+    }
+    const size_t n = map ? maps_.size() : times->size();
+    auto time_of = [&](size_t i) { return map ? maps_[i].time : (*times)[i]; };
+    const size_t none = SIZE_MAX;
+    auto first_ok = [&](size_t from) { return map ? first_fitting(from, size) : from < n ? from : none; };
+    auto last_ok = [&](size_t before) { return map ? last_fitting(before, size) : before > 0 ? before - 1 : none; };
+    const size_t f = first_ok(0);
+    if (f == none) return false;
+    *timed = false;
+    *delta = 0;
+    if (time == kNoTime || time_of(f) == kNoTime) return true;
+    // Every call that fits has a known time from here (unknown ones sort first).
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (time_of(mid) < time) lo = mid + 1;
+      else hi = mid;
+    }
+    const size_t l = last_ok(lo), r = first_ok(lo);
+    bool found = false;
+    int64_t best = 0;
+    for (size_t i : {l, r}) {
+      int64_t d = 0;
+      if (i == none || !time_diff(time, time_of(i), &d)) continue;
+      if (d > kKernelJoinMaxOffsetUs || d < -kKernelJoinMaxOffsetUs) continue;
+      if (!found || std::llabs(d) < std::llabs(best)) best = d, found = true;
+    }
+    if (!found) return false;
+    *delta = best;
+    *timed = true;
+    return true;
+  }
+
+ private:
+  struct MapCall {
+    int64_t time;
+    uint64_t size;
+  };
+  // The first mapping at index >= from whose size is at most `size`.
+  size_t first_fitting(size_t from, uint64_t size) const { return descend(1, 0, n_, from, SIZE_MAX, size, true); }
+  // The last mapping at index < before whose size is at most `size`.
+  size_t last_fitting(size_t before, uint64_t size) const {
+    return before == 0 ? SIZE_MAX : descend(1, 0, n_, 0, before, size, false);
+  }
+  // Within node [nlo, nhi) and the query range [qlo, qhi): the leftmost
+  // (or rightmost) leaf with tree value <= size.
+  size_t descend(size_t node, size_t nlo, size_t nhi, size_t qlo, size_t qhi, uint64_t size, bool leftmost) const {
+    if (maps_.empty() || nhi <= qlo || nlo >= qhi || tree_[node] > size) return SIZE_MAX;
+    if (nhi - nlo == 1) return nlo < maps_.size() ? nlo : SIZE_MAX;
+    const size_t mid = nlo + (nhi - nlo) / 2;
+    const size_t a = leftmost ? descend(2 * node, nlo, mid, qlo, qhi, size, true)
+                              : descend(2 * node + 1, mid, nhi, qlo, qhi, size, false);
+    if (a != SIZE_MAX) return a;
+    return leftmost ? descend(2 * node + 1, mid, nhi, qlo, qhi, size, true)
+                    : descend(2 * node, nlo, mid, qlo, qhi, size, false);
+  }
+  std::map<uint64_t, std::vector<int64_t>> allocs_;  // cudaMalloc's by size: their times
+  std::vector<MapCall> maps_;
+  size_t n_ = 1;
+  std::vector<uint64_t> tree_;  // min size over each node's range of maps_
 };
 
 bool pytorch_caller(MemoryCaller c) { return c == MemoryCaller::PyTorch || c == MemoryCaller::Unknown; }
@@ -41,7 +182,6 @@ bool segment_call(const DriverMemoryEvent& e) {
 struct Candidate {
   uint32_t pid = 0;
   uint64_t matched = 0, dump_found = 0, kernels = 0;
-  std::vector<double> deltas;  // snapshot - recording, per matched pair
 };
 
 double quantile(const std::vector<double>& sorted, double q) {
@@ -142,54 +282,62 @@ Joined<KernelJoin> join_kernel_recording(Trace snapshot, const Trace& recording,
   j.processes = by_pid.size();
 
   if (snap_w.known() && rec_w.known() &&
-      (snap_w.last < rec_w.first - kKernelJoinMaxOffsetUs || rec_w.last < snap_w.first - kKernelJoinMaxOffsetUs))
+      (snap_w.last < sat_add(rec_w.first, -kKernelJoinMaxOffsetUs) ||
+       rec_w.last < sat_add(snap_w.first, -kKernelJoinMaxOffsetUs)))
     refuse("the two were not recorded at the same time (the snapshot's events from " + window_text(snap_w) +
            ", the recording's from " + window_text(rec_w) + ")");
 
-  // Driver calls that may have made a segment, by (pid, device, addr), in
-  // time order; and what each process still held at its end.
-  std::map<std::tuple<uint32_t, int, uint64_t>, std::vector<const DriverMemoryEvent*>> calls;
+  // Driver calls that may have made a segment, by (device, addr, pid); and
+  // what each process still held at its end.
+  std::map<std::tuple<int, uint64_t, uint32_t>, CallIndex> calls;
   std::map<uint32_t, std::set<std::pair<int, uint64_t>>> held;
   for (const DriverMemoryEvent& e : recording.driver_memory) {
     if (segment_call(e)) {
-      calls[{e.pid, e.device, e.addr}].push_back(&e);
+      calls[{e.device, e.addr, e.pid}].add(e);
       held[e.pid].insert({e.device, e.addr});
     } else if (e.kind == DriverMemoryKind::Free || e.kind == DriverMemoryKind::Unmap) {
       held[e.pid].erase({e.device, e.addr});
     }
   }
-  for (auto& kv : calls)
-    std::stable_sort(kv.second.begin(), kv.second.end(),
-                     [](const DriverMemoryEvent* a, const DriverMemoryEvent* b) { return a->time_us < b->time_us; });
+  for (auto& kv : calls) kv.second.finish();
 
-  // Each process against the snapshot's segment events: the call at the
-  // same device and address, of the segment's size (a mapping: at most the
-  // mapped range's), nearest in time and within the bound.
+  // Each segment event against every process with calls at its device and
+  // address: the call of the segment's size (a mapping: at most the mapped
+  // range's), nearest in time and within the bound. A binary search each:
+  // a segment made and freed at one address 100,000 times, against as many
+  // calls there, used to compare every pair (13 s).
+  // Counted per process from its calls (segment_alloc events) or per
+  // mapping event (segment_map); the differences only for the process
+  // picked, below: many processes with calls at one address used to cost
+  // processes x events, in time and in differences kept.
+  struct SegsAt {
+    std::map<uint64_t, SegTimes> allocs;  // by size
+    std::vector<const SegEvent*> maps;
+  };
+  std::map<std::pair<int, uint64_t>, SegsAt> segs_at;
+  for (const SegEvent& s : segs) {
+    SegsAt& a = segs_at[{s.device, s.addr}];
+    if (s.map) a.maps.push_back(&s);
+    else if (s.time == kNoTime) ++a.allocs[s.size].unknown;
+    else a.allocs[s.size].known.push_back(s.time);
+  }
+  for (auto& kv : segs_at)
+    for (auto& st : kv.second.allocs) std::sort(st.second.known.begin(), st.second.known.end());
+  for (const auto& [key, index] : calls) {
+    auto at = segs_at.find({std::get<0>(key), std::get<1>(key)});
+    if (at == segs_at.end()) continue;
+    Candidate& c = by_pid[std::get<2>(key)];
+    c.matched += index.alloc_matches(at->second.allocs);
+    for (const SegEvent* s : at->second.maps) {
+      int64_t d = 0;
+      bool timed = false;
+      c.matched += index.match(true, s->size, s->time, &d, &timed);
+    }
+  }
   for (auto& kv : by_pid) {
     Candidate& c = kv.second;
-    for (const SegEvent& s : segs) {
-      auto it = calls.find({c.pid, s.device, s.addr});
-      if (it == calls.end()) continue;
-      const DriverMemoryEvent* best = nullptr;
-      int64_t best_d = 0;
-      for (const DriverMemoryEvent* e : it->second) {
-        const bool size_ok = s.map ? (e->kind == DriverMemoryKind::Map && e->size <= s.size && e->size > 0)
-                                   : (e->kind == DriverMemoryKind::Alloc && e->size == s.size);
-        if (!size_ok) continue;
-        if (s.time == kNoTime || e->time_us == kNoTime) {
-          if (!best) best = e, best_d = 0;
-          continue;
-        }
-        const int64_t d = s.time - e->time_us;
-        if (d > kKernelJoinMaxOffsetUs || d < -kKernelJoinMaxOffsetUs) continue;
-        if (!best || std::llabs(d) < std::llabs(best_d)) best = e, best_d = d;
-      }
-      if (!best) continue;
-      ++c.matched;
-      if (s.time != kNoTime && best->time_us != kNoTime) c.deltas.push_back(double(best_d));
-    }
     if (auto h = held.find(c.pid); h != held.end())
-      for (const auto& a : dump_addrs) c.dump_found += h->second.count(a);
+      for (const auto& a : h->second) c.dump_found += dump_addrs.count(a);
   }
 
   // The process: most matched segment events, then dump-time segments
@@ -201,6 +349,14 @@ Joined<KernelJoin> join_kernel_recording(Trace snapshot, const Trace& recording,
       pick = &c;
   }
   if (!pick) refuse("it holds no process");
+  // The picked process's differences, segment event by segment event.
+  std::vector<double> deltas;
+  for (const SegEvent& s : segs) {
+    auto it = calls.find({s.device, s.addr, pick->pid});
+    int64_t d = 0;
+    bool timed = false;
+    if (it != calls.end() && it->second.match(s.map, s.size, s.time, &d, &timed) && timed) deltas.push_back(double(d));
+  }
   uint64_t segs_in_window = 0;
   for (const SegEvent& s : segs) segs_in_window += rec_w.contains(s.time, 0);
   if (pick->matched == 0 && pick->dump_found == 0 && segs_in_window > 0)
@@ -211,8 +367,8 @@ Joined<KernelJoin> join_kernel_recording(Trace snapshot, const Trace& recording,
   j.matched_segments = pick->matched;
   j.dump_segments_found = pick->dump_found;
   int64_t off = 0;
-  if (!pick->deltas.empty()) {
-    std::vector<double> d = pick->deltas;
+  if (!deltas.empty()) {
+    std::vector<double> d = std::move(deltas);
     std::sort(d.begin(), d.end());
     j.offset_measured = true;
     j.offset_us = quantile(d, 0.5);
