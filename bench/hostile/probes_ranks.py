@@ -231,7 +231,7 @@ def probes(scale):
                    exit=(0, 3), one_line=False, max_rss=bound))
     # 7. The views of many ranks with many sites each, every site shown.
     ranks, sites = (50, 50_000) if full else (48, 1_500)
-    bound7 = 512 * MiB if full else 80 * MiB
+    bound7 = 512 * MiB if full else 96 * MiB
     p.append(Probe("i37_07_ranks_views_counted", "bounds",
                    "%d ranks of %d live sites each, report DIR -n 10000000 -f json --max-memory %d MiB "
                    "(the kept views were not counted)" % (ranks, sites, bound7 // MiB),
@@ -258,10 +258,10 @@ def probes(scale):
                    % (n // MiB), _schema_string(n), ["ranks", "s.json.gz", "-o", "out.txt"],
                    exit=3, check=_short_output(64 << 10)))
     # 16. Many small ranks.
-    n16 = 100_000 if full else 3_000
+    n16 = 100_000 if full else 1_000
     p.append(Probe("i37_16_ranks_many_small", "time",
-                   "a folder of %d small ranks, -j 2 (a thread per rank, every view kept whole)" % n16,
-                   _small_ranks(n16), ["report", "ranks", "-j", "2", "-o", "out.txt"],
+                   "a folder of %d small ranks, -j 1 (a thread started per rank; 1.2 GB at 100,000)" % n16,
+                   _small_ranks(n16), ["report", "ranks", "-j", "1", "-o", "out.txt"],
                    exit=0, max_rss=(512 if full else 256) * MiB))
     # 15. The plugin's message for a verdict with an unreadable rank.
     p.append(Probe("i37_15_plugin_unreadable_rank", "misc",

@@ -63,21 +63,30 @@ InputError unreadable_error(const RankFile& f) {
 
 uint64_t KeptViews::share(unsigned threads) const {
   if (bound_ == 0) return 0;
-  const uint64_t held = held_.load();
-  const uint64_t room = bound_ > held ? bound_ - held : 1;
+  const uint64_t taken = held_.load() + reserve();
+  const uint64_t room = bound_ > taken ? bound_ - taken : 1;
   return std::max<uint64_t>(1, room / std::max(threads, 1u));
 }
 
 void KeptViews::keep(uint64_t bytes) {
   uint64_t held = held_.load();
   do {
-    if (bound_ != 0 && held + bytes + detail::kFixedMemoryBytes > bound_)
-      throw InputError("its report (about " + detail::memory_text(bytes) + ") and those of the " +
+    const uint64_t render = uint64_t(render_factor_) * std::max(largest_.load(), bytes);
+    if (bound_ != 0 && held + bytes + render + detail::kFixedMemoryBytes > bound_)
+      throw InputError("its report (about " + detail::memory_text(bytes) + "), those of the " +
                        std::to_string(views_.load()) + " ranks kept before it (" + detail::memory_text(held) +
+                       ") and writing the report of the ranks (about " + detail::memory_text(render) +
                        ") need more than the limit of " + detail::memory_text(bound_) +
-                       " of memory (raise the limit: --max-memory; or read fewer ranks at once)");
+                       " of memory (raise the limit: --max-memory; fewer rows: -n)");
   } while (!held_.compare_exchange_weak(held, held + bytes));
+  uint64_t largest = largest_.load();
+  while (bytes > largest && !largest_.compare_exchange_weak(largest, bytes)) {
+  }
   ++views_;
+}
+
+unsigned render_factor_of(const std::string& format) {
+  return format == "json" ? 6 : format == "html" ? 4 : 2;
 }
 
 namespace {
@@ -132,10 +141,10 @@ uint64_t view_memory_bytes(const Report& r) {
 
 void map_ranks(const std::vector<RankFile>& files, unsigned jobs, const LoadOptions& whole,
                const std::function<uint64_t(size_t, Trace&)>& work,
-               const std::function<void(size_t, const InputError&)>& fail) {
+               const std::function<void(size_t, const InputError&)>& fail, unsigned render_factor) {
   const size_t n = files.size();
   const unsigned threads = unsigned(std::min<size_t>(std::max(jobs, 1u), std::max<size_t>(n, 1)));
-  KeptViews kept(whole.max_memory_bytes);
+  KeptViews kept(whole.max_memory_bytes, render_factor);
   std::vector<char> retry(n, 0);
   auto attempt = [&](size_t i, unsigned sharing, bool may_retry) {
     if (!files[i].unreadable.empty()) {

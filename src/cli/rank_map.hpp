@@ -23,9 +23,13 @@ unsigned jobs_arg(const boost::program_options::variables_map& vm);
 
 // The views a map keeps (one per rank) count against the memory bound: the
 // room each read has is the bound less what the views kept so far hold.
+// Writing the report at the end takes memory too: the worst rank against
+// the median one and the shown rank's full report, about `render_factor`
+// times the largest view (render_factor_of() per format), held back from
+// the start.
 class KeptViews {
  public:
-  explicit KeptViews(uint64_t bound) : bound_(bound) {}
+  explicit KeptViews(uint64_t bound, unsigned render_factor = 0) : bound_(bound), render_factor_(render_factor) {}
   // The memory a read may use now, shared by `threads` (0: unbounded).
   uint64_t share(unsigned threads) const;
   // Counts a view of `bytes` kept; an InputError when the views would pass
@@ -34,10 +38,19 @@ class KeptViews {
   uint64_t held() const { return held_.load(); }
 
  private:
+  uint64_t reserve() const { return uint64_t(render_factor_) * largest_.load(); }
   uint64_t bound_;
+  unsigned render_factor_;
   std::atomic<uint64_t> held_{0};
+  std::atomic<uint64_t> largest_{0};
   std::atomic<uint64_t> views_{0};
 };
+
+// What writing a report of many ranks takes, in views of the largest rank:
+// the diff of the worst rank against the median one, and the shown rank's
+// report as text or Markdown (2), HTML (4) or JSON, built as a document
+// first (6).
+unsigned render_factor_of(const std::string& format);
 
 // What a report view holds in memory, estimated from its rows and strings
 // (an upper estimate: what a rank's kept view counts).
@@ -57,7 +70,7 @@ uint64_t view_memory_bytes(const Report& r);
 // rank when done with one (a folder of 100,000 ranks starts `jobs` threads).
 void map_ranks(const std::vector<RankFile>& files, unsigned jobs, const LoadOptions& whole,
                const std::function<uint64_t(size_t, Trace&)>& work,
-               const std::function<void(size_t, const InputError&)>& fail);
+               const std::function<void(size_t, const InputError&)>& fail, unsigned render_factor = 0);
 
 // The same shape for work that reads its own input (the reduce step's
 // summaries): work(i) on up to `jobs` threads, InputErrors to fail().

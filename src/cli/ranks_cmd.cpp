@@ -193,7 +193,8 @@ int report_ranks(const po::variables_map& vm, const std::vector<std::string>& in
         entries[i].report.reset();
         entries[i].error = e.describe();
         entries[i].exit_code = kExitInput;
-      });
+      },
+      render_factor_of(vm["format"].as<std::string>()));
   std::vector<std::string> superseded;
   for (const RankFile& f : set.superseded) superseded.push_back(f.path);
   return finish_ranks(vm, std::move(entries), std::move(superseded), ro);
@@ -240,7 +241,7 @@ int cmd_ranks(const std::vector<std::string>& args) {
   const LoadOptions lo = load_options(vm);
   const uint64_t max_text = std::min<uint64_t>(kMaxSummaryBytes, lo.max_decoded_bytes);
   const unsigned threads = unsigned(std::min<size_t>(std::max(jobs, 1u), std::max<size_t>(n, 1)));
-  KeptViews kept(lo.max_memory_bytes);
+  KeptViews kept(lo.max_memory_bytes, render_factor_of(vm["format"].as<std::string>()));
   std::vector<char> retry(n, 0);
   auto attempt = [&](size_t i, unsigned sharing, bool may_retry) {
     const std::string& path = set.files[i].path;
