@@ -24,13 +24,14 @@ inline std::string capped_value(std::string_view s, size_t max_bytes = kMaxQuote
   return std::string(s.substr(0, cut)) + "...(" + std::to_string(s.size() - cut) + " more bytes)";
 }
 
-// capped_value() in single quotes: the form messages quote values in.
-inline std::string quote_value(std::string_view s, size_t max_bytes = kMaxQuotedBytes) {
+// capped_value() in single quotes: the form messages quote values in
+// (double quotes, q = '"', for values of JSON files).
+inline std::string quote_value(std::string_view s, size_t max_bytes = kMaxQuotedBytes, char q = '\'') {
   std::string out;
   out.reserve(std::min(s.size(), max_bytes) + 2);
-  out += '\'';
+  out += q;
   out += capped_value(s, max_bytes);
-  out += '\'';
+  out += q;
   return out;
 }
 
