@@ -350,16 +350,19 @@ int diff_ranks(const po::variables_map& vm, const std::vector<std::string>& a_in
     pairs[i].a_name = files[i].first->path;
     pairs[i].b_name = files[i].second->path;
   }
-  // Both runs of a pair are held at once: each read gets half a thread's share.
-  LoadOptions lo = load_options(vm, vm.count("tensors") ? 2u : 1u);
+  // Both runs of a pair are held at once: each read gets half a thread's
+  // share of what the diffs kept leave (each holds both runs' views).
+  const LoadOptions whole = load_options(vm, vm.count("tensors") ? 2u : 1u);
   const unsigned threads = std::max(1u, std::min<unsigned>(jobs, unsigned(files.size())));
-  lo.progress = nullptr;
-  if (threads > 1) lo.trace_reader_workers = 0;
-  lo.max_memory_bytes = lo.max_memory_bytes / (2 * threads);
+  KeptViews kept(whole.max_memory_bytes, render_factor_of(fmt));
   map_indices(
       files.size(), threads,
       [&](size_t i) {
         RankPair& p = pairs[i];
+        LoadOptions lo = whole;
+        lo.progress = nullptr;
+        if (threads > 1) lo.trace_reader_workers = 0;
+        if (whole.max_memory_bytes != 0) lo.max_memory_bytes = std::max<uint64_t>(1, kept.share(threads) / 2);
         auto load = [&](const RankFile& f, std::string& err) -> std::optional<Trace> {
           try {
             if (!f.unreadable.empty()) throw unreadable_error(f);
@@ -384,6 +387,14 @@ int diff_ranks(const po::variables_map& vm, const std::vector<std::string>& a_in
         dopt.a_name = p.a_name;
         dopt.b_name = p.b_name;
         p.diff = diff_reports(aa, ab, dopt);
+        try {
+          kept.keep(view_memory_bytes(p.diff->a) + view_memory_bytes(p.diff->b) +
+                    p.diff->sites.size() * (sizeof(SiteDelta) + 256));
+        } catch (InputError& e) {
+          p.diff.reset();
+          e.set_file(p.b_name);
+          p.b_error = e.describe();
+        }
       },
       [&](size_t i, const InputError& e) { pairs[i].b_error = e.describe(); });
   RanksDiff d = build_ranks_diff(std::move(pairs), std::move(only_a), std::move(only_b), ro);
