@@ -3,6 +3,7 @@
 // patterns and files named. The trees are made, with empty files, under the
 // test's working directory (the build tree) and removed after.
 #include <catch2/catch.hpp>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -287,4 +288,45 @@ TEST_CASE("find_rank_files follows links to files, not to folders, and stops 16 
   std::vector<int> expected = {7};
   for (int level = 2; level <= 16; ++level) expected.push_back(100 + level);
   CHECK(ranks(s) == expected);
+}
+
+TEST_CASE("rank_from_name reads names of any length in one pass (no recursion)", "[input]") {
+  // Names as long as a summary may carry (issue 37: recursive std::regex
+  // overflowed the stack at 30,000 characters).
+  const std::string a(200000, 'a'), nines(200000, '9');
+  CHECK(rank_from_name("oom_rank-1_" + a + "/x.pickle").rank == 1);
+  CHECK(rank_from_name("oom_rank-1_" + a + "/x.pickle").oom);
+  const auto step = rank_from_name("step_" + nines + "/rank1.pickle");
+  CHECK(step.rank == 1);
+  CHECK(step.step == -1);  // more than 18 digits: no step
+  CHECK(rank_from_name(a + "_r3.pickle").rank == 3);
+  CHECK(rank_from_name(a + "rank3.pickle").rank == -1);  // "rank" after a letter
+  CHECK(rank_from_name(std::string(200000, '_') + "rank3.pickle").rank == 3);
+  CHECK(rank_from_name(std::string(200000, '-') + "step-4").step == 4);
+  // Megatron's {base}_{rank} on long bases.
+  std::vector<snapdiff::RankFile> files = {{"d/" + std::string(100000, 'b') + "_1.pickle", {}},
+                                           {"d/" + std::string(100000, 'b') + "_2.pickle", {}}};
+  for (auto& f : files) f.name = rank_from_name(f.path);
+  const RankFileSet s = snapdiff::select_rank_files(files);
+  CHECK(ranks(s) == std::vector<int>{1, 2});
+}
+
+TEST_CASE("find_rank_files finds a rank that is not a regular file as unreadable, never opening it", "[input]") {
+  Tree t("unreadable");
+  t.add("run/rank0.pickle");
+  fs::create_symlink("gone.pickle", t.path("run/rank1.pickle"));    // dangling
+  REQUIRE(::mkfifo(t.path("run/rank2.pickle").c_str(), 0600) == 0);  // a FIFO: opening it could block
+  fs::create_symlink("rank3.pickle", t.path("run/rank3.pickle"));   // a loop
+  REQUIRE(::mkfifo(t.path("run/notes.txt").c_str(), 0600) == 0);     // not named as a snapshot: skipped
+  const RankFileSet s = find_rank_files({t.path("run")}, RankInputs::Snapshots);
+  REQUIRE(ranks(s) == std::vector<int>{0, 1, 2, 3});
+  CHECK(s.files[0].unreadable.empty());
+  CHECK(s.files[1].unreadable.find("dangling symbolic link") != std::string::npos);
+  CHECK(s.files[2].unreadable.find("named pipe") != std::string::npos);
+  CHECK(!s.files[3].unreadable.empty());
+  CHECK(s.skipped == std::vector<std::string>{t.path("run/notes.txt")});
+  // The same through a pattern.
+  const RankFileSet p = find_rank_files({t.path("run/rank*.pickle")}, RankInputs::Snapshots);
+  CHECK(ranks(p) == std::vector<int>{0, 1, 2, 3});
+  CHECK(!p.files[2].unreadable.empty());
 }

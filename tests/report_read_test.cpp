@@ -17,6 +17,7 @@
 #include "snapdiff/input/profiler.hpp"
 #include "snapdiff/report/report.hpp"
 #include "snapdiff/report/report_read.hpp"
+#include "input/file_source.hpp"
 #include "test_util.hpp"
 
 using namespace snapdiff;
@@ -320,4 +321,58 @@ TEST_CASE("report JSON read back: truncated and mutated reports are refused, nev
   // Every member is read with its type: each swap is refused (names in
   // "recorded" settings are free text, and a string there stays a string).
   CHECK(refused == mutated);
+}
+
+TEST_CASE("read_summary: gzip unwrapped within its bounds, names bounded, quoted values cut", "[report]") {
+  const std::string good = small_report_json();
+  SECTION("plain and gzip'd read the same") {
+    const std::vector<uint8_t> gz = snapdiff::detail::gzip_compress(good);
+    const std::string gzs(gz.begin(), gz.end());
+    CHECK(render_json(read_summary(gzs, "r.json.gz")) == render_json(read_summary(good, "r.json")));
+  }
+  SECTION("a text over the bound: --max-input-bytes or --max-memory named") {
+    try {
+      read_summary(good, "r.json", good.size() - 1);
+      FAIL("not refused");
+    } catch (const InputError& e) {
+      CHECK(e.file() == "r.json");
+      CHECK(std::string(e.what()).find("--max-input-bytes") != std::string::npos);
+    }
+    const std::vector<uint8_t> gz = snapdiff::detail::gzip_compress(good);
+    try {
+      read_summary(std::string(gz.begin(), gz.end()), "r.json.gz", snapdiff::kMaxSummaryBytes,
+                   good.size() * snapdiff::kSummaryMemoryPerByte / 2);
+      FAIL("not refused");
+    } catch (const InputError& e) {
+      CHECK(std::string(e.what()).find("--max-memory") != std::string::npos);
+    }
+  }
+  SECTION("the snapshot's name at most a path's length") {
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(good);
+    j["input"]["name"] = std::string(snapdiff::kMaxSummaryNameBytes, 'n');
+    CHECK_NOTHROW(read_summary(j.dump(), "r.json"));
+    j["input"]["name"] = "oom_rank-1_" + std::string(30000, 'a') + "/x.pickle";
+    try {
+      read_summary(j.dump(), "r.json");
+      FAIL("not refused");
+    } catch (const InputError& e) {
+      CHECK(e.json_path() == "$.input.name");
+      CHECK(e.describe().size() < 300);
+    }
+  }
+  SECTION("a schema of megabytes is quoted cut, with its length") {
+    for (const std::string& schema : {"snapdiff/report/9" + std::string(8 << 20, 'x'), std::string(8 << 20, 'y')}) {
+      nlohmann::ordered_json j = nlohmann::ordered_json::parse(good);
+      j["schema"] = schema;
+      const InputError e = refusal(j.dump());
+      CHECK(e.describe().size() < 600);
+      CHECK(e.describe().find("more bytes") != std::string::npos);
+    }
+  }
+  SECTION("a key of megabytes in a JSON path is cut") {
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(good);
+    j["devices"][0]["peak"]["phase"] = std::string(1 << 20, 'p');
+    const InputError e = refusal(j.dump());
+    CHECK(e.describe().size() < 700);
+  }
 }

@@ -278,6 +278,7 @@ def main():
     binary = os.path.abspath(a.bin)
     capture = os.path.abspath(a.snapcapture) if a.snapcapture else \
         os.path.join(os.path.dirname(binary), "capture", "snapcapture")
+    os.environ["SNAPDIFF_PROBE_BIN"] = binary  # for make()s that build inputs with snapdiff itself (summaries)
     programs = {"snapdiff": binary, "python": sys.executable,
                 "snapcapture": capture if os.access(capture, os.X_OK) else None}
     probes = []

@@ -396,6 +396,11 @@ class SnapdiffPlugin:
                     item.warn(SnapdiffWarning(f"snapdiff: {verdict.get('headline') or 'warning'}"))
                 return None
             return failure_message(verdict)
+        if done.returncode == 3 and verdict is not None and verdict.get("schema") == "snapdiff/check_ranks/1":
+            # Some ranks could not be read: snapdiff still wrote the verdict
+            # of the others (exit 3 by design, docs/ranks.md); it lists the
+            # bad ranks with their errors and any threshold that failed.
+            return failure_message(verdict)
         return f"snapdiff check failed (exit {done.returncode}): {_text(done)}"
 
     def _keep(self, item: pytest.Item, workdir: Path, target: Path) -> List[str]:
@@ -407,7 +412,10 @@ class SnapdiffPlugin:
         if paths:
             report = workdir / "report.html"
             done = self._run("report", "--format", "html", "-o", str(report), str(target))
-            if done.returncode == 0 and report.is_file():
+            # A folder of ranks with an unreadable rank: the report of the
+            # others is written and lists it, and snapdiff exits 3.
+            ranks_written = target.is_dir() and done.returncode == 3
+            if (done.returncode == 0 or ranks_written) and report.is_file():
                 paths.append(report)
             else:
                 text = workdir / "report.txt"

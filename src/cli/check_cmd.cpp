@@ -163,14 +163,15 @@ int check_ranks(const po::variables_map& vm, const std::vector<std::string>& inp
     out.assign(paths.size(), std::nullopt);
     errors.assign(paths.size(), "");
     map_ranks(
-        paths, jobs, lo,
+        set.files, jobs, lo,
         [&](size_t i, Trace& t) {
           ReportOptions ro;
           ro.top_sites = 16;
           ro.input_name = paths[i];
           ro.rules = &rules;
-          ro.threads = jobs > 1 ? 1 : 2;  // the ranks are the parallelism
+          ro.threads = 1;  // the ranks are the parallelism (-j 1: one thread, never one started per rank)
           out[i] = peak_figures(analyze(t, ro));
+          return uint64_t(sizeof(PeakFigures));
         },
         [&](size_t i, const InputError& e) { errors[i] = e.describe(); });
   };

@@ -13,6 +13,7 @@
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
 #include "cli/rank_map.hpp"
+#include "cli/pair.hpp"
 #include "cli/ranks_cmd.hpp"
 #include "snapdiff/analysis/analysis.hpp"
 #include "snapdiff/analysis/diff.hpp"
@@ -22,6 +23,8 @@
 #include "snapdiff/input/ranks.hpp"
 #include "snapdiff/report/ranks_report.hpp"
 #include "snapdiff/report/report_read.hpp"
+#include "input/memory_budget.hpp"
+#include "util/read_file.hpp"
 
 namespace po = boost::program_options;
 
@@ -77,6 +80,21 @@ void note_skipped(const std::vector<std::string>& skipped, const char* what) {
 int failed_ranks_code(const std::vector<std::string>& errors, bool skip_bad) {
   for (const std::string& e : errors) print_error(e);
   return errors.empty() || skip_bad ? kExitOk : kExitInput;
+}
+
+// A summary's bytes as stored: at most max_text (a gzip'd one is smaller
+// than its text), and within a memory share when there is one.
+std::string read_summary_file(const std::string& path, uint64_t max_text, uint64_t share) {
+  const uint64_t by_memory = share == 0 ? UINT64_MAX : share / kSummaryMemoryPerByte;
+  struct stat st {};
+  if (by_memory < max_text && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+      uint64_t(st.st_size) > by_memory) {
+    InputError e("reading this summary (" + std::to_string(st.st_size) + " bytes) needs more than the " +
+                 detail::memory_text(share) + " of memory it may use (raise the limit with --max-memory)");
+    e.set_file(path);
+    throw e;
+  }
+  return detail::read_small_file(path, "summary", max_text);
 }
 
 void check_format(const std::string& fmt) {
@@ -163,17 +181,20 @@ int report_ranks(const po::variables_map& vm, const std::vector<std::string>& in
     paths.push_back(f.path);
   }
   map_ranks(
-      paths, jobs, lo,
+      set.files, jobs, lo,
       [&](size_t i, Trace& t) {
         ReportOptions o = base;
         o.input_name = paths[i];
-        o.threads = jobs > 1 ? 1 : 2;  // the ranks are the parallelism
+        o.threads = 1;  // the ranks are the parallelism (-j 1: one thread, never one started per rank)
         entries[i].report = report_view(analyze(t, o));
+        return view_memory_bytes(*entries[i].report);
       },
       [&](size_t i, const InputError& e) {
+        entries[i].report.reset();
         entries[i].error = e.describe();
         entries[i].exit_code = kExitInput;
-      });
+      },
+      render_factor_of(vm["format"].as<std::string>()));
   std::vector<std::string> superseded;
   for (const RankFile& f : set.superseded) superseded.push_back(f.path);
   return finish_ranks(vm, std::move(entries), std::move(superseded), ro);
@@ -192,6 +213,7 @@ int cmd_ranks(const std::vector<std::string>& args) {
                                                                 "`report DIR -n`; at most the rows each summary kept)")(
       "depth", po::value<std::string>(), "frames per site row of that diff (default 1; 0: the whole stack)");
   add_rank_options(d);
+  add_input_options(d);
   po::variables_map vm = parse_command(args, d);
   if (vm.count("help")) {
     std::ostringstream help;
@@ -213,22 +235,43 @@ int cmd_ranks(const std::vector<std::string>& args) {
   const size_t n = set.files.size();
   std::vector<RankEntry> read(n);
   std::vector<char> ok(n, 0);
+  // The memory bound is shared by the threads and the summaries kept (as
+  // map_ranks shares it); a summary refused for memory under its share is
+  // read again after the others, alone.
+  const LoadOptions lo = load_options(vm);
+  const uint64_t max_text = std::min<uint64_t>(kMaxSummaryBytes, lo.max_decoded_bytes);
+  const unsigned threads = unsigned(std::min<size_t>(std::max(jobs, 1u), std::max<size_t>(n, 1)));
+  KeptViews kept(lo.max_memory_bytes, render_factor_of(vm["format"].as<std::string>()));
+  std::vector<char> retry(n, 0);
+  auto attempt = [&](size_t i, unsigned sharing, bool may_retry) {
+    const std::string& path = set.files[i].path;
+    try {
+      if (!set.files[i].unreadable.empty()) throw unreadable_error(set.files[i]);
+      const uint64_t share = kept.share(sharing);
+      std::string bytes = read_summary_file(path, max_text, share);
+      Report r = read_summary(bytes, path, max_text, share);
+      bytes = std::string();
+      kept.keep(view_memory_bytes(r));
+      read[i].name = r.input_name;  // its rank is told below, by the same selection as the direct read
+      read[i].report = std::move(r);
+      ok[i] = 1;
+    } catch (const InputError& e) {
+      if (may_retry && refused_for_memory(e)) {
+        retry[i] = 1;
+        return;
+      }
+      read[i] = entry_of(set.files[i]);
+      InputError copy = e;
+      if (copy.file().empty()) copy.set_file(path);
+      read[i].error = copy.describe();
+      read[i].exit_code = kExitInput;
+    }
+  };
   map_indices(
-      n, jobs,
-      [&](size_t i) {
-        const std::string& path = set.files[i].path;
-        Report r = read_report_json(read_small_document(path, "summary"), path);
-        read[i].name = r.input_name;  // its rank is told below, by the same selection as the direct read
-        read[i].report = std::move(r);
-        ok[i] = 1;
-      },
-      [&](size_t i, const InputError& e) {
-        read[i] = entry_of(set.files[i]);
-        InputError copy = e;
-        if (copy.file().empty()) copy.set_file(set.files[i].path);
-        read[i].error = copy.describe();
-        read[i].exit_code = kExitInput;
-      });
+      n, threads, [&](size_t i) { attempt(i, threads, threads > 1 && lo.max_memory_bytes != 0); },
+      [&](size_t, const InputError&) {});
+  for (size_t i = 0; i < n; ++i)
+    if (retry[i]) attempt(i, 1, false);
   // The same choice of one file per rank as the direct read, on the
   // snapshots' names.
   std::vector<RankFile> named;
@@ -239,7 +282,7 @@ int cmd_ranks(const std::vector<std::string>& args) {
       entries.push_back(std::move(read[i]));
       continue;
     }
-    named.push_back({read[i].name, rank_from_name(read[i].name)});
+    named.push_back({read[i].name, rank_from_name(read[i].name), {}});
     index_of.push_back(i);
   }
   RankFileSet chosen = select_rank_files(named);
@@ -307,31 +350,35 @@ int diff_ranks(const po::variables_map& vm, const std::vector<std::string>& a_in
     pairs[i].a_name = files[i].first->path;
     pairs[i].b_name = files[i].second->path;
   }
-  // Both runs of a pair are held at once: each read gets half a thread's share.
-  LoadOptions lo = load_options(vm, vm.count("tensors") ? 2u : 1u);
+  // Both runs of a pair are held at once: each read gets half a thread's
+  // share of what the diffs kept leave (each holds both runs' views).
+  const LoadOptions whole = load_options(vm, vm.count("tensors") ? 2u : 1u);
   const unsigned threads = std::max(1u, std::min<unsigned>(jobs, unsigned(files.size())));
-  lo.progress = nullptr;
-  if (threads > 1) lo.trace_reader_workers = 0;
-  lo.max_memory_bytes = lo.max_memory_bytes / (2 * threads);
+  KeptViews kept(whole.max_memory_bytes, render_factor_of(fmt));
   map_indices(
       files.size(), threads,
       [&](size_t i) {
         RankPair& p = pairs[i];
-        auto load = [&](const std::string& path, std::string& err) -> std::optional<Trace> {
+        LoadOptions lo = whole;
+        lo.progress = nullptr;
+        if (threads > 1) lo.trace_reader_workers = 0;
+        if (whole.max_memory_bytes != 0) lo.max_memory_bytes = std::max<uint64_t>(1, kept.share(threads) / 2);
+        auto load = [&](const RankFile& f, std::string& err) -> std::optional<Trace> {
           try {
-            return load_trace(path, lo);
+            if (!f.unreadable.empty()) throw unreadable_error(f);
+            return load_trace(f.path, lo);
           } catch (InputError& e) {
-            if (e.file().empty()) e.set_file(path);
+            if (e.file().empty()) e.set_file(f.path);
             err = e.describe();
             return std::nullopt;
           }
         };
-        std::optional<Trace> ta = load(p.a_name, p.a_error);
-        std::optional<Trace> tb = load(p.b_name, p.b_error);
+        std::optional<Trace> ta = load(*files[i].first, p.a_error);
+        std::optional<Trace> tb = load(*files[i].second, p.b_error);
         if (!ta || !tb) return;
         ReportOptions o;
         o.rules = &rules;
-        o.threads = threads > 1 ? 1 : 2;  // the pairs are the parallelism
+        o.threads = 1;  // the pairs are the parallelism (-j 1: one thread)
         o.input_name = p.a_name;
         const Analysis aa = analyze(*ta, o);
         o.input_name = p.b_name;
@@ -340,6 +387,14 @@ int diff_ranks(const po::variables_map& vm, const std::vector<std::string>& a_in
         dopt.a_name = p.a_name;
         dopt.b_name = p.b_name;
         p.diff = diff_reports(aa, ab, dopt);
+        try {
+          kept.keep(view_memory_bytes(p.diff->a) + view_memory_bytes(p.diff->b) +
+                    p.diff->sites.size() * (sizeof(SiteDelta) + 256));
+        } catch (InputError& e) {
+          p.diff.reset();
+          e.set_file(p.b_name);
+          p.b_error = e.describe();
+        }
       },
       [&](size_t i, const InputError& e) { pairs[i].b_error = e.describe(); });
   RanksDiff d = build_ranks_diff(std::move(pairs), std::move(only_a), std::move(only_b), ro);

@@ -8,7 +8,6 @@
 #include <cctype>
 #include <filesystem>
 #include <map>
-#include <regex>
 #include <set>
 #include <system_error>
 #include <tuple>
@@ -69,18 +68,129 @@ std::string stem(std::string name) {
   return name;
 }
 
+// Name matching is by hand, one pass over the name (no backtracking): a
+// name read from a summary may be as long as a path allows, and a
+// backtracking matcher recurses once per character (issue 37).
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_letter(char c) { return c >= 'a' && c <= 'z'; }  // names are lowered first
+bool is_sep(char c) { return c == '-' || c == '_' || c == '.'; }
+
+// The length of the run of digits at s[i] (0: none).
+size_t digits_at(std::string_view s, size_t i) {
+  size_t j = i;
+  while (j < s.size() && is_digit(s[j])) ++j;
+  return j - i;
+}
+
+bool at(std::string_view s, size_t i, std::string_view word) {
+  return i <= s.size() && s.substr(i, word.size()) == word;
+}
+
+// "step", "iteration" or "iter" at s[i] (in that order): its length, or 0.
+size_t step_word_at(std::string_view s, size_t i) {
+  for (std::string_view w : {std::string_view("step"), std::string_view("iteration"), std::string_view("iter")})
+    if (at(s, i, w)) {
+      // "iteration5" is "iteration" then 5; "iter" is tried when "iteration"
+      // is not followed by a number (never: "iteration" goes on with a letter).
+      size_t j = i + w.size();
+      if (j < s.size() && (s[j] == '-' || s[j] == '_') && digits_at(s, j + 1) > 0) ++j;
+      if (digits_at(s, j) > 0) return j - i;
+    }
+  return 0;
+}
+
 // The step a name gives: "step_20", "step20", "iteration_20", "iter-20",
-// bounded by a non-letter before and a non-digit after.
-int64_t step_in(const std::string& s) {
-  static const std::regex re("(^|[^a-z])(step|iteration|iter)[-_]?([0-9]+)(?![0-9])");
-  std::smatch m;
-  if (std::regex_search(s, m, re)) return number(m[3].str(), 18);
+// bounded by a non-letter before (the number runs to its last digit).
+int64_t step_in(std::string_view s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i > 0 && is_letter(s[i - 1])) continue;
+    const size_t w = step_word_at(s, i);
+    if (w > 0) return number(std::string(s.substr(i + w, digits_at(s, i + w))), 18);
+  }
   return -1;
 }
 
-bool oom_in(const std::string& s) {
-  static const std::regex re("(^|[^a-z])oom([^a-z]|$)");
-  return std::regex_search(s, re);
+// "oom" between non-letters (or the ends).
+bool oom_in(std::string_view s) {
+  for (size_t i = s.find("oom"); i != std::string_view::npos; i = s.find("oom", i + 1))
+    if ((i == 0 || !is_letter(s[i - 1])) && (i + 3 >= s.size() || !is_letter(s[i + 3]))) return true;
+  return false;
+}
+
+// A rank of 1 to 6 digits at s[i] that the digit run ends: its value, or -1.
+int rank_digits_at(std::string_view s, size_t i) {
+  const size_t n = digits_at(s, i);
+  return n >= 1 && n <= 6 ? int(number(std::string(s.substr(i, n)), 6)) : -1;
+}
+
+// Whether s[i] is the end, or a '.' (the extension after a number).
+bool dot_or_end(std::string_view s, size_t i) { return i >= s.size() || s[i] == '.'; }
+
+// Folder "step20", "iteration_20", "iter-20_exit" (the whole name): the step
+// and the _exit mark.
+bool step_folder(std::string_view dir, int64_t& step, bool& exit_mark) {
+  const size_t w = step_word_at(dir, 0);
+  if (w == 0) return false;
+  const size_t n = digits_at(dir, w);
+  const std::string_view rest = dir.substr(w + n);
+  if (!rest.empty() && rest != "_exit") return false;
+  step = number(std::string(dir.substr(w, n)), 18);
+  exit_mark = !rest.empty();
+  return true;
+}
+
+// Folder "rank3", "rank_3", "rank-3" (the whole name): its number (up to 6
+// digits), -1 otherwise.
+int rank_folder(std::string_view dir) {
+  if (!at(dir, 0, "rank")) return -1;
+  size_t j = 4;
+  if (j < dir.size() && (dir[j] == '-' || dir[j] == '_')) ++j;
+  const size_t n = digits_at(dir, j);
+  if (n == 0 || j + n != dir.size()) return -1;
+  return int(number(std::string(dir.substr(j, n)), 6));
+}
+
+// "oom_rank-{R}_..." at the start of s: R, or -1.
+int megatron_oom_prefix(std::string_view s) {
+  if (!at(s, 0, "oom_rank-")) return -1;
+  const size_t n = digits_at(s, 9);
+  if (n < 1 || n > 6 || !at(s, 9 + n, "_")) return -1;
+  return rank_digits_at(s, 9);
+}
+
+// "..._oom_rank_{R}" or "..._oom_rank-{R}" then '.' or the end: R, or -1.
+int megatron_oom_suffix(std::string_view s) {
+  for (size_t i = s.find("_oom_rank"); i != std::string_view::npos; i = s.find("_oom_rank", i + 1)) {
+    const size_t j = i + 9;
+    if (j >= s.size() || (s[j] != '-' && s[j] != '_')) continue;
+    const int r = rank_digits_at(s, j + 1);
+    if (r >= 0 && dot_or_end(s, j + 1 + digits_at(s, j + 1))) return r;
+  }
+  return -1;
+}
+
+// "rank" after a non-letter (or at the start), an optional - or _, then 1 to
+// 6 digits (the whole run): the first such R, or -1.
+int rank_word(std::string_view s) {
+  for (size_t i = s.find("rank"); i != std::string_view::npos; i = s.find("rank", i + 1)) {
+    if (i > 0 && is_letter(s[i - 1])) continue;
+    size_t j = i + 4;
+    if (j < s.size() && (s[j] == '-' || s[j] == '_') && digits_at(s, j + 1) > 0) ++j;
+    const int r = rank_digits_at(s, j);
+    if (r >= 0) return r;
+  }
+  return -1;
+}
+
+// A token "r{R}" between - _ . or the ends: the first R, or -1.
+int r_token(std::string_view s) {
+  for (size_t i = s.find('r'); i != std::string_view::npos; i = s.find('r', i + 1)) {
+    if (i > 0 && !is_sep(s[i - 1])) continue;
+    const int r = rank_digits_at(s, i + 1);
+    const size_t end = i + 1 + digits_at(s, i + 1);
+    if (r >= 0 && (end == s.size() || is_sep(s[end]))) return r;
+  }
+  return -1;
 }
 
 }  // namespace
@@ -94,57 +204,61 @@ RankName rank_from_name(std::string_view path) {
 
   // The folders: the innermost step or iteration folder gives the step, an
   // *_exit one (torchtitan's OOM dumps) the OOM mark; a folder named only by
-  // a rank ("rank3", "rank_3") gives the rank when the file's name gives none.
-  static const std::regex step_dir("(step|iteration|iter)[-_]?([0-9]+)(_exit)?");
-  static const std::regex rank_dir("rank[-_]?([0-9]+)");
-  // Megatron's oom_rank-{rank}_{path} when the path has folders:
-  // "oom_rank-3_out/snapshot.pickle".
-  static const std::regex oom_rank_dir("oom_rank-([0-9]{1,6})_.*");
+  // a rank ("rank3", "rank_3") gives the rank when the file's name gives none;
+  // Megatron's oom_rank-{rank}_{path} when the path has folders
+  // ("oom_rank-3_out/snapshot.pickle") too.
   int folder_rank = -1;
   bool folder_megatron = false;
   for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
     const std::string dir = lower(*it);
-    std::smatch m;
-    if (out.step < 0 && std::regex_match(dir, m, step_dir)) {
-      out.step = number(m[2].str(), 18);
-      if (m[3].matched) out.oom = true;
+    int64_t step = -1;
+    bool exit_mark = false;
+    if (out.step < 0 && step_folder(dir, step, exit_mark)) {
+      out.step = step;
+      if (exit_mark) out.oom = true;
     }
-    if (folder_rank < 0 && std::regex_match(dir, m, rank_dir)) folder_rank = int(number(m[1].str(), 6));
-    if (folder_rank < 0 && std::regex_match(dir, m, oom_rank_dir)) {
-      folder_rank = int(number(m[1].str(), 6));
-      folder_megatron = true;
-      out.oom = true;
+    if (folder_rank < 0) folder_rank = rank_folder(dir);
+    if (folder_rank < 0) {
+      folder_rank = megatron_oom_prefix(dir);
+      if (folder_rank >= 0) {
+        folder_megatron = true;
+        out.oom = true;
+      }
     }
   }
 
   // The file's name, strongest pattern first (ranks.hpp lists them).
-  static const std::regex titan_now("^([0-9]{1,6})_step_([0-9]+)(\\.|$)");
-  static const std::regex titan_old("^rank([0-9]{1,6})_memory_snapshot(\\.|$)");
-  static const std::regex megatron_oom_prefix("^oom_rank-([0-9]{1,6})_");
-  static const std::regex megatron_oom_suffix("_oom_rank[-_]([0-9]{1,6})(\\.|$)");
-  static const std::regex rank_word("(^|[^a-z])rank[-_]?([0-9]{1,6})(?![0-9])");
-  static const std::regex composer("^rank([0-9]{1,6})\\.([0-9]+)\\.");
-  static const std::regex r_token("(^|[-_.])r([0-9]{1,6})(?=[-_.]|$)");
   const std::string base = stem(name);
-  std::smatch m;
-  if (std::regex_search(name, m, titan_now)) {
-    out.rank = int(number(m[1].str(), 6));
-    out.step = number(m[2].str(), 18);
+  int r = -1;
+  const size_t lead = digits_at(name, 0);             // {R} of {R}_step_{N}
+  const size_t step_digits = digits_at(name, lead + 6);  // {N}
+  const size_t after_rank = 4 + digits_at(name, 4);    // rank{R}|...
+  if (rank_digits_at(name, 0) >= 0 && at(name, lead, "_step_") && step_digits > 0 &&
+      dot_or_end(name, lead + 6 + step_digits)) {
+    // {R}_step_{N}, then '.' or the end: torchtitan (current)
+    out.rank = rank_digits_at(name, 0);
+    out.step = number(name.substr(lead + 6, step_digits), 18);
     out.layout = "torchtitan";
-  } else if (std::regex_search(name, m, titan_old)) {
-    out.rank = int(number(m[1].str(), 6));
+  } else if (at(name, 0, "rank") && rank_digits_at(name, 4) >= 0 && at(name, after_rank, "_memory_snapshot") &&
+             dot_or_end(name, after_rank + 16)) {
+    // rank{R}_memory_snapshot, then '.' or the end: torchtitan (older)
+    out.rank = rank_digits_at(name, 4);
     out.layout = "torchtitan";
-  } else if (std::regex_search(name, m, megatron_oom_prefix) || std::regex_search(name, m, megatron_oom_suffix)) {
-    out.rank = int(number(m[1].str(), 6));
+  } else if ((r = megatron_oom_prefix(name)) >= 0 || (r = megatron_oom_suffix(name)) >= 0) {
+    out.rank = r;
     out.oom = true;
     out.layout = "megatron";
-  } else if (std::regex_search(name, m, rank_word)) {
-    out.rank = int(number(m[2].str(), 6));
+  } else if ((r = rank_word(name)) >= 0) {
+    out.rank = r;
     out.layout = "rank";
-    std::smatch c;
-    if (std::regex_search(name, c, composer)) out.step = number(c[2].str(), 18);  // Composer's batch
-  } else if (std::regex_search(base, m, r_token)) {
-    out.rank = int(number(m[2].str(), 6));
+    // Composer's rank{R}.{batch}.: the batch is the step.
+    if (at(name, 0, "rank") && rank_digits_at(name, 4) >= 0 && at(name, after_rank, ".")) {
+      const size_t k = after_rank + 1;
+      const size_t n = digits_at(name, k);
+      if (n > 0 && at(name, k + n, ".")) out.step = number(name.substr(k, n), 18);
+    }
+  } else if ((r = r_token(base)) >= 0) {
+    out.rank = r;
     out.layout = "rank";
   } else if (folder_rank >= 0) {
     out.rank = folder_rank;
@@ -217,10 +331,29 @@ struct Walk {
         if (depth < 16) n += folder(p, depth + 1);
         continue;
       }
-      if (!fs::is_regular_file(fs::status(p, ec))) continue;  // a link to a folder, a dangling link, a device
-      n += file(p);
+      n += entry(p, link);
     }
     return n;
+  }
+  // An entry that is not a folder: a file, or a link to anything.
+  size_t entry(const std::string& p, const fs::file_status& link) {
+    std::error_code ec;
+    const fs::file_status st = fs::status(p, ec);
+    if (fs::is_directory(st)) return 0;  // a link to a folder: not followed
+    if (fs::is_regular_file(st)) return file(p);
+    if (!of_kind(p, kind)) {
+      skipped.push_back(p);
+      return 0;
+    }
+    // Named as an input but not a regular file: a rank that cannot be read.
+    found.push_back(p);
+    unreadable[p] = ec && ec != std::errc::no_such_file_or_directory ? "cannot be examined: " + ec.message()
+                    : fs::is_symlink(link) && !fs::exists(st) ? "a dangling symbolic link (its target does not exist)"
+                    : fs::is_fifo(st)                       ? "a named pipe (FIFO), not a regular file: not read"
+                    : fs::is_socket(st)                     ? "a socket, not a regular file: not read"
+                    : fs::is_character_file(st) || fs::is_block_file(st) ? "a device, not a regular file: not read"
+                                                                         : "not a regular file: not read";
+    return 1;
   }
   size_t file(const std::string& p) {
     if (of_kind(p, kind)) {
@@ -230,6 +363,7 @@ struct Walk {
     skipped.push_back(p);
     return 0;
   }
+  std::map<std::string, std::string> unreadable;  // path -> why, of those found
 };
 
 bool has_pattern(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
@@ -238,8 +372,10 @@ bool has_pattern(const std::string& s) { return s.find_first_of("*?[") != std::s
 // another number ("mem_2024_01_05", a date or a time) or a word that names
 // what a number counts ("run_bs_32", "mem_step_3", "model_v_2", "tp_4").
 bool rank_like_base(const std::string& base) {
-  static const std::regex number_before(".*[-_.][0-9]+|[0-9]+");
-  if (std::regex_match(base, number_before)) return false;
+  // A number after - _ . (or the whole name a number).
+  size_t d = base.size();
+  while (d > 0 && is_digit(base[d - 1])) --d;
+  if (d < base.size() && (d == 0 || is_sep(base[d - 1]))) return false;
   static const std::set<std::string> counts = {
       "bs",   "mbs",  "gbs", "batch", "seq",   "seqlen", "len",  "length", "step", "steps", "iter",
       "iteration", "epoch", "v",     "ver",   "version", "size", "layers", "n",    "mb",    "gb",
@@ -252,7 +388,6 @@ bool rank_like_base(const std::string& base) {
 // rank, all "B_N" for one B and distinct N (at least two of them): N is the
 // rank. A lone "model_2.pickle", or files of different bases, tell none.
 void shared_base_ranks(std::vector<RankFile>& files) {
-  static const std::regex re("(.*[^_])_([0-9]{1,6})");
   std::map<std::string, std::vector<size_t>> by_folder;
   for (size_t i = 0; i < files.size(); ++i)
     if (files[i].name.rank < 0) by_folder[fs::path(files[i].path).parent_path().string()].push_back(i);
@@ -264,13 +399,19 @@ void shared_base_ranks(std::vector<RankFile>& files) {
     bool ok = true;
     for (size_t i : idx) {
       const std::string s = stem(lower(fs::path(files[i].path).filename().string()));
-      std::smatch m;
-      if (!std::regex_match(s, m, re) || (!base.empty() && m[1].str() != base) || !rank_like_base(m[1].str())) {
+      // "B_N": N the digits at the end (1 to 6), B before the '_' (not
+      // ending in another '_').
+      size_t d = s.size();
+      while (d > 0 && is_digit(s[d - 1])) --d;
+      const size_t nd = s.size() - d;
+      const bool shaped = nd >= 1 && nd <= 6 && d >= 2 && s[d - 1] == '_' && s[d - 2] != '_';
+      const std::string b = shaped ? s.substr(0, d - 1) : std::string();
+      if (!shaped || (!base.empty() && b != base) || !rank_like_base(b)) {
         ok = false;
         break;
       }
-      base = m[1].str();
-      const int r = int(number(m[2].str(), 6));
+      base = b;
+      const int r = int(number(s.substr(d), 6));
       if (!seen.insert(r).second) {
         ok = false;
         break;
@@ -316,7 +457,7 @@ RankFileSet select_rank_files(std::vector<RankFile> files) {
 
 RankFileSet find_rank_files(const std::vector<std::string>& args, RankInputs kind) {
   if (args.empty()) throw UsageError("no file or folder given");
-  Walk walk{kind, {}, {}};
+  Walk walk{kind, {}, {}, {}};
   for (const std::string& arg : args) {
     std::error_code ec;
     const std::string last = fs::path(arg).filename().string();
@@ -333,10 +474,11 @@ RankFileSet find_rank_files(const std::vector<std::string>& args, RankInputs kin
       size_t n = 0;
       for (const std::string& name : names) {
         const std::string p = dir.empty() ? name : join(dir, name);
-        if (fs::is_directory(fs::symlink_status(p, ec)))
+        const fs::file_status link = fs::symlink_status(p, ec);
+        if (fs::is_directory(link))
           n += walk.folder(p, 1);
-        else if (fs::is_regular_file(fs::status(p, ec)))
-          n += walk.file(p);
+        else
+          n += walk.entry(p, link);
       }
       if (names.empty()) fail(arg, "the pattern matches no file");
       if (n == 0) fail(arg, kind == RankInputs::Summaries ? "the pattern matches no summary file (.json, .json.gz)"
@@ -360,7 +502,8 @@ RankFileSet find_rank_files(const std::vector<std::string>& args, RankInputs kin
     std::error_code ec;
     fs::path key = fs::weakly_canonical(p, ec);
     if (!seen.insert(ec ? p : key.string()).second) continue;
-    files.push_back({p, rank_from_name(p)});
+    auto why = walk.unreadable.find(p);
+    files.push_back({p, rank_from_name(p), why == walk.unreadable.end() ? std::string() : why->second});
   }
   RankFileSet out = select_rank_files(std::move(files));
   out.skipped = std::move(walk.skipped);

@@ -7,7 +7,9 @@
 #include "snapdiff/report/report_read.hpp"
 
 #include <cstring>
+#include <algorithm>
 #include <functional>
+#include <optional>
 #include <type_traits>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -16,9 +18,11 @@
 
 #include "report/format.hpp"
 #include "snapdiff/error.hpp"
+#include "snapdiff/input/small_document.hpp"
 #include "snapdiff/report/report.hpp"
 #include "snapdiff/view/fields.hpp"
 #include "util/json_depth.hpp"
+#include "util/quote_value.hpp"
 
 namespace snapdiff {
 
@@ -68,7 +72,7 @@ class In {
   void items(F f) const {
     for (simdjson::dom::key_value_pair kv : object()) {
       const std::string key(kv.key);
-      f(key, In(kv.value, path_ + "." + key));
+      f(key, In(kv.value, path_ + "." + capped_value(key)));
     }
   }
 
@@ -111,17 +115,17 @@ class In {
 
   Phase phase() const {
     Phase p;
-    if (!phase_from_name(s(), &p)) fail("unknown phase '" + s() + "'");
+    if (!phase_from_name(s(), &p)) fail("unknown phase " + quote_value(s()));
     return p;
   }
   Truncation truncation() const {
     Truncation t;
-    if (!truncation_from_name(s(), &t)) fail("unknown truncation '" + s() + "'");
+    if (!truncation_from_name(s(), &t)) fail("unknown truncation " + quote_value(s()));
     return t;
   }
   Code code() const {
     Code c;
-    if (!code_from_name(s(), &c)) fail("unknown code '" + s() + "'");
+    if (!code_from_name(s(), &c)) fail("unknown code " + quote_value(s()));
     return c;
   }
 
@@ -148,7 +152,7 @@ int category_index(const In& j, const std::vector<std::string>& names) {
   const std::string n = j.s();
   for (size_t i = 0; i < names.size(); ++i)
     if (names[i] == n) return int(i);
-  j.fail("unknown category '" + n + "'");
+  j.fail("unknown category " + quote_value(n));
 }
 
 // The size classes analyze() counts free blocks in (src/analysis/analyze.cpp):
@@ -252,7 +256,7 @@ class JsonReader {
     const std::vector<std::string>& n = names ? *names : kNone;
     v.clear();
     in_[key].items([&](const std::string& name, const In& x) {
-      if (v.size() >= n.size() || n[v.size()] != name) x.fail("unexpected category '" + name + "'");
+      if (v.size() >= n.size() || n[v.size()] != name) x.fail("unexpected category " + quote_value(name));
       read(x, v.emplace_back());
     });
   }
@@ -265,7 +269,7 @@ class JsonReader {
     in_[key].items([&](const std::string& name, const In& x) {
       size_t i = 0;
       while (i < n.size() && n[i] != name) ++i;
-      if (i == n.size()) x.fail("unknown category '" + name + "'");
+      if (i == n.size()) x.fail("unknown category " + quote_value(name));
       read(x, v[i]);
     });
   }
@@ -304,7 +308,7 @@ class JsonReader {
     fc.label = nullptr;
     for (const auto& k : kFreeSizeClasses)
       if (label == k.label) fc.label = k.label, fc.max_bytes = k.max_bytes;
-    if (!fc.label) name.fail("unknown size class '" + label + "'");
+    if (!fc.label) name.fail("unknown size class " + quote_value(label));
   }
   // "<1234 frames elided>" is the frames a deep stack leaves out (their
   // label the same words, not kept).
@@ -330,7 +334,7 @@ class JsonReader {
   }
   static void history(const In& x, bool& has, bool& truncated) {
     const std::string h = x.s();
-    if (h != "none" && h != "truncated" && h != "complete") x.fail("unknown history '" + h + "'");
+    if (h != "none" && h != "truncated" && h != "complete") x.fail("unknown history " + quote_value(h));
     has = h != "none";
     truncated = h == "truncated";
   }
@@ -352,7 +356,7 @@ class JsonReader {
     for (MemoryCaller c : {MemoryCaller::Unknown, MemoryCaller::PyTorch, MemoryCaller::Nccl, MemoryCaller::Cublas,
                            MemoryCaller::Cudnn, MemoryCaller::Other})
       if (caller == memory_caller_name(c)) return void(row.caller = c);
-    x.fail("unknown caller '" + caller + "'");
+    x.fail("unknown caller " + quote_value(caller));
   }
   void special(const char* key, view::PytorchCategories, std::array<int64_t, kPytorchCategories>& a) {
     const In x = in_[key];
@@ -388,9 +392,9 @@ class JsonReader {
     } else if constexpr (std::is_same_v<T, Code>) {
       m = x.code();
     } else if constexpr (std::is_same_v<T, OomCause>) {
-      if (!oom_cause_from_name(x.s(), &m)) x.fail("unknown cause '" + x.s() + "'");
+      if (!oom_cause_from_name(x.s(), &m)) x.fail("unknown cause " + quote_value(x.s()));
     } else if constexpr (std::is_same_v<T, EventKind>) {
-      if (!parse_event_kind(x.s(), &m)) x.fail("unknown action '" + x.s() + "'");
+      if (!parse_event_kind(x.s(), &m)) x.fail("unknown action " + quote_value(x.s()));
     } else if constexpr (std::is_same_v<T, int64_t[2]>) {
       const std::vector<In> e = x.elements(2);
       m[0] = e[0].i64();
@@ -460,7 +464,7 @@ void read_facts(const In& j, Finding& f) {
     case Code::DiffCategory: f.facts = read_value<DiffCategoryFacts>(facts); break;
     case Code::DiffOptimizerTransient: f.facts = read_value<DiffStepFacts>(facts); break;
     case Code::DiffReserved: f.facts = read_value<DiffReservedFacts>(facts); break;
-    default: kind.fail("'" + kind.s() + "' is a warning, not a finding");
+    default: kind.fail(quote_value(kind.s()) + " is a warning, not a finding");
   }
 }
 
@@ -479,14 +483,14 @@ void read_facts(const In& j, Warning& w) {
     case Code::NoTimestamps:
       if (!x.null()) x.fail("expected null");
       break;
-    default: code.fail("'" + code.s() + "' is a finding, not a warning");
+    default: code.fail(quote_value(code.s()) + " is a finding, not a warning");
   }
 }
 
 Report read_report(const In& j) {
   const In schema = j["schema"];
   if (schema.s() != "snapdiff/report/1")
-    schema.fail("a snapdiff report of schema \"" + schema.s() + "\", which this build does not read (it reads \"snapdiff/report/1\")");
+    schema.fail("a snapdiff report of schema " + quote_value(schema.s()) + ", which this build does not read (it reads \"snapdiff/report/1\")");
   Report r;
   JsonReader reader(j);
   reader.read(j, r);  // by the report's field list (snapdiff/view/fields.hpp)
@@ -526,13 +530,21 @@ Report read_report(const In& j) {
   return r;
 }
 
+// Summaries up to this size share their thread's parser.
+constexpr size_t kReusedParserBytes = size_t(1) << 20;
+
 }  // namespace
 
 Report read_report_json(std::string_view text, const std::string& name) {
   try {
     detail::check_json_depth(text);
-    // One parser per thread, reused: a reduce step reads thousands of summaries.
-    thread_local simdjson::dom::parser parser;
+    // One parser per thread, reused: a reduce step reads thousands of
+    // summaries. A large summary gets its own, freed with it: a parser keeps
+    // the capacity of the largest document it read (about ten bytes a byte),
+    // which each of -j threads would otherwise hold to the end.
+    thread_local simdjson::dom::parser reused;
+    std::optional<simdjson::dom::parser> own;
+    simdjson::dom::parser& parser = text.size() <= kReusedParserBytes ? reused : own.emplace();
     E doc;
     if (const auto error = parser.parse(text.data(), text.size()).get(doc); error != simdjson::SUCCESS) {
       // Where it goes wrong, from a parser that says.
@@ -540,9 +552,9 @@ Report read_report_json(std::string_view text, const std::string& name) {
         const nlohmann::json checked = nlohmann::json::parse(text.begin(), text.end());
         (void)checked;
       } catch (const nlohmann::json::parse_error& e) {
-        throw InputError(uint64_t(e.byte > 0 ? e.byte - 1 : 0), std::string("malformed JSON: ") + e.what());
+        throw InputError(uint64_t(e.byte > 0 ? e.byte - 1 : 0), "malformed JSON: " + capped_value(e.what()));
       } catch (const nlohmann::json::exception& e) {  // a number too large for a double (out_of_range.406)
-        throw InputError(std::string("$"), std::string("unreadable JSON: ") + e.what());
+        throw InputError(std::string("$"), "unreadable JSON: " + capped_value(e.what()));
       }
       throw InputError(std::string("$"), std::string("unreadable JSON: ") + simdjson::error_message(error));
     }
@@ -552,12 +564,42 @@ Report read_report_json(std::string_view text, const std::string& name) {
       root.fail(std::string("not a snapdiff report: ") +
                 (doc.is_object() ? "a JSON object without a \"schema\" key" : "not a JSON object"));
     if (!schema.is_string() || std::string_view(schema.get_string()).rfind("snapdiff/report/", 0) != 0)
-      In(schema, "$.schema").fail("not a snapdiff report: its schema is " + simdjson::minify(schema));
+      In(schema, "$.schema").fail("not a snapdiff report: its schema is " + capped_value(simdjson::minify(schema)));
     return read_report(root);
   } catch (InputError& e) {
     e.set_file(name);
     throw;
   }
+}
+
+Report read_summary(std::string_view bytes, const std::string& name, uint64_t max_decoded_bytes,
+                    uint64_t max_memory_bytes) {
+  // What reading it holds: the text, the parser's padded copy, its tape and
+  // strings, the view (kSummaryMemoryPerByte a byte of text): the memory
+  // bound caps the text where that is lower than max_decoded_bytes.
+  const uint64_t by_memory = max_memory_bytes == 0 ? UINT64_MAX : max_memory_bytes / kSummaryMemoryPerByte;
+  const bool memory_binds = by_memory < max_decoded_bytes;
+  const uint64_t limit = std::min(max_decoded_bytes, by_memory);
+  std::string text;
+  try {
+    if (bytes.size() > limit && !is_gzip_bytes(bytes))
+      throw InputError("the summary holds " + std::to_string(bytes.size()) + " bytes, more than " +
+                       std::to_string(limit) + " (the limit; raise it with " +
+                       (memory_binds ? "--max-memory" : "--max-input-bytes") + ")");
+    text = decode_small_document(bytes, limit, memory_binds ? "--max-memory" : "--max-input-bytes");
+  } catch (InputError& e) {
+    if (e.file().empty()) e.set_file(name);
+    throw;
+  }
+  Report r = read_report_json(text, name);
+  if (r.input_name.size() > kMaxSummaryNameBytes) {
+    InputError e(std::string("$.input.name"), "the snapshot's name is " + std::to_string(r.input_name.size()) +
+                                                  " bytes, longer than any path (at most " +
+                                                  std::to_string(kMaxSummaryNameBytes) + ")");
+    e.set_file(name);
+    throw e;
+  }
+  return r;
 }
 
 }  // namespace snapdiff

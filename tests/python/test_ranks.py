@@ -93,3 +93,26 @@ def test_record_rank_outside_the_plugin_fails_before_recording(monkeypatch) -> N
     with pytest.raises(RuntimeError, match="SNAPDIFF_RANKS_DIR is not set"):
         with pytest_snapdiff.record_rank(0):
             pass
+
+
+def test_an_unreadable_rank_shows_the_verdict_and_its_error(inner) -> None:
+    # Rank 0 records (its peak is over the threshold); rank 1's file is not a
+    # snapshot. snapdiff writes the verdict and the report of rank 0, lists
+    # rank 1 with its error and exits 3: the test's message shows both.
+    test = inner_test("gpu_memory(max_peak='512 MiB', ranks=True)", children="[0]")
+    test = test.replace(
+        "            assert [p.wait() for p in procs] == [0] * len(procs)\n",
+        "            assert [p.wait() for p in procs] == [0] * len(procs)\n"
+        "            with open(os.path.join(os.environ['SNAPDIFF_RANKS_DIR'], 'rank1.pickle'), 'wb') as f:\n"
+        "                f.write(b'not a snapshot')\n",
+    )
+    inner.pytester.makepyfile(test_a=test)
+    result = inner.run()
+    result.assert_outcomes(failed=1, passed=1)
+    out = result.stdout.str()
+    assert "snapdiff check failed" not in out, out
+    assert "FAIL rank 0 max_peak.allocated" in out, out
+    assert "ERROR rank 1: " in out and "rank1.pickle" in out, out
+    assert "no HTML report" not in out, out
+    folder, report = inner.artifacts(result)
+    assert report.name == "report.html" and report.is_file()

@@ -59,6 +59,12 @@ RankName rank_from_name(std::string_view path);
 struct RankFile {
   std::string path;  // as given, or the folder joined with the name found in it
   RankName name;
+  // Why the file cannot be read, "" when it may be: an entry of a folder (or
+  // a pattern's match) named as an input of the kind that is not a regular
+  // file (a dangling symbolic link, a named pipe, a device, a socket). It is
+  // a rank all the same, listed with this error (never opened: a FIFO would
+  // block), as a corrupt rank is.
+  std::string unreadable;
 };
 
 // What to look for in a folder.
@@ -86,7 +92,9 @@ struct RankFileSet {
 RankFileSet select_rank_files(std::vector<RankFile> found);
 
 // Expands the arguments: a folder is walked (sub-folders too, in name order,
-// at most 16 levels; symbolic links to files followed, to folders not); a
+// at most 16 levels; symbolic links to files followed, to folders not;
+// entries named as inputs that are not regular files are found with
+// RankFile::unreadable set); a
 // file is taken whatever its name; a pattern with * ? or [...] in its last
 // component is matched in its folder. Throws InputError for a path that does
 // not exist, a pattern that matches nothing, or a folder with no file of

@@ -12,6 +12,7 @@
 // prints are read: user frames, call sites, site paths).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -24,5 +25,18 @@ namespace snapdiff {
 // document that is not a snapdiff report (its "schema" is not
 // "snapdiff/report/N" of a version this build reads) is refused by name.
 Report read_report_json(std::string_view text, const std::string& name);
+
+// A map step's summary as stored (`snapdiff ranks` reads each with it; the
+// summary reader's fuzz target calls it): its bytes, JSON or gzip of JSON
+// (told by the bytes), at most max_decoded_bytes once gzip is unwrapped,
+// and, with max_memory_bytes (0: no bound), at most what that bound allows
+// (kSummaryMemoryPerByte a byte of text: the refusal names --max-memory);
+// then read_report_json(); the snapshot's name it gives (input.name) at most
+// kMaxSummaryNameBytes. Throws InputError with `name` as its file.
+constexpr uint64_t kMaxSummaryBytes = uint64_t(64) << 20;
+constexpr uint64_t kSummaryMemoryPerByte = 10;
+constexpr size_t kMaxSummaryNameBytes = 4096;  // PATH_MAX
+Report read_summary(std::string_view bytes, const std::string& name, uint64_t max_decoded_bytes = kMaxSummaryBytes,
+                    uint64_t max_memory_bytes = 0);
 
 }  // namespace snapdiff
