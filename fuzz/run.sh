@@ -6,7 +6,7 @@
 # runs one for a while, seeded from real files. Findings land in
 # bench/out/fuzz/TARGET/findings; the growing corpus in bench/out/fuzz/TARGET/corpus.
 #   bash fuzz/run.sh TARGET SECONDS   (TARGET: fuzz_load fuzz_pickle fuzz_snap fuzz_rules fuzz_budget
-#                                       fuzz_chrome_trace fuzz_memtl fuzz_sclog fuzz_tensors fuzz_whatif)
+#                                       fuzz_chrome_trace fuzz_memtl fuzz_sclog fuzz_tensors fuzz_whatif fuzz_ranks_summary)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=$1
@@ -34,6 +34,7 @@ case $target in
   fuzz_budget) seed fuzz/seeds/budget_*.json tests/data/fuzz_regressions/budget_* ;;
   fuzz_tensors) seed fuzz/seeds/tensors_*.json ;;
   fuzz_whatif) seed fuzz/seeds/whatif_* tests/data/fuzz_regressions/whatif_* ;;
+  fuzz_ranks_summary) seed fuzz/seeds/summary_* tests/data/fuzz_regressions/summary_* ;;
   fuzz_chrome_trace)
     # Small real traces, and the first events of a large one cut to size.
     gzip -dc "$shared/small_profile.trace.json.gz" >"$out/seeds/small_profile.trace.json" 2>/dev/null || true

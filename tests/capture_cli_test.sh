@@ -49,10 +49,19 @@ expect "run in TMPDIR" "$T/out" "^$T/scratch/snapcapture-"
 
 # Killed by a signal: 128 + the signal; SIGTERM to snapcapture reaches the command.
 check "run killed" 137 "$CAP" run --inject "$INJECT" -o "$T/killed.snap" -- /bin/sh -c 'kill -9 $$'
-"$CAP" run --inject "$INJECT" -o "$T/term.snap" -- /bin/sh -c 'trap "exit 42" TERM; while :; do sleep 0.1; done' \
-  >"$T/out" 2>"$T/err" &
+# The command says when its trap is set (a fixed sleep raced a loaded machine:
+# snapcapture loads the CUDA libraries before it starts the command).
+ready() {
+  for _ in $(seq 400); do
+    [[ -e $1 ]] && return 0
+    sleep 0.05
+  done
+  return 1
+}
+"$CAP" run --inject "$INJECT" -o "$T/term.snap" -- \
+  /bin/sh -c "trap 'exit 42' TERM; : >'$T/term.ready'; while :; do sleep 0.1; done" >"$T/out" 2>"$T/err" &
 pid=$!
-sleep 1
+ready "$T/term.ready" || fail "run forwards SIGTERM: the command did not start within 20 s"
 kill -TERM $pid
 wait $pid
 rc=$?
@@ -62,21 +71,17 @@ rc=$?
 # writes the recording and removes its temporary folder.
 mkdir -p "$T/hup"
 check "run forwards SIGHUP" 42 env TMPDIR="$T/hup" "$CAP" run --inject "$INJECT" -o "$T/hup.snap" -- \
-  /bin/sh -c 'trap "exit 42" HUP; kill -HUP $PPID; i=0; while [ $i -lt 100 ]; do sleep 0.02; i=$((i+1)); done; exit 9'
+  /bin/sh -c 'trap "exit 42" HUP; kill -HUP $PPID; i=0; while [ $i -lt 1000 ]; do sleep 0.02; i=$((i+1)); done; exit 9'
 [[ -s $T/hup.snap && -z $(ls -A "$T/hup") ]] || fail "run forwards SIGHUP: no recording, or the log folder left"
 # SIGTSTP stops snapcapture and the command (the shell sees the job stopped);
 # SIGCONT resumes both.
 state() { awk '{print $3}' "/proc/$1/stat" 2>/dev/null; }
-"$CAP" run --inject "$INJECT" -o "$T/stop.snap" -- /bin/sh -c 'sleep 2; exit 3' >"$T/out" 2>"$T/err" &
+"$CAP" run --inject "$INJECT" -o "$T/stop.snap" -- /bin/sh -c ": >'$T/stop.ready'; sleep 2; exit 3" \
+  >"$T/out" 2>"$T/err" &
 pid=$!
-# Waits (up to 10 s on a loaded machine) for the command to be started, then
-# for both to show stopped: fixed sleeps raced a busy 2-core CI machine.
-child=
-for _ in $(seq 200); do
-  child=$(cat "/proc/$pid/task/$pid/children" 2>/dev/null)
-  [[ -n $child ]] && break
-  sleep 0.05
-done
+# Waits for the command to be started, then for both to show stopped.
+ready "$T/stop.ready" || fail "run: SIGTSTP: the command did not start within 20 s"
+child=$(cat "/proc/$pid/task/$pid/children" 2>/dev/null)
 kill -TSTP $pid
 if [[ -n $child ]]; then
   for _ in $(seq 200); do

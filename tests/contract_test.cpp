@@ -21,6 +21,7 @@
 #include "snapdiff/input/input.hpp"
 #include "snapdiff/analysis/analysis.hpp"
 #include "snapdiff/report/report.hpp"
+#include "snapdiff/report/report_read.hpp"
 #include "test_util.hpp"
 #include "../fuzz/whatif_program.hpp"
 #include "util/read_file.hpp"
@@ -230,6 +231,8 @@ TEST_CASE("every fuzzer finding stays fixed (tests/data/fuzz_regressions)", "[in
         Trace t;
         read_snap(bytes, t);
         (void)analyze(t, {});
+      } else if (name.rfind("summary_", 0) == 0) {
+        (void)read_summary(bytes, name, kMaxSummaryBytes, uint64_t(512) << 20);
       } else if (name.rfind("whatif_", 0) == 0) {
         // fuzz_whatif: settings, then a program of requests; the figures
         // modelled must be possible (a refused setting is a UsageError).

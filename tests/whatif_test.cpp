@@ -248,6 +248,6 @@ TEST_CASE("whatif: a setting quoted in a refusal is cut at 400 bytes, its length
   } catch (const UsageError& e) {
     const std::string m = e.what();
     CHECK(m.size() < 600);
-    CHECK(m.find("(1048576 bytes in all)") != std::string::npos);
+    CHECK(m.find("more bytes)") != std::string::npos);  // the cut says what it left out
   }
 }

@@ -133,7 +133,7 @@ def _tmp(d):
 
 def _signal_cmd(sig):
     return ["run", "-o", "out.snap", "--", "/bin/sh", "-c",
-            'trap "exit 42" %s; kill -%s $PPID; i=0; while [ $i -lt 100 ]; do sleep 0.02; i=$((i+1)); done; exit 9'
+            'trap "exit 42" %s; kill -%s $PPID; i=0; while [ $i -lt 1000 ]; do sleep 0.02; i=$((i+1)); done; exit 9'
             % (sig, sig)]
 
 
