@@ -41,20 +41,26 @@ def _driver(times, addrs, sizes, pids=None, kinds=None, callers=None, libraries=
             "library": libraries or [2] * n}
 
 
+def _segment_cycles(d, n):
+    """Writes s.pickle: a 20 MiB segment made and freed at SEG n times, 10 us
+    apart; returns the times it was made."""
+    ev, times = [], []
+    for i in range(n):
+        t = T0 + 10 * i
+        times.append(t)
+        for action, dt in (("segment_alloc", 0), ("segment_free", 5)):
+            ev.append({"action": action, "addr": SEG, "size": 20 * MiB, "stream": 0, "time_us": t + dt,
+                       "frames": []})
+    dump(os.path.join(d, "s.pickle"), {"segments": [], "device_traces": [ev]})
+    return times
+
+
 def _one_address(n):
     """A snapshot that makes and frees a 20 MiB segment at one address n
     times, and a recording of the n cudaMalloc's there (a microsecond
     apart, as the snapshot's)."""
     def make(d):
-        ev = []
-        times = []
-        for i in range(n):
-            t = T0 + 10 * i
-            times.append(t)
-            for action, dt in (("segment_alloc", 0), ("segment_free", 5)):
-                ev.append({"action": action, "addr": SEG, "size": 20 * MiB, "stream": 0, "time_us": t + dt,
-                           "frames": []})
-        dump(os.path.join(d, "s.pickle"), {"segments": [], "device_traces": [ev]})
+        times = _segment_cycles(d, n)
         drv = _driver(times, [SEG] * n, [20 * MiB] * n)
         with open(os.path.join(d, "r.kernels.snap"), "w") as f:
             json.dump(_recording(drv), f)
@@ -67,14 +73,7 @@ def _many_processes_one_address(procs, n):
     each segment event was searched in every process's calls, and every
     process kept its differences."""
     def make(d):
-        ev, times = [], []
-        for i in range(n):
-            t = T0 + 10 * i
-            times.append(t)
-            for action, dt in (("segment_alloc", 0), ("segment_free", 5)):
-                ev.append({"action": action, "addr": SEG, "size": 20 * MiB, "stream": 0, "time_us": t + dt,
-                           "frames": []})
-        dump(os.path.join(d, "s.pickle"), {"segments": [], "device_traces": [ev]})
+        times = _segment_cycles(d, n)
         t_all = [T0 + 10 * (i % n) for i in range(procs)] + times
         pids = [2000 + i for i in range(procs)] + [1000] * n
         drv = _driver(t_all, [SEG] * len(t_all), [20 * MiB] * len(t_all), pids=pids)
