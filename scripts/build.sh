@@ -19,7 +19,9 @@ start=$SECONDS
 
 if ((lean)); then
   bash scripts/install-deps.sh
-  set -- -DSNAPDIFF_BUILD_TESTS=OFF -DSNAPDIFF_BUILD_CAPTURE=OFF "$@"
+  # A new build folder leaves out the tests and the capture (no Catch2 or CUDA
+  # needed); one already configured keeps its settings: only the target differs.
+  [[ -f $B/CMakeCache.txt ]] || set -- -DSNAPDIFF_BUILD_TESTS=OFF -DSNAPDIFF_BUILD_CAPTURE=OFF "$@"
 else
   bash scripts/install-deps.sh --test
   set -- -DSNAPDIFF_BUILD_TESTS=ON -DSNAPDIFF_BUILD_CAPTURE=ON "$@"

@@ -8,12 +8,14 @@
 #      FP8 primary weights): why one peaks where it does.
 # Each full report is written under build/quickstart/ (text and HTML); the
 # terminal gets the headline sections, so the whole run is about 30 lines.
+# BUILD_DIR=DIR builds in DIR instead of build/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh --lean
-out=build/quickstart
+B=${BUILD_DIR:-build}
+bash scripts/build.sh --lean "$B"
+out=$B/quickstart
 mkdir -p "$out"
-sd=./build/snapdiff
+sd=$B/snapdiff
 section() {  # prints the section of a text report that starts with the line $1
   awk -v h="$1" 'index($0, h) == 1 { on = 1 } on && /^$/ { exit } on' "$2"
 }
@@ -23,11 +25,11 @@ echo "== snapdiff report sample_snapshots/gpt2_run.pickle.gz"
 "$sd" report sample_snapshots/gpt2_run.pickle.gz -o "$out/gpt2_run.txt"
 "$sd" report sample_snapshots/gpt2_run.pickle.gz --format html -o "$out/gpt2_run.html"
 section EXPLANATION "$out/gpt2_run.txt"
-echo "   (the whole report: $out/gpt2_run.txt, $out/gpt2_run.html)"
+echo "   (whole report: $out/gpt2_run.txt, .html)"
 
 echo
 echo "== snapdiff diff sample_snapshots/fp8_no_pw.snap sample_snapshots/fp8_pw.snap"
 "$sd" diff sample_snapshots/fp8_no_pw.snap sample_snapshots/fp8_pw.snap -o "$out/fp8.diff.txt"
 "$sd" diff sample_snapshots/fp8_no_pw.snap sample_snapshots/fp8_pw.snap --format html -o "$out/fp8.diff.html"
 section FINDINGS "$out/fp8.diff.txt"
-echo "   (the whole diff: $out/fp8.diff.txt, $out/fp8.diff.html)"
+echo "   (whole diff: $out/fp8.diff.txt, .html)"

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The README's first command as a user meets it: `bash scripts/quickstart.sh`
+# (here in the test's own, already configured build folder, so nothing is
+# installed or compiled anew) exits 0, prints about 30 lines — one per stage,
+# then the headline of a PyTorch snapshot's report and of the FP8 diff — none
+# wider than 80 columns, and leaves the whole reports, text and HTML, in
+# BUILD_DIR/quickstart/.
+# Usage: quickstart_test.sh BUILD_DIR SOURCE_DIR
+set -u
+B=$1
+SRC=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+source "$SRC/tests/cli_lib.sh"
+check "bash scripts/quickstart.sh exits 0" 0 env BUILD_DIR="$B" bash "$SRC/scripts/quickstart.sh"
+cat "$T/out" "$T/err" >"$T/all"
+sed 's/^/  | /' "$T/all"
+lines=$(wc -l <"$T/all")
+if [[ $lines -gt 35 ]]; then fail "prints about 30 lines: printed $lines"; else echo "ok   prints $lines lines"; fi
+for want in "build: compiling the snapdiff executable" "== snapdiff report sample_snapshots/gpt2_run.pickle.gz" \
+            "EXPLANATION" "The peak, 943.7 MiB" "== snapdiff diff" "FINDINGS" "parameter_copy unchanged at the peak"; do
+  expect "prints '$want'" "$T/all" "$want"
+done
+wide=$(python3 -c 'import sys; print(max(len(l.rstrip("\n")) for l in open(sys.argv[1], encoding="utf-8")))' "$T/all")
+if [[ $wide -gt 80 ]]; then fail "no line wider than 80 columns: the widest is $wide"; else echo "ok   widest line $wide columns"; fi
+for f in gpt2_run.txt gpt2_run.html fp8.diff.txt fp8.diff.html; do
+  [[ -s $B/quickstart/$f ]] || fail "writes $B/quickstart/$f"
+done
+echo "$fails failures"
+[[ $fails -eq 0 ]]
