@@ -41,9 +41,6 @@ constexpr int kZstdLevel = 3;
 // Sections smaller than this are stored as they are.
 constexpr size_t kCompressFrom = 64;
 
-constexpr const char* kTooLarge = "implausibly large size: more than any device holds (2^50 bytes)";
-constexpr const char* kSumTooLarge =
-    "the device's dumped sizes sum to more than any device holds (2^50 bytes): the file is corrupt";
 
 uint64_t zigzag(int64_t v) { return (uint64_t(v) << 1) ^ uint64_t(v >> 63); }
 int64_t unzigzag(uint64_t u) { return int64_t(u >> 1) ^ -int64_t(u & 1); }
@@ -642,7 +639,7 @@ class BinaryReader {
         x = c.u();
         if (x >= t.r_.frame_map_.size()) c.bad_row("frame index out of range");
       }
-      [[gnu::always_inline]] void size(const char*, uint64_t& x) { x = next().max(kMaxDeviceBytes, kTooLarge); }
+      [[gnu::always_inline]] void size(const char*, uint64_t& x) { x = next().max(kMaxDeviceBytes, detail::kTooLarge); }
       [[gnu::always_inline]] void addr(const char*, uint64_t& x) { x = delta(); }
       [[gnu::always_inline]] void time(const char*, int64_t& x) { x = int64_t(delta()); }
       [[gnu::always_inline]] void integer(const char*, int64_t& x) { x = next().s(); }
@@ -684,7 +681,7 @@ class BinaryReader {
       }
       [[gnu::always_inline]] void device_total(const char* name, uint64_t x) {
         t.sum_ += x;
-        if (t.sum_ > kMaxDeviceBytes) col(name).bad_row(kSumTooLarge);
+        if (t.sum_ > kMaxDeviceBytes) col(name).bad_row(detail::kSumTooLarge);
       }
       [[gnu::always_inline]] void at_most(const char* name, uint64_t x, uint64_t limit, const char* msg) {
         if (x > limit) col(name).bad_row(msg);

@@ -205,9 +205,6 @@ void read_snap(std::string_view bytes, Trace& out) {
 
 namespace {
 
-constexpr const char* kTooLarge = "implausibly large size: more than any device holds (2^50 bytes)";
-constexpr const char* kSumTooLarge =
-    "the device's dumped sizes sum to more than any device holds (2^50 bytes): the file is corrupt";
 
 class SnapReader {
  public:
@@ -477,7 +474,7 @@ class SnapReader {
       return row || cols[cur];
     }
     void flush() {
-      if (!pending.empty()) fail(pending, kTooLarge);
+      if (!pending.empty()) fail(pending, detail::kTooLarge);
     }
     const char* name() const { return nm.names[cur].c_str(); }
     std::string path() const { return row ? p + "[" + std::to_string(cur) + "]" : at(p, name(), i); }
@@ -552,7 +549,7 @@ class SnapReader {
     void device_total(const char* n, uint64_t x) {
       flush();
       *sum += x;
-      if (*sum > kMaxDeviceBytes) fail(p + "[" + std::to_string(nm.index(n)) + "]", kSumTooLarge);
+      if (*sum > kMaxDeviceBytes) fail(p + "[" + std::to_string(nm.index(n)) + "]", detail::kSumTooLarge);
     }
     void at_most(const char* n, uint64_t x, uint64_t limit, const char* msg) {
       flush();

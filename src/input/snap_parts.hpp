@@ -14,6 +14,11 @@
 
 namespace snapdiff::detail {
 
+// The two readers' (binary and JSON .snap) words for a size no device holds.
+inline constexpr const char* kTooLarge = "implausibly large size: more than any device holds (2^50 bytes)";
+inline constexpr const char* kSumTooLarge =
+    "the device's dumped sizes sum to more than any device holds (2^50 bytes): the file is corrupt";
+
 // The first bytes of a version 3 file: 0x89 "SNAPDF" '\n' (docs/snap_format.md).
 constexpr char kSnapBinaryMagic[8] = {'\x89', 'S', 'N', 'A', 'P', 'D', 'F', '\n'};
 inline bool is_snap_binary(std::string_view head) {
