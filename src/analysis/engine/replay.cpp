@@ -24,6 +24,7 @@
 #include <unordered_map>
 
 #include "analysis/engine/addr_map.hpp"
+#include "analysis/engine/allocator_constants.hpp"
 #include "snapdiff/analysis/replay.hpp"
 #include "snapdiff/error.hpp"
 #include "util/hugepages.hpp"
@@ -31,8 +32,8 @@
 namespace snapdiff {
 
 namespace {
-constexpr uint64_t kMinBlock = 512;
-constexpr uint64_t kSmallSize = uint64_t(1) << 20;
+using alloc::kMinBlock;
+using alloc::kSmallSize;
 constexpr size_t kMaxNotes = 8;
 }  // namespace
 

@@ -37,6 +37,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "analysis/engine/allocator_constants.hpp"
 #include "snapdiff/error.hpp"
 #include "util/quote_value.hpp"
 
@@ -44,12 +45,12 @@ namespace snapdiff {
 
 namespace {
 
-constexpr uint64_t kMinBlock = 512;
-constexpr uint64_t kSmallSize = uint64_t(1) << 20;
-constexpr uint64_t kSmallBuffer = uint64_t(2) << 20;
-constexpr uint64_t kLargeBuffer = uint64_t(20) << 20;
-constexpr uint64_t kMinLargeAlloc = uint64_t(10) << 20;
-constexpr uint64_t kRoundLarge = uint64_t(2) << 20;
+using alloc::kLargeBuffer;
+using alloc::kMinBlock;
+using alloc::kMinLargeAlloc;
+using alloc::kRoundLarge;
+using alloc::kSmallBuffer;
+using alloc::kSmallSize;
 constexpr uint64_t kNoSplitLimit = std::numeric_limits<uint64_t>::max();
 constexpr uint64_t kExpandableRange = uint64_t(1) << 40;  // an expandable segment's address range
 // The model's device addresses: segments are placed downwards from here, and

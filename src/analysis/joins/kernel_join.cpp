@@ -2,6 +2,7 @@
 // kernel each allocation was made for (snapdiff/analysis/kernel_join.hpp,
 // docs/capture.md "Joining a recording").
 #include "snapdiff/analysis/kernel_join.hpp"
+#include "analysis/joins/quantile.hpp"
 
 #include "util/utc_time.hpp"
 
@@ -184,12 +185,7 @@ struct Candidate {
   uint64_t matched = 0, dump_found = 0, kernels = 0;
 };
 
-double quantile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  const double pos = q * double(sorted.size() - 1);
-  const size_t lo = size_t(std::floor(pos)), hi = size_t(std::ceil(pos));
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - double(lo));
-}
+using joins::quantile_of_sorted;
 
 std::string window_text(const Window& w) {
   return utc_time(w.first, true) + " to " + utc_time(w.last, true);
@@ -371,8 +367,8 @@ Joined<KernelJoin> join_kernel_recording(Trace snapshot, const Trace& recording,
     std::vector<double> d = std::move(deltas);
     std::sort(d.begin(), d.end());
     j.offset_measured = true;
-    j.offset_us = quantile(d, 0.5);
-    j.offset_spread_us = (quantile(d, 0.75) - quantile(d, 0.25)) / 2;
+    j.offset_us = quantile_of_sorted(d, 0.5);
+    j.offset_spread_us = (quantile_of_sorted(d, 0.75) - quantile_of_sorted(d, 0.25)) / 2;
     off = std::llround(j.offset_us);
   }
 

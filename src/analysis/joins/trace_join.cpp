@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "snapdiff/analysis/trace_join.hpp"
+#include "analysis/joins/quantile.hpp"
 #include "snapdiff/input/profiler.hpp"
 #include "snapdiff/analysis/replay.hpp"
 #include "snapdiff/error.hpp"
@@ -77,12 +78,8 @@ bool fits(uint64_t requested, uint64_t block, const AllocatorSettings& s) {
 }
 
 double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  double pos = q * double(v.size() - 1);
-  size_t lo = size_t(pos);
-  size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - double(lo));
+  return joins::quantile_of_sorted(v, q);
 }
 
 }  // namespace
