@@ -288,6 +288,10 @@ TEST_CASE("find_rank_files follows links to files, not to folders, and stops 16 
   std::vector<int> expected = {7};
   for (int level = 2; level <= 16; ++level) expected.push_back(100 + level);
   CHECK(ranks(s) == expected);
+  // The folder left out is said (the CLI's note names it).
+  REQUIRE(s.too_deep.size() == 1);
+  CHECK(s.too_deep[0] == t.path(deep));
+  CHECK_FALSE(s.walk_stopped);
 }
 
 TEST_CASE("rank_from_name reads names of any length in one pass (no recursion)", "[input]") {
