@@ -71,6 +71,11 @@ assert v["schema"] == "snapdiff/runs/1" and v["kind"] == "separate_runs", v["sch
 assert len(v["runs"]) == 3 and all(r["peak_requested_bytes"] > 0 for r in v["runs"]), v["runs"]
 assert "do not look like ranks of one job" in v["message"]
 PY
+# The reduce step decides the same from the summaries.
+mkdir -p "$T/sums"
+for f in "$T"/runs/*.pickle.gz; do "$BIN" report "$f" --format json -o "$T/sums/$(basename "$f").json" || fail "summary of $f"; done
+check "runs from summaries" 0 "$BIN" ranks "$T/sums"
+expect "runs from summaries" "$T/out" "these 3 files do not look like ranks of one job"
 check "runs as Markdown" 0 "$BIN" report "$T/runs" --format markdown
 expect "runs markdown" "$T/out" "^| \`.*late_gpt2.pickle.gz\` | "
 # True ranks (their names tell them) stay a rank report.

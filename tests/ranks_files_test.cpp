@@ -334,3 +334,16 @@ TEST_CASE("find_rank_files finds a rank that is not a regular file as unreadable
   CHECK(ranks(p) == std::vector<int>{0, 1, 2, 3});
   CHECK(!p.files[2].unreadable.empty());
 }
+
+TEST_CASE("find_rank_files stops after the files it may look at, and says so", "[input]") {
+  Tree t("bounded");
+  for (int r = 0; r < 6; ++r) t.add("run/rank" + std::to_string(r) + ".pickle");
+  snapdiff::WalkLimits three;
+  three.max_files = 3;
+  const RankFileSet s = snapdiff::find_rank_files({t.path("run")}, snapdiff::RankInputs::Snapshots, three);
+  CHECK(ranks(s) == std::vector<int>{0, 1, 2});  // in name order, then the walk stopped
+  CHECK(s.walk_stopped);
+  const RankFileSet all = find_rank_files({t.path("run")}, RankInputs::Snapshots);
+  CHECK(all.files.size() == 6);
+  CHECK_FALSE(all.walk_stopped);
+}

@@ -310,6 +310,7 @@ std::string join(const std::string& dir, const std::string& name) {
 
 struct Walk {
   RankInputs kind;
+  WalkLimits limits;
   std::vector<std::string> found;    // files of the kind, as reached
   std::vector<std::string> skipped;  // other files
   std::vector<std::string> too_deep;  // folders below kMaxWalkDepth, not walked
@@ -333,7 +334,7 @@ struct Walk {
       const std::string p = join(dir, name);
       const fs::file_status link = fs::symlink_status(p, ec);
       if (fs::is_directory(link)) {
-        if (depth < kMaxWalkDepth) n += folder(p, depth + 1);
+        if (depth < limits.max_depth) n += folder(p, depth + 1);
         else too_deep.push_back(p);
         continue;
       }
@@ -343,7 +344,7 @@ struct Walk {
   }
   // An entry that is not a folder: a file, or a link to anything.
   size_t entry(const std::string& p, const fs::file_status& link) {
-    if (considered >= kMaxWalkFiles) {
+    if (considered >= limits.max_files) {
       stopped = true;
       return 0;
     }
@@ -466,9 +467,9 @@ RankFileSet select_rank_files(std::vector<RankFile> files) {
   return out;
 }
 
-RankFileSet find_rank_files(const std::vector<std::string>& args, RankInputs kind) {
+RankFileSet find_rank_files(const std::vector<std::string>& args, RankInputs kind, const WalkLimits& limits) {
   if (args.empty()) throw UsageError("no file or folder given");
-  Walk walk{kind, {}, {}, {}, 0, false, {}};
+  Walk walk{kind, limits, {}, {}, {}, 0, false, {}};
   for (const std::string& arg : args) {
     std::error_code ec;
     const std::string last = fs::path(arg).filename().string();

@@ -81,6 +81,10 @@ enum class RankInputs : uint8_t {
 // dataset given by mistake is not read to its end.
 inline constexpr int kMaxWalkDepth = 16;
 inline constexpr uint64_t kMaxWalkFiles = 100000;
+struct WalkLimits {
+  int max_depth = kMaxWalkDepth;
+  uint64_t max_files = kMaxWalkFiles;
+};
 
 struct RankFileSet {
   // One file per rank, by rank; files whose rank is not told last, by path.
@@ -113,6 +117,6 @@ RankFileSet select_rank_files(std::vector<RankFile> found);
 // not exist, a pattern that matches nothing, or a folder with no file of
 // the kind asked for (UsageError for no argument). A file reached twice
 // (named, and in a folder named) is taken once.
-RankFileSet find_rank_files(const std::vector<std::string>& args, RankInputs kind);
+RankFileSet find_rank_files(const std::vector<std::string>& args, RankInputs kind, const WalkLimits& limits = {});
 
 }  // namespace snapdiff
