@@ -413,6 +413,26 @@ TEST_CASE("thresholds that cannot be evaluated are usage errors", "[analysis][ch
   CHECK_THROWS_AS(evaluate_check(fp8, std::nullopt, "", increase("2%")), UsageError);
 }
 
+TEST_CASE("a late start passes by default, saying what its peak is; a wrap does not", "[analysis][check]") {
+  PeakFigures f = figures("small_bf16");
+  f.history = "truncated";
+  f.truncation = "late_start";
+  CheckOptions o;
+  o.max_peak = parse_size("60GiB");
+  const CheckResult r = evaluate_check(f, std::nullopt, "", o);
+  CHECK(r.status == CheckStatus::Pass);
+  CHECK(item(r, "history").status == CheckStatus::Pass);
+  CHECK(item(r, "history").message.find("the peak is the recorded window's, counting the memory held at the window's start") !=
+        std::string::npos);
+  CHECK(render_check_text(r).find("  pass history: candidate history starts after memory was already in use") !=
+        std::string::npos);
+  f.truncation = "wrapped";
+  const CheckResult w = evaluate_check(f, std::nullopt, "", o);
+  CHECK(item(w, "history").status == CheckStatus::Fail);
+  CHECK(item(w, "history").message.find("--allow-truncated") != std::string::npos);
+  CHECK(item(w, "history").message.find("--allow-late-start") == std::string::npos);
+}
+
 TEST_CASE("a truncated candidate fails unless allowed", "[analysis][check]") {
   Trace t = load_trace(test::real_data("small_bf16.pickle"));
   REQUIRE(t.devices.size() == 1);

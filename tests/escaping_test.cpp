@@ -222,6 +222,25 @@ TEST_CASE("every renderer on names that hold every payload: nothing reaches a te
     CHECK(json.find("\xef\xbf\xbd") != std::string::npos);
     CHECK(json.find("\\u001b[2J") != std::string::npos);
   }
+  SECTION("Markdown report") {
+    const std::string md = render_markdown(r);
+    CHECK(terminal_clean(md));
+    CHECK(no_forged_line(md));
+    // The file name in one code span on the title line: its line break shown, its pipe escaped.
+    const std::string title = md.substr(0, md.find('\n'));
+    CHECK(title.find("run\\n::error::pwned") != std::string::npos);
+    // Every table row keeps its cells: no name adds an unescaped pipe.
+    for (size_t at = 0, end; at < md.size(); at = end + 1) {
+      end = md.find('\n', at);
+      if (end == std::string::npos) end = md.size();
+      const std::string line = md.substr(at, end - at);
+      if (line.rfind("| ", 0) != 0 || line.find("Top sites") != std::string::npos) continue;
+      size_t pipes = 0;
+      for (size_t i = 0; i < line.size(); ++i) pipes += line[i] == '|' && (i == 0 || line[i - 1] != '\\');
+      INFO(line);
+      CHECK((pipes == 4 || pipes == 5 || pipes == 6 || pipes == 7));
+    }
+  }
   SECTION("HTML report and its charts") {
     const std::string html = render_html(r, [&](const ChartOptions& o) { return chart_series(a, t, o); });
     CHECK(terminal_clean(html, true));

@@ -288,6 +288,10 @@ TEST_CASE("find_rank_files follows links to files, not to folders, and stops 16 
   std::vector<int> expected = {7};
   for (int level = 2; level <= 16; ++level) expected.push_back(100 + level);
   CHECK(ranks(s) == expected);
+  // The folder left out is said (the CLI's note names it).
+  REQUIRE(s.too_deep.size() == 1);
+  CHECK(s.too_deep[0] == t.path(deep));
+  CHECK_FALSE(s.walk_stopped);
 }
 
 TEST_CASE("rank_from_name reads names of any length in one pass (no recursion)", "[input]") {
@@ -329,4 +333,17 @@ TEST_CASE("find_rank_files finds a rank that is not a regular file as unreadable
   const RankFileSet p = find_rank_files({t.path("run/rank*.pickle")}, RankInputs::Snapshots);
   CHECK(ranks(p) == std::vector<int>{0, 1, 2, 3});
   CHECK(!p.files[2].unreadable.empty());
+}
+
+TEST_CASE("find_rank_files stops after the files it may look at, and says so", "[input]") {
+  Tree t("bounded");
+  for (int r = 0; r < 6; ++r) t.add("run/rank" + std::to_string(r) + ".pickle");
+  snapdiff::WalkLimits three;
+  three.max_files = 3;
+  const RankFileSet s = snapdiff::find_rank_files({t.path("run")}, snapdiff::RankInputs::Snapshots, three);
+  CHECK(ranks(s) == std::vector<int>{0, 1, 2});  // in name order, then the walk stopped
+  CHECK(s.walk_stopped);
+  const RankFileSet all = find_rank_files({t.path("run")}, RankInputs::Snapshots);
+  CHECK(all.files.size() == 6);
+  CHECK_FALSE(all.walk_stopped);
 }

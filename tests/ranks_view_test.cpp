@@ -208,3 +208,83 @@ TEST_CASE("ranks: rank r against rank r names the rank whose peak moves unlike t
   CHECK(!d.outliers[0].category.empty());
   CHECK(d.pairs[d.shown].rank == 1);
 }
+
+namespace {
+
+// A read entry whose name tells no rank: one device, its requested peak and
+// parameter bytes at the peak, its recorded window.
+RankEntry run_entry(const std::string& name, int64_t peak, int64_t params, int64_t first_us, int64_t last_us) {
+  RankEntry e;
+  e.name = name;
+  Report r;
+  r.input_name = name;
+  DeviceView d;
+  d.peak_requested.bytes = peak;
+  d.category_names = {"parameter", "activation"};
+  d.categories = {params, peak - params};
+  d.first_time_us = first_us;
+  d.last_time_us = last_us;
+  r.devices.push_back(d);
+  e.report = std::move(r);
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("files with no rank id that do not look like one job: each reason, and ranks never judged", "[analysis]") {
+  const int64_t t0 = 1700000000000000;  // wall-clock microseconds (2023)
+  const int64_t MiB = 1 << 20, minute = 60000000;
+  SECTION("alike: one job") {
+    std::vector<RankEntry> e = {run_entry("a", 100 * MiB, 10 * MiB, t0, t0 + minute),
+                                run_entry("b", 130 * MiB, 10 * MiB, t0 + 1000, t0 + minute)};
+    CHECK_FALSE(judge_one_job(e).not_one_job);
+  }
+  SECTION("peaks far apart") {
+    std::vector<RankEntry> e = {run_entry("a", 2 * MiB, MiB, t0, t0 + minute), run_entry("b", 3000 * MiB, MiB, t0, t0 + minute)};
+    const NotOneJob j = judge_one_job(e);
+    CHECK(j.not_one_job);
+    CHECK(j.peaks_differ);
+    CHECK(j.peak_max == 3000 * MiB);
+    CHECK_FALSE(j.parameters_differ);
+    CHECK_FALSE(j.far_apart);
+  }
+  SECTION("parameters differ") {
+    std::vector<RankEntry> e = {run_entry("a", 100 * MiB, 10 * MiB, t0, t0 + minute), run_entry("b", 100 * MiB, 40 * MiB, t0, t0 + minute)};
+    const NotOneJob j = judge_one_job(e);
+    CHECK(j.parameters_differ);
+    CHECK(j.not_one_job);
+  }
+  SECTION("recorded far apart, and not when the times are not wall-clock") {
+    std::vector<RankEntry> e = {run_entry("a", 100 * MiB, 10 * MiB, t0, t0 + minute),
+                                run_entry("b", 100 * MiB, 10 * MiB, t0 + 60 * minute, t0 + 61 * minute)};
+    const NotOneJob j = judge_one_job(e);
+    CHECK(j.far_apart);
+    CHECK(j.gap_us == 59 * minute);
+    std::vector<RankEntry> rel = {run_entry("a", 100 * MiB, 10 * MiB, 0, minute),
+                                  run_entry("b", 100 * MiB, 10 * MiB, 60 * minute, 61 * minute)};
+    CHECK_FALSE(judge_one_job(rel).not_one_job);
+  }
+  SECTION("devices of different sizes") {
+    std::vector<RankEntry> e = {run_entry("a", 100 * MiB, 10 * MiB, t0, t0 + minute), run_entry("b", 100 * MiB, 10 * MiB, t0, t0 + minute)};
+    DeviceMemoryRow m;
+    m.total_bytes = 80ull << 30;
+    e[0].report->device_memory.push_back(m);
+    m.total_bytes = 40ull << 30;
+    e[1].report->device_memory.push_back(m);
+    const NotOneJob j = judge_one_job(e);
+    CHECK(j.not_one_job);
+    CHECK(j.device_totals == std::vector<uint64_t>{40ull << 30, 80ull << 30});
+  }
+  SECTION("a rank told by a name: never judged") {
+    std::vector<RankEntry> e = {run_entry("a", 2 * MiB, MiB, t0, t0 + minute), run_entry("b", 3000 * MiB, MiB, t0, t0 + minute)};
+    e[0].rank = 0;
+    CHECK_FALSE(judge_one_job(e).not_one_job);
+  }
+  SECTION("ranks told by their distinct devices: never judged") {
+    std::vector<RankEntry> e = {run_entry("a", 2 * MiB, MiB, t0, t0 + minute), run_entry("b", 3000 * MiB, MiB, t0, t0 + minute)};
+    e[0].report->devices[0].device = 0;
+    e[1].report->devices[0].device = 1;
+    for (RankEntry& x : e) x.report->devices[0].has_trace = true;
+    CHECK_FALSE(judge_one_job(e).not_one_job);
+  }
+}

@@ -128,8 +128,10 @@ const char* kCheckHelpTail =
     "  snapdiff check --write-budget memory-budget.json run.pickle\n"
     "  snapdiff check --budget memory-budget.json --junit check.xml run.pickle\n"
     "\nExit codes: 0 within budget (warnings included), 1 a threshold failed,\n"
-    "2 usage error, 3 an input cannot be read. A truncated history fails unless\n"
-    "--allow-truncated. When GITHUB_ACTIONS=true, failures are also printed as\n"
+    "2 usage error, 3 an input cannot be read. A late start (recording began after\n"
+    "memory was in use) passes: its peak is the recorded window's, counting what was\n"
+    "held at the window's start. Any other truncated history (a wrapped ring buffer)\n"
+    "fails unless --allow-truncated. When GITHUB_ACTIONS=true, failures are also printed as\n"
     "::error:: annotations. JSON: snapdiff/check/1; budget files:\n"
     "schemas/budget.schema.json; a CI walkthrough: docs/ci.md.\n";
 
@@ -280,9 +282,11 @@ int cmd_check(const std::vector<std::string>& args) {
       "max-growth", po::value<std::string>(), "fail when memory grows more than this per iteration (allocated bytes between iteration starts)")(
       "budget", po::value<std::string>(), "a budget file (schemas/budget.schema.json) instead of a BASELINE snapshot")(
       "write-budget", po::value<std::string>(), "write a budget file from CANDIDATE (its peaks, categories, phase peaks, the tolerances given) and exit")(
-      "allow-truncated", "check a candidate whose history is truncated (the peak of the recorded window only)")(
-      "allow-late-start", "accept a history that started after memory was in use (the window's peak, counting what was "
-                          "held at its start), but not one whose ring buffer wrapped; see --max-entries")(
+      "allow-truncated", "check a run whose history is truncated in any way (a wrapped ring buffer, a cut the file "
+                         "cannot explain): a warning, the peak of the recorded window only. A late start needs no flag")(
+      "allow-late-start", "the old spelling of the default: a history that started after memory was in use passes (the "
+                          "window's peak, counting what was held at its start); a wrapped one still needs "
+                          "--allow-truncated; see --max-entries")(
       "format,f", po::value<std::string>()->default_value("text"), "verdict format: text | json | github-benchmark "
                                                                    "(github-action-benchmark's customSmallerIsBetter JSON)")(
       "github-benchmark", po::value<std::string>(), "also write github-action-benchmark's customSmallerIsBetter JSON to this file")(
@@ -330,7 +334,8 @@ int cmd_check(const std::vector<std::string>& args) {
   if (vm.count("limit"))
     for (const std::string& v : vm["limit"].as<std::vector<std::string>>()) add_limit(req.limits, limit_arg(v));
   req.allow_truncated = vm.count("allow-truncated") > 0;
-  req.allow_late_start = vm.count("allow-late-start") > 0;
+  // A late start passes by default; --allow-late-start (its old spelling) is accepted and changes nothing.
+  req.allow_late_start = true;
   if (vm.count("max-growth")) {
     req.max_growth_text = vm["max-growth"].as<std::string>();
     req.max_growth = size_arg("--max-growth", req.max_growth_text);

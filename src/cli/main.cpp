@@ -2,7 +2,9 @@
 // file each, src/cli/*_cmd.cpp) and maps errors to exit codes
 // (src/cli/commands.hpp, docs/cli.md "Exit codes").
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <new>
 #include <string>
@@ -25,12 +27,15 @@ const char* kTopHelp =
     "Usage:\n"
     "  snapdiff FILE                      same as `snapdiff report FILE`\n"
     "  snapdiff report FILE [options]     peak memory, what every byte at the peak is, phases,\n"
-    "                                     fragmentation (--format html: one page with the charts)\n"
+    "                                     fragmentation (--format html: one page with the charts;\n"
+    "                                     --format markdown: for a pull-request comment)\n"
     "  snapdiff A B                       same as `snapdiff diff A B`\n"
     "  snapdiff diff A B [options]        why B peaks where it does compared with A\n"
     "  snapdiff DIR                       many ranks: a folder of per-rank snapshots (also\n"
     "                                     several files or a pattern): a row per rank, the\n"
     "                                     imbalance, the worst rank against the median one\n"
+    "                                     (files with no rank id that are not one job's:\n"
+    "                                     a table of separate runs)\n"
     "  snapdiff DIR_A DIR_B               rank r of A against rank r of B\n"
     "  snapdiff ranks SUMMARY...          the same report from each rank's\n"
     "                                     `report --format json` (the reduce step)\n"
@@ -86,6 +91,45 @@ size_t guess_inputs(const std::vector<std::string>& args) {
   }
 }
 
+// The commands a first word may name.
+const char* const kCommands[] = {"report", "diff", "check", "ranks", "whatif", "convert", "chart", "help"};
+
+// Levenshtein distance, for "did you mean" (short words only).
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// A first word that is neither a file or folder nor a command, but close to
+// a command ("repotr", "dif", "rep"): the commands it may mean, "" when it
+// looks like a path (a / or a dot-extension: a missing file keeps its
+// input error), a pattern, an option, or is far from every command.
+std::string command_suggestion(const std::string& w) {
+  if (w.empty() || w.size() > 32 || w[0] == '-') return "";
+  if (w.find_first_of("/.*?[") != std::string::npos) return "";
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::symlink_status(w, ec))) return "";
+  std::vector<std::string> near;
+  for (const char* c : kCommands) {
+    const std::string cmd = c;
+    const bool prefix = w.size() >= 2 && cmd.compare(0, w.size(), w) == 0;
+    if (prefix || edit_distance(w, cmd) <= 2) near.push_back("'" + cmd + "'");
+  }
+  std::string s;
+  for (size_t i = 0; i < near.size(); ++i) s += (i == 0 ? "" : i + 1 == near.size() ? " or " : ", ") + near[i];
+  return s;
+}
+
 int run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   keep_input_files(true);  // no output of this command replaces one of its inputs
@@ -110,6 +154,11 @@ int run(int argc, char** argv) {
   if (a0 == "diff") return cmd_diff(rest);
   if (a0 == "ranks") return cmd_ranks(rest);
   if (a0 == "whatif") return cmd_whatif(rest);
+  // A mistyped command: one usage line, not "cannot open".
+  if (const std::string near = command_suggestion(a0); !near.empty()) {
+    print_error("'" + a0 + "' is neither a file nor a command; did you mean " + near + "?");
+    return kExitUsage;
+  }
   // `snapdiff A B` is a diff, `snapdiff FILE` a report (options may come first).
   if (guess_inputs(args) == 2) return cmd_diff(args);
   return cmd_report(args);

@@ -64,14 +64,42 @@ RankEntry entry_of(const RankFile& f) {
   return e;
 }
 
-// Files in the folders that are not inputs: one line on stderr, so the
-// report itself is the same whichever path (direct or reduce) made it.
-void note_skipped(const std::vector<std::string>& skipped, const char* what) {
-  if (skipped.empty()) return;
-  std::string line = "snapdiff: note: " + std::to_string(skipped.size()) + (skipped.size() == 1 ? " file" : " files") +
-                     " in the folders " + (skipped.size() == 1 ? "is" : "are") + " not " + what + " by " +
-                     (skipped.size() == 1 ? "its" : "their") + " name and " + (skipped.size() == 1 ? "was" : "were") +
-                     " not read (" + escape_for_terminal(skipped[0]) + (skipped.size() > 1 ? ", ..." : "") + ")\n";
+std::string thousands(uint64_t n) {
+  std::string d = std::to_string(n), out;
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (i > 0 && (d.size() - i) % 3 == 0) out += ',';
+    out += d[i];
+  }
+  return out;
+}
+
+// What the walk of the folders left out, in one line on stderr (so the
+// report itself is the same whichever path, direct or reduce, made it):
+// "snapdiff: note: skipped 1,693 files: 1,650 are not snapshots by their
+// name (x.log, ...); 43 are earlier steps of a rank (...)"; folders deeper
+// than kMaxWalkDepth and a walk stopped at kMaxWalkFiles are said too.
+void note_walk(const RankFileSet& set, const char* what) {
+  const size_t files = set.skipped.size() + set.superseded.size();
+  if (files == 0 && set.too_deep.empty() && !set.walk_stopped) return;
+  auto first = [](const std::string& p, size_t n) { return " (" + escape_for_terminal(p) + (n > 1 ? ", ..." : "") + ")"; };
+  std::vector<std::string> parts;
+  if (!set.skipped.empty())
+    parts.push_back(thousands(set.skipped.size()) + (set.skipped.size() == 1 ? " is" : " are") + " not " + what +
+                    " by " + (set.skipped.size() == 1 ? "its" : "their") + " name, not read" +
+                    first(set.skipped[0], set.skipped.size()));
+  if (!set.superseded.empty())
+    parts.push_back(thousands(set.superseded.size()) + (set.superseded.size() == 1 ? " is" : " are") +
+                    " superseded by a later step of the same rank (or its OOM dump)" +
+                    first(set.superseded[0].path, set.superseded.size()));
+  if (!set.too_deep.empty())
+    parts.push_back(thousands(set.too_deep.size()) + (set.too_deep.size() == 1 ? " folder" : " folders") +
+                    " deeper than " + std::to_string(kMaxWalkDepth) + " levels not walked" +
+                    first(set.too_deep[0], set.too_deep.size()));
+  if (set.walk_stopped)
+    parts.push_back("the walk stopped after " + thousands(kMaxWalkFiles) + " files: the rest was not looked at");
+  std::string line = "snapdiff: note: skipped " + thousands(files) + (files == 1 ? " file: " : " files: ");
+  for (size_t i = 0; i < parts.size(); ++i) line += (i ? "; " : "") + parts[i];
+  line += "\n";
   std::fputs(line.c_str(), stderr);
 }
 
@@ -114,6 +142,21 @@ std::string known_ranks(const std::vector<RankEntry>& rs) {
 int finish_ranks(const po::variables_map& vm, std::vector<RankEntry> entries, std::vector<std::string> superseded,
                  const RanksOptions& ro) {
   const std::string fmt = vm["format"].as<std::string>();
+  // Files with no rank id whose recordings do not look like one job: a
+  // table of separate runs, not an imbalance.
+  if (const NotOneJob j = judge_one_job(entries); j.not_one_job) {
+    if (ro.shown_rank >= 0)
+      throw UsageError("--rank " + std::to_string(ro.shown_rank) + ": no rank was read (" + separate_runs_line(entries, j) + ")");
+    const std::string text = fmt == "json"       ? render_runs_json(entries, j)
+                             : fmt == "markdown" ? render_runs_markdown(entries, j)
+                             : fmt == "html"     ? render_runs_html(entries, j)
+                                                 : render_runs_text(entries, j);
+    write_output(text, vm.count("output") ? vm["output"].as<std::string>() : "");
+    std::vector<std::string> errors;
+    for (const RankEntry& e : entries)
+      if (!e.error.empty()) errors.push_back(e.error);
+    return failed_ranks_code(errors, vm.count("skip-bad-ranks") > 0);
+  }
   RanksView v = build_ranks_view(std::move(entries), std::move(superseded), ro);
   if (ro.shown_rank >= 0 && v.shown == SIZE_MAX)
     throw UsageError("--rank " + std::to_string(ro.shown_rank) + ": no rank of that number was read (ranks read: " +
@@ -173,7 +216,7 @@ int report_ranks(const po::variables_map& vm, const std::vector<std::string>& in
     hinted.set_file(e.file());
     throw hinted;
   }
-  note_skipped(set.skipped, "snapshots");
+  note_walk(set, "snapshots");
   std::vector<RankEntry> entries;
   std::vector<std::string> paths;
   for (const RankFile& f : set.files) {
@@ -229,7 +272,7 @@ int cmd_ranks(const std::vector<std::string>& args) {
   const RanksOptions ro = ranks_options(vm, top, depth_arg(vm, 1));
   const unsigned jobs = jobs_arg(vm);
   RankFileSet set = find_rank_files(in, RankInputs::Summaries);
-  note_skipped(set.skipped, "summaries");
+  note_walk(set, "summaries");
   // Each summary names the snapshot it summarizes: the rank, step and OOM
   // mark come from that name, as in the direct read.
   const size_t n = set.files.size();
@@ -311,8 +354,8 @@ int diff_ranks(const po::variables_map& vm, const std::vector<std::string>& a_in
   const unsigned jobs = jobs_arg(vm);
   RankFileSet sa = find_rank_files(a_in, RankInputs::Snapshots);
   RankFileSet sb = find_rank_files(b_in, RankInputs::Snapshots);
-  note_skipped(sa.skipped, "snapshots");
-  note_skipped(sb.skipped, "snapshots");
+  note_walk(sa, "snapshots");
+  note_walk(sb, "snapshots");
   // Rank r against rank r; files whose rank is not told, by position.
   std::vector<RankPair> pairs;
   std::vector<std::pair<const RankFile*, const RankFile*>> files;

@@ -32,7 +32,7 @@ po::options_description report_options() {
       "snapdiff report FILE [options]\n"
       "snapdiff report DIR | FILE... | 'PATTERN' [options]   many ranks (docs/ranks.md)\n\nOptions");
   d.add_options()("help,h", "show this help")(
-      "format,f", po::value<std::string>()->default_value("text"), "output format: text | json | html (one self-contained page with the charts); many ranks: also markdown")(
+      "format,f", po::value<std::string>()->default_value("text"), "output format: text | json | markdown (for a pull-request comment) | html (one self-contained page with the charts)")(
       "output,o", po::value<std::string>(), "write the report to this file instead of stdout")(
       "top,n", po::value<std::string>()->default_value("10"), "number of allocation sites to list (0 to 10000000)")(
       "depth", po::value<std::string>(), "frames per site row: the user frame and N-1 callers (default 3; 0: the whole stack)")(
@@ -73,8 +73,8 @@ int cmd_report(const std::vector<std::string>& args) {
   const std::vector<std::string> in = vm["input"].as<std::vector<std::string>>();
   const bool many = is_ranks_input(in);
   std::string fmt = vm["format"].as<std::string>();
-  if (!many && fmt != "text" && fmt != "json" && fmt != "html")
-    throw UsageError("unknown --format '" + fmt + "' (text, json, html)");
+  if (!many && fmt != "text" && fmt != "json" && fmt != "html" && fmt != "markdown")
+    throw UsageError("unknown --format '" + fmt + "' (text, json, markdown, html)");
   if (!many)
     for (const char* o : {"jobs", "rank", "skip-bad-ranks"})
       if (vm.count(o))
@@ -156,7 +156,7 @@ int cmd_report(const std::vector<std::string>& args) {
       text = render_html(report_view(a), [&](const ChartOptions& co) { return chart_series(a, t, co); });
     } else {
       const Report r = report_view(std::move(a));  // the analysis is not read again
-      text = fmt == "json" ? render_json(r) : render_text(r);
+      text = fmt == "json" ? render_json(r) : fmt == "markdown" ? render_markdown(r) : render_text(r);
     }
   });
   write_output(text, vm.count("output") ? vm["output"].as<std::string>() : "");

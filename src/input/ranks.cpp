@@ -310,12 +310,17 @@ std::string join(const std::string& dir, const std::string& name) {
 
 struct Walk {
   RankInputs kind;
+  WalkLimits limits;
   std::vector<std::string> found;    // files of the kind, as reached
   std::vector<std::string> skipped;  // other files
+  std::vector<std::string> too_deep;  // folders below kMaxWalkDepth, not walked
+  uint64_t considered = 0;            // files looked at (of the kind or not)
+  bool stopped = false;               // kMaxWalkFiles reached: the rest not looked at
 
-  // Walks a folder: its entries in name order, sub-folders to `depth` 16,
-  // links to files followed, links to folders not. Returns how many files
-  // of the kind it found.
+  // Walks a folder: its entries in name order, sub-folders to depth
+  // kMaxWalkDepth, links to files followed, links to folders not, at most
+  // kMaxWalkFiles files over the whole walk. Returns how many files of the
+  // kind it found.
   size_t folder(const std::string& dir, int depth) {
     std::error_code ec;
     std::vector<std::string> names;
@@ -325,10 +330,12 @@ struct Walk {
     std::sort(names.begin(), names.end());
     size_t n = 0;
     for (const std::string& name : names) {
+      if (stopped) break;
       const std::string p = join(dir, name);
       const fs::file_status link = fs::symlink_status(p, ec);
       if (fs::is_directory(link)) {
-        if (depth < 16) n += folder(p, depth + 1);
+        if (depth < limits.max_depth) n += folder(p, depth + 1);
+        else too_deep.push_back(p);
         continue;
       }
       n += entry(p, link);
@@ -337,6 +344,11 @@ struct Walk {
   }
   // An entry that is not a folder: a file, or a link to anything.
   size_t entry(const std::string& p, const fs::file_status& link) {
+    if (considered >= limits.max_files) {
+      stopped = true;
+      return 0;
+    }
+    ++considered;
     std::error_code ec;
     const fs::file_status st = fs::status(p, ec);
     if (fs::is_directory(st)) return 0;  // a link to a folder: not followed
@@ -455,9 +467,9 @@ RankFileSet select_rank_files(std::vector<RankFile> files) {
   return out;
 }
 
-RankFileSet find_rank_files(const std::vector<std::string>& args, RankInputs kind) {
+RankFileSet find_rank_files(const std::vector<std::string>& args, RankInputs kind, const WalkLimits& limits) {
   if (args.empty()) throw UsageError("no file or folder given");
-  Walk walk{kind, {}, {}, {}};
+  Walk walk{kind, limits, {}, {}, {}, 0, false, {}};
   for (const std::string& arg : args) {
     std::error_code ec;
     const std::string last = fs::path(arg).filename().string();
@@ -506,6 +518,8 @@ RankFileSet find_rank_files(const std::vector<std::string>& args, RankInputs kin
     files.push_back({p, rank_from_name(p), why == walk.unreadable.end() ? std::string() : why->second});
   }
   RankFileSet out = select_rank_files(std::move(files));
+  out.too_deep = std::move(walk.too_deep);
+  out.walk_stopped = walk.stopped;
   out.skipped = std::move(walk.skipped);
   std::sort(out.skipped.begin(), out.skipped.end());
   out.skipped.erase(std::unique(out.skipped.begin(), out.skipped.end()), out.skipped.end());

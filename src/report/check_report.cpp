@@ -36,8 +36,11 @@ std::string limit_cell(const CheckItem& it) {
 }
 
 std::string measured_cell(const CheckItem& it, const CheckResult& r) {
-  if (it.kind == "history")
-    return it.name == "baseline_history" && r.baseline ? r.baseline->history : r.candidate.history;
+  if (it.kind == "history") {
+    const PeakFigures& f = it.name == "baseline_history" && r.baseline ? *r.baseline : r.candidate;
+    if (f.history == "truncated" && f.truncation == "late_start" && f.format != "chrome-trace") return "late start";
+    return f.history;
+  }
   if (it.kind == "increase") return human_delta(it.measured_bytes) + " (" + pct_change(it.measured_bytes, it.baseline_bytes) + ")";
   if (it.kind == "max_growth") return it.status == CheckStatus::Warn ? "not measured" : human_delta(it.measured_bytes) + "/iteration";
   return human_bytes(it.measured_bytes);
@@ -230,7 +233,9 @@ std::string render_check_text(const CheckResult& r) {
          "  " + row[4] + "\n";
   bool any = false;
   for (const CheckItem& it : r.items) {
-    if (it.status == CheckStatus::Pass) continue;
+    // A history that passes without being complete (a late start) says what its peak is.
+    const bool late = it.kind == "history" && measured_cell(it, r) != "complete";
+    if (it.status == CheckStatus::Pass && !late) continue;
     if (!any) o += "\n";
     any = true;
     o += std::string("  ") + status_cell(it.status) + " " + dn(it.name) + ": " + dn(describe(it, r)) + "\n";

@@ -40,10 +40,13 @@ struct CheckRequest {
   std::optional<int64_t> max_peak;
   std::string max_peak_text;
   std::vector<CategoryLimit> limits;  // one per category and phase (add_limit)
+  // --allow-truncated: any truncated history (a wrapped ring buffer, a cut
+  // the file cannot tell) is checked, its peak the recorded window's (a warning).
   bool allow_truncated = false;
-  // --allow-late-start: a history that started after memory was in use
-  // (not one whose ring buffer wrapped) passes; its peak is the window's.
-  bool allow_late_start = false;
+  // A history that started after memory was in use (not one whose ring
+  // buffer wrapped) passes: its peak is the window's, counting what was held
+  // at its start. The default (--allow-late-start is its old spelling).
+  bool allow_late_start = true;
   std::optional<int64_t> max_growth;  // --max-growth: allocated bytes per iteration
   std::string max_growth_text;
 };
@@ -61,7 +64,7 @@ struct CheckOptions {
   std::string max_peak_text;
   std::vector<CategoryLimit> limits;
   bool allow_truncated = false;
-  bool allow_late_start = false;
+  bool allow_late_start = true;  // as CheckRequest's
   std::optional<int64_t> max_growth;  // --max-growth (not kept in budget files)
   std::string max_growth_text;
 };

@@ -79,6 +79,43 @@ struct RanksView {
 RanksView build_ranks_view(std::vector<RankEntry> entries, std::vector<std::string> superseded,
                            const RanksOptions& opts);
 
+// ---- Files that are not ranks of one job ----------------------------------
+// A folder of unrelated runs (different models, machines, days) is not a
+// multi-GPU job: its "imbalance" means nothing. When no entry's rank is told
+// (neither by its name nor by its device, as build_ranks_view tells them),
+// the recordings themselves are compared; any one of these says they are not
+// ranks of one job (the names are never looked at):
+//   - the devices' total memory differs, where the recordings tell it
+//     (device-memory samples, an OOM's cudaMemGetInfo): ranks of one job run
+//     on one kind of GPU;
+//   - the parameter bytes at the peak differ by more than kRunsParameterRatio
+//     (where both hold some): data- and fully-sharded ranks hold the same or
+//     near the same parameters;
+//   - the recorded windows are more than kRunsTimeGapUs apart (wall-clock
+//     times only, microseconds after 2001): ranks of one job record together;
+//   - the largest requested peak is more than kRunsPeakRatio times the
+//     smallest: far beyond an imbalance between ranks of one job.
+inline constexpr double kRunsParameterRatio = 1.5;
+inline constexpr int64_t kRunsTimeGapUs = 10LL * 60 * 1000 * 1000;  // 10 minutes
+inline constexpr double kRunsPeakRatio = 20.0;
+
+struct NotOneJob {
+  bool not_one_job = false;  // any of the reasons below
+  std::vector<uint64_t> device_totals;  // the distinct totals, when they differ (ascending)
+  bool parameters_differ = false;
+  int64_t parameters_min = 0, parameters_max = 0;
+  bool far_apart = false;
+  int64_t gap_us = 0;                    // the largest gap between two recordings' windows
+  bool peaks_differ = false;
+  int64_t peak_min = 0, peak_max = 0;    // requested peaks over the entries read
+};
+
+// Tells ranks from devices where the names told none (as build_ranks_view
+// does, so the view built after is the same), then judges the entries: a
+// verdict only when no entry's rank is told and at least two were read;
+// otherwise not_one_job is false.
+NotOneJob judge_one_job(std::vector<RankEntry>& entries);
+
 // ---- Two runs' ranks: rank r of A against rank r of B ---------------------
 struct RankPair {
   int rank = -1;

@@ -73,6 +73,19 @@ enum class RankInputs : uint8_t {
   Summaries,  // the map step's outputs: *.json (and .json.gz), *.truth.json and *.trace.json left out
 };
 
+// The bounds of a folder's walk (find_rank_files): sub-folders to this depth
+// (the folder given is depth 1; deeper folders are listed in
+// RankFileSet::too_deep, not walked), and at most this many files looked at
+// over the whole walk (then it stops: RankFileSet::walk_stopped). A folder of
+// ranks holds one file per rank and step, far fewer; a home folder or a
+// dataset given by mistake is not read to its end.
+inline constexpr int kMaxWalkDepth = 16;
+inline constexpr uint64_t kMaxWalkFiles = 100000;
+struct WalkLimits {
+  int max_depth = kMaxWalkDepth;
+  uint64_t max_files = kMaxWalkFiles;
+};
+
 struct RankFileSet {
   // One file per rank, by rank; files whose rank is not told last, by path.
   std::vector<RankFile> files;
@@ -83,6 +96,10 @@ struct RankFileSet {
   // same step has an OOM dump), by path: the latest step of each rank is
   // read, and its OOM dump before its regular one.
   std::vector<RankFile> superseded;
+  // Folders deeper than kMaxWalkDepth, not walked, by path.
+  std::vector<std::string> too_deep;
+  // The walk stopped at kMaxWalkFiles files: the rest was not looked at.
+  bool walk_stopped = false;
 };
 
 // The files to read of those found: one per rank (the latest step, an OOM
@@ -92,7 +109,7 @@ struct RankFileSet {
 RankFileSet select_rank_files(std::vector<RankFile> found);
 
 // Expands the arguments: a folder is walked (sub-folders too, in name order,
-// at most 16 levels; symbolic links to files followed, to folders not;
+// at most kMaxWalkDepth levels and kMaxWalkFiles files; symbolic links to files followed, to folders not;
 // entries named as inputs that are not regular files are found with
 // RankFile::unreadable set); a
 // file is taken whatever its name; a pattern with * ? or [...] in its last
@@ -100,6 +117,6 @@ RankFileSet select_rank_files(std::vector<RankFile> found);
 // not exist, a pattern that matches nothing, or a folder with no file of
 // the kind asked for (UsageError for no argument). A file reached twice
 // (named, and in a folder named) is taken once.
-RankFileSet find_rank_files(const std::vector<std::string>& args, RankInputs kind);
+RankFileSet find_rank_files(const std::vector<std::string>& args, RankInputs kind, const WalkLimits& limits = {});
 
 }  // namespace snapdiff

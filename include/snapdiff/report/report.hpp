@@ -15,6 +15,7 @@ namespace snapdiff {
 
 std::string render_text(const Report& r);
 std::string render_json(const Report& r);  // schemas/report.schema.json
+std::string render_markdown(const Report& r);  // for a pull-request comment (GitHub Flavored Markdown)
 
 // The words of a finding or a warning (src/report/words.cpp); warnings start
 // with their device ("device 0: ...").

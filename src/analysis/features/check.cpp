@@ -243,8 +243,8 @@ CheckItem history_item(const std::string& name, const std::string& who, const Pe
     return it;
   }
   if (allow_late_start && f.history == "truncated" && f.truncation == "late_start" && f.format != "chrome-trace") {
-    it.message = who + " history starts after memory was already in use (a late start, accepted by "
-                 "--allow-late-start): the peak is the recorded window's, counting the memory held at its start";
+    it.message = who + " history starts after memory was already in use (a late start, accepted): the peak is the "
+                 "recorded window's, counting the memory held at the window's start";
     return it;
   }
   it.status = allow ? CheckStatus::Warn : CheckStatus::Fail;

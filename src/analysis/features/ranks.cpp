@@ -98,6 +98,58 @@ int64_t category_at_peak(const DeviceView& d, const std::string& name) {
 
 }  // namespace
 
+NotOneJob judge_one_job(std::vector<RankEntry>& entries) {
+  NotOneJob j;
+  ranks_from_devices(entries);
+  std::vector<const RankEntry*> read;
+  for (const RankEntry& e : entries) {
+    if (e.rank >= 0) return j;
+    if (peak_view(e)) read.push_back(&e);
+  }
+  if (read.size() < 2) return j;
+  // The devices' total memory, where told.
+  std::set<uint64_t> totals;
+  for (const RankEntry* e : read) {
+    uint64_t t = 0;
+    for (const DeviceMemoryRow& m : e->report->device_memory) t = std::max(t, m.total_bytes);
+    for (const OomView& o : e->report->ooms) t = std::max(t, o.device_total);
+    if (t > 0) totals.insert(t);
+  }
+  if (totals.size() > 1) j.device_totals.assign(totals.begin(), totals.end());
+  // Parameters at the peak, where both hold some; peaks; windows.
+  std::vector<int64_t> params, peaks;
+  std::vector<std::pair<int64_t, int64_t>> windows;
+  constexpr int64_t kWallClockUs = 1000000000000000LL;  // 2001-09-09 in microseconds since 1970
+  for (const RankEntry* e : read) {
+    const DeviceView& d = *peak_view(*e);
+    peaks.push_back(d.peak_requested.bytes);
+    for (size_t i = 0; i < d.category_names.size() && i < d.categories.size(); ++i)
+      if (d.category_names[i] == "parameter" && d.categories[i] > 0) params.push_back(d.categories[i]);
+    if (d.first_time_us != kNoTime && d.last_time_us != kNoTime && d.first_time_us >= kWallClockUs)
+      windows.push_back({d.first_time_us, d.last_time_us});
+  }
+  if (params.size() >= 2) {
+    j.parameters_min = *std::min_element(params.begin(), params.end());
+    j.parameters_max = *std::max_element(params.begin(), params.end());
+    j.parameters_differ = double(j.parameters_max) > kRunsParameterRatio * double(j.parameters_min);
+  }
+  j.peak_min = *std::min_element(peaks.begin(), peaks.end());
+  j.peak_max = *std::max_element(peaks.begin(), peaks.end());
+  j.peaks_differ = j.peak_max > 0 && double(j.peak_max) > kRunsPeakRatio * double(j.peak_min);
+  if (windows.size() >= 2) {
+    // The latest start against the earliest end: how far the windows stand apart.
+    int64_t latest_start = windows[0].first, earliest_end = windows[0].second;
+    for (const auto& [a, b] : windows) {
+      latest_start = std::max(latest_start, a);
+      earliest_end = std::min(earliest_end, b);
+    }
+    j.gap_us = latest_start > earliest_end ? latest_start - earliest_end : 0;
+    j.far_apart = j.gap_us > kRunsTimeGapUs;
+  }
+  j.not_one_job = !j.device_totals.empty() || j.parameters_differ || j.far_apart || j.peaks_differ;
+  return j;
+}
+
 RanksView build_ranks_view(std::vector<RankEntry> entries, std::vector<std::string> superseded,
                            const RanksOptions& opts) {
   RanksView v;
