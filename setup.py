@@ -23,6 +23,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from setuptools import setup
@@ -139,8 +140,15 @@ try:
             return "py3", "none", platform
 
     cmdclass["bdist_wheel"] = PlatformWheel
-except ImportError:  # no wheel package: pip install . still builds through setuptools
-    pass
+except ImportError:
+    # pip builds a wheel even to install; with --no-build-isolation it does not
+    # fetch the wheel package, which a plain venv lacks.
+    if {"bdist_wheel", "dist_info"} & set(sys.argv):
+        raise SystemExit(
+            "snapdiff: the Python package 'wheel' is missing here. Offline: make the venv with "
+            "--system-site-packages where the system has it (Debian/Ubuntu: python3-wheel, Fedora: "
+            "python3-wheel), or pip install wheel first; online: pip install . without "
+            "--no-build-isolation fetches it") from None
 
 setup(
     version=cmake_project_version(),

@@ -7,6 +7,8 @@ PKGS=(build-essential cmake pkg-config zlib1g-dev nlohmann-json3-dev
       libboost-program-options-dev catch2 libgraphviz-dev libsimdjson-dev libre2-dev libzstd-dev xz-utils python3
       parallel  # GNU parallel: the many-ranks map step run over ranks in tests
       python3-pytest  # the pytest plugin's tests (tests/python/)
+      python3-setuptools python3-wheel python3-venv  # pip install . offline in a venv (setup.py)
+      python3-build  # python3 -m build --wheel (scripts/test_python_package.sh)
       chromium fonts-liberation)  # the HTML report's rendering test; Arial-metric fonts for the charts
 missing=()
 for p in "${PKGS[@]}"; do
