@@ -30,6 +30,10 @@ from snapdiff._binary import find_executable, package_version
 from snapdiff._errors import ExecutableNotFoundError, InputError, SnapdiffError, UsageError
 
 __version__ = package_version()
+
+for _public in (Diff, Fields, Report, ExecutableNotFoundError, InputError, SnapdiffError, UsageError):
+    _public.__module__ = __name__  # shown as snapdiff.InputError, not snapdiff._errors.InputError
+del _public
 __all__ = [
     "report", "diff", "Report", "Diff", "Fields", "find_executable",
     "SnapdiffError", "InputError", "UsageError", "ExecutableNotFoundError", "__version__",
