@@ -108,14 +108,12 @@ class _Inputs:
         input it names (a path given by the caller; None for a dict)."""
         for path, index in self.temporary.items():
             message = message.replace(path, _DICT_NAME if len(self.runs) == 1 else f"{_DICT_NAME} ({'ab'[index]})")
-        named: Optional[str] = None
-        for index, path in enumerate(self.paths):
-            if path in self.temporary:
-                continue
-            if message.startswith(f"snapdiff: error: {path}:") or len(self.paths) == 1:
-                named = path
-                break
-        return message, named
+        given = [path for path in self.paths if path not in self.temporary]
+        for path in given:  # the bad-input line: "snapdiff: error: FILE: ..."
+            if message.startswith(f"snapdiff: error: {path}:"):
+                return message, path
+        mentioned = [path for path in given if path in message]
+        return message, (mentioned[0] if len(mentioned) == 1 else None)
 
 
 def _error_line(stderr: bytes) -> str:

@@ -186,6 +186,14 @@ def test_a_missing_file_is_an_input_error(tmp_path) -> None:
     assert e.value.exit_code == 3 and e.value.path == str(missing)
 
 
+def test_an_unreadable_rules_file_is_named_not_the_snapshot(tmp_path) -> None:
+    rules = tmp_path / "missing.rules"
+    with pytest.raises(snapdiff.InputError) as e:
+        snapdiff.report(real("ans_gpt2_py.pickle.gz"), rules=rules)
+    assert e.value.message.startswith(f"snapdiff: error: {rules}: cannot open the rules file")
+    assert e.value.path is None  # .path is an input snapdiff.report() was given, when it is the one
+
+
 def test_not_a_path_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="expected a path or a snapshot dict"):
         snapdiff.report(42)
