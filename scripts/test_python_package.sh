@@ -8,7 +8,9 @@
 #      executable themselves (no SNAPDIFF_BIN, no --snapdiff-bin)
 #   5. another fresh environment, pip install --no-build-isolation . from the
 #      repository root, and the API's and the installation's tests there
-#   6. a plain venv (no wheel package): the install fails with one clear line
+#   6. the sdist: CMake configures from it (python3 -m build without --wheel
+#      builds the wheel from the sdist)
+#   7. a plain venv (no wheel package): the install fails with one clear line
 # The executable is compiled in build-py/ (setup.py), once: later runs and the
 # second install reuse it (and ccache, when installed, the objects of build/).
 # One line per step; each step's output goes to build/python-package/STEP.log,
@@ -82,6 +84,14 @@ step "the API and the installation in that venv" pytest-source \
   bash -c "cd '$out' && env -u SNAPDIFF_BIN -u PYTEST_ADDOPTS SNAPDIFF_TEST_INSTALLED=1 PYTHONDONTWRITEBYTECODE=1 \
            '$out/venv-source/bin/python' -m pytest -q -p no:cacheprovider \
            '$repo/tests/python/test_installed.py' '$repo/tests/python/test_api.py'"
+# python3 -m build without --wheel builds the wheel from the sdist: it must
+# carry every file CMake's configure needs (MANIFEST.in).
+step "sdist (python3 -m build --sdist) carries what CMake needs: configure of the unpacked sdist" sdist \
+  bash -c "rm -f build/dist/snapdiff-*.tar.gz && '$py' -m build --no-isolation --sdist --outdir build/dist &&
+           mkdir '$out/sdist' && tar -xzf build/dist/snapdiff-*.tar.gz -C '$out/sdist' &&
+           cmake -S '$out'/sdist/snapdiff-* -B '$out/sdist/build' -DCMAKE_BUILD_TYPE=Release \
+             -DSNAPDIFF_BUILD_TESTS=OFF -DSNAPDIFF_BUILD_CAPTURE=OFF"
+
 # Offline in a plain venv, pip cannot get the wheel package: one clear line.
 step "plain venv without the wheel package: pip install --no-build-isolation . says what is missing" no-wheel \
   bash -c "'$py' -m venv '$out/venv-plain' &&
