@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Iterator, Optional
 
-__version__ = "0.1.0"
+from snapdiff import __version__  # one version: the distribution's (CMakeLists.txt's)
 __all__ = ["record_rank", "rank_snapshot_path", "RANKS_DIR_ENV", "__version__"]
 
 #: The folder the plugin creates for a multi-process test; each process

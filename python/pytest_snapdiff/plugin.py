@@ -472,7 +472,9 @@ def _option(config: pytest.Config, name: str, default: Any) -> Any:
 
 
 def find_binary(config: pytest.Config) -> str:
-    """--snapdiff-bin, else SNAPDIFF_BIN, else snapdiff on PATH (UsageError when none)."""
+    """--snapdiff-bin (or the ini option), else SNAPDIFF_BIN, else the executable
+    beside the Python interpreter (where pip install puts it), on PATH, or in
+    the source tree's build/ (UsageError when none)."""
     given = _option(config, "snapdiff_bin", None)
     source = "--snapdiff-bin"
     if not given and os.environ.get("SNAPDIFF_BIN"):
@@ -482,11 +484,14 @@ def find_binary(config: pytest.Config) -> str:
         if found is None:
             raise pytest.UsageError(f"snapdiff: {source}={given}: not an executable file")
         return found
-    found = shutil.which("snapdiff")
+    from snapdiff._binary import INSTALL_HINT, find_installed
+
+    found = find_installed()
     if found is None:
         raise pytest.UsageError(
-            "snapdiff: --snapdiff is on but no snapdiff executable was found: "
-            "pass --snapdiff-bin PATH, set SNAPDIFF_BIN, or put snapdiff on PATH"
+            "snapdiff: --snapdiff is on but no snapdiff executable was found (beside the Python "
+            f"interpreter, on PATH, or in a source tree's build/): {INSTALL_HINT}; "
+            "or pass --snapdiff-bin=PATH"
         )
     return found
 
@@ -499,7 +504,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--snapdiff-bin", metavar="PATH", default=None,
-        help="the snapdiff executable (default: $SNAPDIFF_BIN, else snapdiff on PATH)",
+        help="the snapdiff executable (default: $SNAPDIFF_BIN, else the one beside the Python interpreter, on PATH, or in a source tree's build/)",
     )
     group.addoption(
         "--snapdiff-dir", metavar="DIR", default=None,

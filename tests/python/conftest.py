@@ -19,8 +19,22 @@ PACKAGE_DIR = REPO / "python"
 STANDIN_DIR = HERE / "standin"
 DATA = REPO / "tests" / "data" / "real"
 
-if str(PACKAGE_DIR) not in sys.path:  # the unit tests import the package itself
+#: SNAPDIFF_TEST_INSTALLED=1 tests what `pip install .` (or the wheel) installed
+#: into the running interpreter's environment (scripts/test.sh): python/ is not
+#: put on the path, inner sessions load the plugin through its pytest11 entry
+#: point, and the plugin and the API find the executable themselves (neither
+#: SNAPDIFF_BIN nor --snapdiff-bin). Otherwise the tests import python/ and run
+#: $SNAPDIFF_BIN, else build/snapdiff.
+INSTALLED = os.environ.get("SNAPDIFF_TEST_INSTALLED") == "1"
+
+if not INSTALLED and str(PACKAGE_DIR) not in sys.path:  # the unit tests import the package itself
     sys.path.insert(0, str(PACKAGE_DIR))
+
+
+def inner_pythonpath(standin: bool = True) -> str:
+    """PYTHONPATH of an inner session: python/ (unless INSTALLED) and the stand-in torch."""
+    parts = ([] if INSTALLED else [str(PACKAGE_DIR)]) + ([str(STANDIN_DIR)] if standin else [])
+    return os.pathsep.join(parts)
 
 
 def real(name: str) -> Path:
@@ -47,6 +61,10 @@ def reserved_peak(name: str) -> int:
 
 @pytest.fixture(scope="session")
 def snapdiff_bin() -> Path:
+    if INSTALLED:
+        import snapdiff
+
+        return Path(snapdiff.find_executable())
     path = Path(os.environ.get("SNAPDIFF_BIN") or REPO / "build" / "snapdiff").resolve()
     if not os.access(path, os.X_OK):
         pytest.fail(f"no snapdiff executable at {path}: build it, or set SNAPDIFF_BIN")
@@ -67,7 +85,8 @@ class Inner:
         self.monkeypatch.setenv("STANDIN_TORCH_SNAPSHOT", str(snapshot))
 
     def run(self, *args: str, snapdiff: bool = True) -> pytest.RunResult:
-        base = ["-p", "pytest_snapdiff.plugin"] + (["--snapdiff"] if snapdiff else [])
+        # Installed, the plugin comes through its entry point (autoload on).
+        base = ([] if INSTALLED else ["-p", "pytest_snapdiff.plugin"]) + (["--snapdiff"] if snapdiff else [])
         return self.pytester.runpytest_subprocess(*base, *args)
 
     def calls(self) -> List[Dict[str, Any]]:
@@ -91,9 +110,13 @@ class Inner:
 @pytest.fixture
 def inner(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, snapdiff_bin: Path) -> Inner:
     log = pytester.path.parent / f"{pytester.path.name}-torch-calls.jsonl"
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(PACKAGE_DIR), str(STANDIN_DIR)]))
-    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
-    monkeypatch.setenv("SNAPDIFF_BIN", str(snapdiff_bin))
+    monkeypatch.setenv("PYTHONPATH", inner_pythonpath())
+    if INSTALLED:  # the plugin finds the executable beside the interpreter
+        monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+        monkeypatch.delenv("SNAPDIFF_BIN", raising=False)
+    else:
+        monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+        monkeypatch.setenv("SNAPDIFF_BIN", str(snapdiff_bin))
     monkeypatch.setenv("STANDIN_TORCH_LOG", str(log))
     for name in ("STANDIN_TORCH_CUDA", "STANDIN_TORCH_SNAPSHOT", "SNAPDIFF_RANKS_DIR",
                  "GITHUB_ACTIONS"):

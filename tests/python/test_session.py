@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from conftest import PACKAGE_DIR, real
+from conftest import inner_pythonpath, real
 
 BODY_WRITES = """
     import pathlib, pytest
@@ -32,7 +32,7 @@ def test_skipped_without_cuda_and_body_not_run(inner, monkeypatch, how) -> None:
     if how == "cuda_off":
         monkeypatch.setenv("STANDIN_TORCH_CUDA", "0")
     else:
-        monkeypatch.setenv("PYTHONPATH", str(PACKAGE_DIR))  # no stand-in: import torch fails
+        monkeypatch.setenv("PYTHONPATH", inner_pythonpath(standin=False))  # import torch fails
     inner.use(real("ans_gpt2_py.pickle.gz"))
     inner.pytester.makepyfile(test_a=BODY_WRITES + """
     def test_unmarked():
@@ -51,13 +51,24 @@ def test_marker_is_registered(inner) -> None:
     result.stdout.fnmatch_lines(["@pytest.mark.gpu_memory(max_peak=*"])
 
 
-def test_no_binary_is_a_usage_error(inner, monkeypatch) -> None:
-    monkeypatch.delenv("SNAPDIFF_BIN")
+def test_no_binary_is_a_usage_error_saying_how_to_install(inner, monkeypatch) -> None:
+    monkeypatch.delenv("SNAPDIFF_BIN", raising=False)
     monkeypatch.setenv("PATH", os.path.dirname(os.__file__))  # no snapdiff there
+    # Nor beside the interpreter (a venv's bin/ has one) nor in a source tree.
+    nowhere = inner.path / "nowhere"
+    inner.pytester.makeconftest(f"""
+        import sys
+        from pathlib import Path
+        import snapdiff._binary
+
+        snapdiff._binary.SOURCE_ROOT = Path({str(nowhere)!r})
+        sys.executable = {str(nowhere / "bin" / "python")!r}
+    """)
     inner.pytester.makepyfile(test_a=BODY_WRITES)
     result = inner.run()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*snapdiff: --snapdiff is on but no snapdiff executable was found*"])
+    result.stderr.fnmatch_lines(["*snapdiff: --snapdiff is on but no snapdiff executable was found*"
+                                 "install it with `pip install .` in a clone of snapdiff*"])
     assert not (inner.path / "body_ran").exists()
 
 
@@ -79,7 +90,7 @@ def test_binary_option_beats_the_environment(inner, monkeypatch, snapdiff_bin) -
 
 
 def test_ini_options(inner, snapdiff_bin, monkeypatch) -> None:
-    monkeypatch.delenv("SNAPDIFF_BIN")
+    monkeypatch.delenv("SNAPDIFF_BIN", raising=False)
     inner.pytester.makeini(f"""
         [pytest]
         snapdiff_bin = {snapdiff_bin}
