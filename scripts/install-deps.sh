@@ -16,6 +16,7 @@ if [[ ${1:-} == --test ]]; then
   PKGS+=(catch2 xz-utils python3
          parallel                    # GNU parallel: the many-ranks map step run over ranks in tests
          python3-pytest python3-venv python3-build python3-wheel python3-setuptools  # the Python package
+         ccache                      # the wheel's build (build-py/) reuses build/'s objects
          chromium fonts-liberation)  # the HTML report's rendering test; Arial-metric fonts for the charts
 elif [[ -n ${1:-} ]]; then
   echo "usage: bash scripts/install-deps.sh [--test]" >&2; exit 2
