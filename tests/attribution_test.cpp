@@ -317,7 +317,7 @@ TEST_CASE("rule patterns are RE2: long subjects without recursion, bounded patte
   CHECK(r.devices[0].peak_live_requested == 512);
   CHECK(category(r.devices[0], "workspace") == 512);
   // The report names the site in a line of bounded length.
-  const std::string text = render_text(report_view(r));
+  const std::string text = render_text(report_view(r), kMaxTextWidth);
   CHECK(text.find("cudnnxxxx") != std::string::npos);
   CHECK(text.size() < 100000);
 

@@ -47,8 +47,8 @@ value_options() {
 
 # report: for each option, the input and a value it accepts.
 declare -A input value
-for o in format output top depth rules explain at window max-input-bytes max-memory max-entries; do input[$o]=$SNAP; done
-value[format]=json value[output]=$T/o.txt value[top]=3 value[depth]=2 value[rules]=$SRC/fuzz/seeds/rules_user.json
+for o in format output top depth width rules explain at window max-input-bytes max-memory max-entries; do input[$o]=$SNAP; done
+value[format]=json value[output]=$T/o.txt value[top]=3 value[depth]=2 value[width]=100 value[rules]=$SRC/fuzz/seeds/rules_user.json
 value[explain]=_multi_tensor_adam value[at]=1000 value[window]=100..1000 value[max-input-bytes]=1GiB
 value[max-memory]=none value[max-entries]=1000000
 input[trace]=$SRC/tests/data/profile/joint.snapshot.pickle value[trace]=$SRC/tests/data/profile/joint.trace.json.gz
@@ -68,8 +68,8 @@ done
 
 # diff: the inputs A B and a value each option accepts.
 declare -A inputs dvalue
-for o in format output top depth rules max-input-bytes max-memory max-entries; do inputs[$o]="$SNAP $SNAP"; done
-dvalue[format]=markdown dvalue[output]=$T/o.txt dvalue[top]=3 dvalue[depth]=2 dvalue[rules]=$SRC/fuzz/seeds/rules_user.json
+for o in format output top depth width rules max-input-bytes max-memory max-entries; do inputs[$o]="$SNAP $SNAP"; done
+dvalue[format]=markdown dvalue[output]=$T/o.txt dvalue[top]=3 dvalue[depth]=2 dvalue[width]=100 dvalue[rules]=$SRC/fuzz/seeds/rules_user.json
 dvalue[max-input-bytes]=1GiB dvalue[max-memory]=none dvalue[max-entries]=1000000
 inputs[kernels-a]="$KSNAP $KSNAP" dvalue[kernels-a]=$REAL/capture/fp8_mlp.kernels.snap
 inputs[kernels-b]="$KSNAP $KSNAP" dvalue[kernels-b]=$REAL/capture/fp8_mlp.kernels.snap

@@ -241,7 +241,7 @@ TEST_CASE("kernel launches and device-memory samples are recorded with scopes, t
   CHECK(r.device_memory[0].since_first_event_us < 0);
   CHECK(r.outside_min_bytes == int64_t(context));
   CHECK(r.outside_max_bytes == int64_t(context));
-  std::string text = snapdiff::render_text(report_view(r));
+  std::string text = snapdiff::render_text(report_view(r), snapdiff::kMaxTextWidth);
   CHECK(text.find("  kernels     20,004 launches\n") != std::string::npos);
   CHECK(text.find("  last kernel gemm_fwd  (") != std::string::npos);
   CHECK(text.find(", stream 0x7)  in iter 1 / forward\n") != std::string::npos);
@@ -279,7 +279,7 @@ TEST_CASE("no kernel launches or samples: no new report fields", "[capture]") {
   CHECK_FALSE(j["input"].contains("kernel_launches"));
   CHECK_FALSE(j["peak"].contains("kernel_before"));
   CHECK_FALSE(j.contains("device_memory"));
-  std::string text = snapdiff::render_text(report_view(r));
+  std::string text = snapdiff::render_text(report_view(r), snapdiff::kMaxTextWidth);
   CHECK(text.find("kernel") == std::string::npos);
   CHECK(text.find("DEVICE MEMORY") == std::string::npos);
 }

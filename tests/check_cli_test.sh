@@ -188,7 +188,7 @@ expect "limit fails" "$T/out" "limit.optimizer_temporary .* pass$"
 # The seed's FP8 run (snapcapture, 5.37 B parameters, foreach Adam): the
 # optimizer steps hold one bf16 temporary per parameter (the run's parameter
 # bytes, snapcapture's summary) while the peak, a backward, holds none.
-check "limit over the run fails" 1 "$BIN" check --limit optimizer_temporary=1GiB "$SEED_FP8"
+check "limit over the run fails" 1 "$BIN" check --limit optimizer_temporary=1GiB "$SEED_FP8" --width 1000
 expect "limit over the run fails" "$T/out" "limit.optimizer_temporary .* FAIL$"
 expect "limit over the run fails" "$T/out" "in iteration 1 optimizer, over the limit 1.0 GiB"
 check "phase limit fails" 1 "$BIN" check --format json --limit optimizer:optimizer_temporary=1GiB \
@@ -279,7 +279,7 @@ for p in b["phases"].values():
     for k in p: assert k in s["properties"]["phases"]["additionalProperties"]["properties"], k
 print("ok   budget fields (schema)")
 PY
-check "run against its own budget passes" 0 "$BIN" check --budget "$T/budget.json" "$FP8"
+check "run against its own budget passes" 0 "$BIN" check --budget "$T/budget.json" "$FP8" --width 1000
 expect "own budget" "$T/out" "\[budget\]"
 check "smaller run passes the budget" 0 "$BIN" check --budget "$T/budget.json" "$BF16"
 check "write tight budget" 0 "$BIN" check --write-budget "$T/tight.json" --max-increase 1% --warn-increase 0.5% \
@@ -301,7 +301,7 @@ expect "reserved budget" "$T/out" "increase.reserved"
 check "write budget with a phase limit" 0 "$BIN" check --write-budget "$T/ph.json" --limit optimizer:optimizer_temporary=1GiB "$FP8"
 python3 -c "import json,sys; b=json.load(open(sys.argv[1])); assert b['limits']['phases']=={'optimizer': {'optimizer_temporary': '1GiB'}}, b['limits']" "$T/ph.json" \
   || { echo "FAIL budget phase limit not written"; fails=$((fails+1)); }
-check "phase limit from a budget" 1 "$BIN" check --budget "$T/ph.json" "$SEED_FP8"
+check "phase limit from a budget" 1 "$BIN" check --budget "$T/ph.json" "$SEED_FP8" --width 1000
 expect "phase limit from a budget" "$T/out" "limit.optimizer:optimizer_temporary .* FAIL$"
 expect "phase limit from a budget" "$T/out" "peak of each phase kind, over all of its spans (vs the baseline):"
 # A version 1 budget (no phase peaks) still reads.
@@ -343,7 +343,7 @@ check "budget from a truncated run when allowed" 0 "$BIN" check --allow-truncate
 # late_gpt2: recording started after the model was built (its truth says
 # late_start), 2,082 entries with max_entries=1,000,000.
 LATE=$DATA/late_gpt2.pickle.gz
-check "late start passes by default" 0 "$BIN" check --max-peak 100GiB --max-entries 1000000 "$LATE"
+check "late start passes by default" 0 "$BIN" check --max-peak 100GiB --max-entries 1000000 "$LATE" --width 1000
 expect "late start passes by default" "$T/out" "history starts after memory was already in use"
 check "late start accepted" 0 "$BIN" check --max-peak 100GiB --max-entries 1000000 --allow-late-start "$LATE"
 expect "late start accepted" "$T/out" "^  history .* pass$"

@@ -158,7 +158,7 @@ quiet "report -o /dev/null"
 # A tensor list beside a snapshot (docs/tensors.md): read by default,
 # --no-tensors ignores it, a broken one is the input error of that file.
 NAMED=$DATA/i36_input_opt_named.pickle.gz
-check "tensor list beside" 0 "$BIN" report "$NAMED"
+check "tensor list beside" 0 "$BIN" report "$NAMED" --width 1000
 expect "tensor list beside" "$T/out" "parameter .* tensors: "
 check "--no-tensors" 0 "$BIN" report --no-tensors "$NAMED"
 if grep -q " tensors: " "$T/out"; then echo "FAIL --no-tensors: rows still named"; fails=$((fails+1)); fi

@@ -119,7 +119,7 @@ TEST_CASE("sites on one side alone fall back to function and file, marked", "[an
   CHECK(d2.sites[0].delta() == 2 << 20);
   CHECK(d2.sites[0].display.find("model.py:20") != std::string::npos);
   CHECK(d2.sites[0].a_display.find("model.py:10") != std::string::npos);
-  const std::string text = render_diff_text(d2);
+  const std::string text = render_diff_text(d2, kMaxTextWidth);
   CHECK(text.find("[MOVED]") != std::string::npos);
   CHECK(text.find("(in A: ") != std::string::npos);
   auto j = nlohmann::json::parse(render_diff_json(d2));
@@ -282,7 +282,7 @@ TEST_CASE("allocator settings: read, printed in the report, diffed side by side"
   CHECK_FALSE(tp.settings.expandable_segments);
   Analysis ae = analyze(te, {}), ap = analyze(tp, {});
   const Report re = report_view(ae);
-  const std::string text = render_text(re);
+  const std::string text = render_text(re, kMaxTextWidth);
   const size_t at = text.find("  allocator   settings: ");
   REQUIRE(at != std::string::npos);
   CHECK(text.find("expandable_segments true", at) != std::string::npos);
@@ -290,7 +290,7 @@ TEST_CASE("allocator settings: read, printed in the report, diffed side by side"
   CHECK(j["allocator_settings"]["present"] == true);
   CHECK(j["allocator_settings"]["expandable_segments"] == true);
   Diff d = diff_reports(ap, ae, {});
-  const std::string dt = render_diff_text(d);
+  const std::string dt = render_diff_text(d, kMaxTextWidth);
   const size_t block = dt.find("ALLOCATOR SETTINGS");
   REQUIRE(block != std::string::npos);
   const size_t row = dt.find("\n  expandable_segments ", block);
@@ -328,9 +328,9 @@ TEST_CASE("--depth shows N frames per site row", "[analysis]") {
   Trace t = load_trace(test::real_data("small_fp8.pickle"));
   ReportOptions o;
   o.site_depth = 1;
-  const std::string r1 = render_text(report_view(analyze(t, o)));
+  const std::string r1 = render_text(report_view(analyze(t, o)), kMaxTextWidth);
   o.site_depth = 0;
-  const std::string r0 = render_text(report_view(analyze(t, o)));
+  const std::string r0 = render_text(report_view(analyze(t, o)), kMaxTextWidth);
   const size_t a1 = r1.find("LIVE AT THE PEAK"), a0 = r0.find("LIVE AT THE PEAK");
   REQUIRE(a1 != std::string::npos);
   const std::string live1 = r1.substr(a1, r1.find("\n\n", a1) - a1), live0 = r0.substr(a0, r0.find("\n\n", a0) - a0);

@@ -29,34 +29,34 @@ one_error_line() {  # NAME: stderr is one 'snapdiff: error: ...' line, stdout em
 "$BIN" report --format json "$LATE" | python3 -c '
 import json, sys; d = json.load(sys.stdin)["input"]
 assert (d["history"], d["truncation"]) == ("truncated", "late_start"), d' || fail "the late recording is a late start"
-check "check passes a late start by default" 0 "$BIN" check --max-peak 1TiB "$LATE"
+check "check passes a late start by default" 0 "$BIN" check --max-peak 1TiB "$LATE" --width 1000
 expect "late start: the history row" "$T/out" "^  history  *complete  *late start .* pass$"
 expect "late start: what its peak is" "$T/out" "peak is the recorded window's, counting the memory held at the window's start"
-check "--allow-late-start is still accepted" 0 "$BIN" check --max-peak 1TiB --allow-late-start "$LATE"
-check "a budget from a late start" 0 "$BIN" check --write-budget "$T/late.json" "$LATE"
-check "check a wrapped ring buffer fails" 1 "$BIN" check --max-peak 1TiB "$WRAP"
+check "--allow-late-start is still accepted" 0 "$BIN" check --max-peak 1TiB --allow-late-start "$LATE" --width 1000
+check "a budget from a late start" 0 "$BIN" check --write-budget "$T/late.json" "$LATE" --width 1000
+check "check a wrapped ring buffer fails" 1 "$BIN" check --max-peak 1TiB "$WRAP" --width 1000
 expect "wrapped: why" "$T/out" "ring buffer wrapped"
 expect "wrapped: the one flag" "$T/out" "pass --allow-truncated"
 expect_not "wrapped: no other flag named" "$T/out" "allow-late-start"
-check "--allow-late-start does not pass a wrap" 1 "$BIN" check --max-peak 1TiB --allow-late-start "$WRAP"
-check "--allow-truncated passes a wrap (a warning)" 0 "$BIN" check --max-peak 1TiB --allow-truncated "$WRAP"
+check "--allow-late-start does not pass a wrap" 1 "$BIN" check --max-peak 1TiB --allow-late-start "$WRAP" --width 1000
+check "--allow-truncated passes a wrap (a warning)" 0 "$BIN" check --max-peak 1TiB --allow-truncated "$WRAP" --width 1000
 expect "wrapped allowed" "$T/out" "WARN$"
-check "no budget from a wrap" 1 "$BIN" check --write-budget "$T/wrap.json" "$WRAP"
+check "no budget from a wrap" 1 "$BIN" check --write-budget "$T/wrap.json" "$WRAP" --width 1000
 expect "no budget from a wrap" "$T/err" "allow-truncated"
 
 # --- folders that are not ranks ----------------------------------------------------
 mkdir -p "$T/runs" "$T/ranks"
 cp "$LATE" "$DATA/graphed_resnet.pickle.gz" "$DATA/cat_fp8_mlp.pickle.gz" "$T/runs/"
 echo "notes" >"$T/runs/notes.txt"
-check "a folder of unrelated runs" 0 "$BIN" report "$T/runs"
+check "a folder of unrelated runs" 0 "$BIN" report "$T/runs" --width 1000
 expect "runs: the one line" "$T/out" "^snapdiff report: these 3 files do not look like ranks of one job (.*): reporting them as separate runs$"
 expect "runs: the table" "$T/out" "^RUNS"
-expect "runs: a row per run" "$T/out" "late start .*late_gpt2.pickle.gz$"
-expect "runs: a row per run" "$T/out" "complete .*graphed_resnet.pickle.gz$"
+expect "runs: a paragraph per run" "$T/out" "^  \* .*late_gpt2.pickle.gz: requested .*; history late start; largest "
+expect "runs: a paragraph per run" "$T/out" "^  \* .*graphed_resnet.pickle.gz: requested .*; history complete; largest "
 expect_not "runs: no rank imbalance" "$T/out" "rank ?"
 expect_not "runs: no rank imbalance" "$T/out" "WORST RANK"
 expect "runs: what was skipped" "$T/err" "^snapdiff: note: skipped 1 file: 1 is not snapshots by its name"
-check "snapdiff DIR of runs" 0 "$BIN" "$T/runs"
+check "snapdiff DIR of runs" 0 "$BIN" "$T/runs" --width 1000
 expect "snapdiff DIR of runs" "$T/out" "separate runs"
 check "runs as JSON" 0 "$BIN" report "$T/runs" --format json -o "$T/runs.json"
 python3 - "$T/runs.json" "$SRC/schemas/runs.schema.json" <<'PY' || fail "runs JSON"
@@ -74,7 +74,7 @@ PY
 # The reduce step decides the same from the summaries.
 mkdir -p "$T/sums"
 for f in "$T"/runs/*.pickle.gz; do "$BIN" report "$f" --format json -o "$T/sums/$(basename "$f").json" || fail "summary of $f"; done
-check "runs from summaries" 0 "$BIN" ranks "$T/sums"
+check "runs from summaries" 0 "$BIN" ranks "$T/sums" --width 1000
 expect "runs from summaries" "$T/out" "these 3 files do not look like ranks of one job"
 check "runs as Markdown" 0 "$BIN" report "$T/runs" --format markdown
 expect "runs markdown" "$T/out" "^| \`.*late_gpt2.pickle.gz\` | "

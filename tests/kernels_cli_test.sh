@@ -43,7 +43,7 @@ json.dump(rec(0), open(d + "/run.kernels.snap", "w"))
 json.dump(rec(100_000_000), open(d + "/other.kernels.snap", "w"))
 PY
 
-check "report --kernels" 0 "$BIN" report "$T/run.snap" --kernels "$T/run.kernels.snap"
+check "report --kernels" 0 "$BIN" report "$T/run.snap" --kernels "$T/run.kernels.snap" --width 1000
 expect "report --kernels: the INPUT line" "$T/out" "recording   $T/run.kernels.snap: process 0, 2 launches"
 expect "report --kernels: offset" "$T/out" "clock offset not measured"
 expect "report --kernels: section" "$T/out" "BY KERNEL AT THE PEAK  cuda:0"
@@ -53,7 +53,7 @@ expect "report --kernels: the launch at the same microsecond" "$T/out" "relu_ker
 expect "report --kernels: the site" "$T/out" "forward (train.py:10)"
 expect_not "report --kernels: no BY OP" "$T/out" "BY OP AT THE PEAK"
 
-check "report --kernels --explain" 0 "$BIN" report "$T/run.snap" --kernels "$T/run.kernels.snap" --explain 0x10000000
+check "report --kernels --explain" 0 "$BIN" report "$T/run.snap" --kernels "$T/run.kernels.snap" --explain 0x10000000 --width 1000
 expect "report --kernels --explain: the kernel" "$T/out" "kernel: made for gemm_kernel; 2 launches on its stream while it lived, the last relu_kernel"
 check "report --kernels --explain -f json" 0 "$BIN" report "$T/run.snap" --kernels "$T/run.kernels.snap" --explain 0x10100000 -f json
 python3 - "$T/out" <<'PY' || fail "report --kernels --explain -f json: the kernels"

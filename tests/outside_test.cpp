@@ -303,7 +303,7 @@ TEST_CASE("outside the allocator: async pools, an address given out again, an un
   CHECK(d.device_peak.bytes == mib(20 + 6 + 500));
   CHECK(d.device_peak.time_us == at(101));
   for (const Warning& w : a.warnings) CHECK(w.code != Code::OutsideAllocator);
-  const std::string text = flat(render_text(report_view(a)));
+  const std::string text = flat(render_text(report_view(a), kMaxTextWidth));
   CHECK(text.find("PyTorch's driver calls differ from the allocator's reserved bytes at 2 of the 2 samples taken during "
                   "the replayed history (by up to +10.0 MiB, first at +0.004 s): the figures above use the driver calls.") !=
         std::string::npos);
@@ -338,7 +338,7 @@ TEST_CASE("outside the allocator: two processes on one device, the snapshot's al
   CHECK(d.device_peak.reserved == mib(20));
   CHECK(d.checked_samples == 1);
   CHECK(d.mismatched_samples == 0);
-  const std::string text = render_text(report_view(a));
+  const std::string text = render_text(report_view(a), kMaxTextWidth);
   CHECK(text.find("  process 41: PyTorch (the allocator's segments)") != std::string::npos);
   CHECK(text.find("  process 42: PyTorch (its segments)") != std::string::npos);
   CHECK(text.find("The snapshot's allocator is that of process 41") != std::string::npos);
@@ -356,7 +356,7 @@ TEST_CASE("outside the allocator: no sample before the peak leaves the context t
     Analysis a = analyze(b.t, {});
     CHECK(a.outside.empty());
     CHECK(a.device_memory.size() == 1);  // the samples' section stays
-    const std::string text = render_text(report_view(a));
+    const std::string text = render_text(report_view(a), kMaxTextWidth);
     CHECK(text.find("BY CALLER") == std::string::npos);
     CHECK_FALSE(nlohmann::json::parse(render_json(report_view(a))).contains("outside_allocator"));
   }
@@ -371,7 +371,7 @@ TEST_CASE("outside the allocator: no sample before the peak leaves the context t
   CHECK(row(d, MemoryCaller::Nccl).at_peak == mib(50));
   // Before the first sample the device peak takes that sample's context.
   CHECK(d.device_peak.bytes == mib(20 + 50 + 530));
-  const std::string text = flat(render_text(report_view(a)));
+  const std::string text = flat(render_text(report_view(a), kMaxTextWidth));
   CHECK(text.find("(no sample was taken at or before it, so context and unrecorded there is not known)") !=
         std::string::npos);
 }
@@ -381,7 +381,7 @@ TEST_CASE("outside the allocator: the text and JSON sections, and the JSON read 
   ReportOptions o;
   o.input_name = "run.pickle";
   const Report r = analyze_report(b.t, o);
-  const std::string text = render_text(r);
+  const std::string text = render_text(r, kMaxTextWidth);
   INFO(text);
   CHECK(text.find("\nDEVICE MEMORY OUTSIDE THE ALLOCATOR BY CALLER  cuda:0  (from 7 driver calls of 1 process and 3 "
                   "cudaMemGetInfo samples)\n") != std::string::npos);
@@ -405,8 +405,8 @@ TEST_CASE("outside the allocator: the text and JSON sections, and the JSON read 
   CHECK(f.find("1 free, release or unmap of memory no recorded call made was left out") != std::string::npos);
   CHECK(text.find("\n  Over time, at each sample (the holders with bytes then):\n"
                   "      -0.090 s  500.0 MiB used (start): context and unrecorded 500.0 MiB\n"
-                  "      +0.008 s  626.0 MiB used (interval): PyTorch 20.0 MiB, NCCL 64.0 MiB, cuBLAS 32.0 MiB, context\n"
-                  "                and unrecorded 510.0 MiB\n") != std::string::npos);
+                  "      +0.008 s  626.0 MiB used (interval): PyTorch 20.0 MiB, NCCL 64.0 MiB, cuBLAS 32.0 MiB, context "
+                  "and unrecorded 510.0 MiB\n") != std::string::npos);
   // NCCL's 64 MiB at the peak are 10% of the device peak: a warning.
   CHECK(text.find("  [outside_allocator] device 0: NCCL holds 64.0 MiB outside the allocator at the peak: 10% of the device "
                   "peak (630.0 MiB)\n") != std::string::npos);
@@ -438,7 +438,7 @@ TEST_CASE("outside the allocator: the text and JSON sections, and the JSON read 
   // The view read back from its JSON writes the same JSON and text.
   const Report back = read_report_json(json, "report.json");
   CHECK(render_json(back) == json);
-  CHECK(render_text(back) == text);
+  CHECK(render_text(back, kMaxTextWidth) == text);
 }
 
 TEST_CASE("outside the allocator: the HTML section, a library's name escaped in HTML and text", "[report]") {
@@ -454,7 +454,7 @@ TEST_CASE("outside the allocator: the HTML section, a library's name escaped in 
                   "\">607.0 MiB</td>") != std::string::npos);
   CHECK(html.find("lib&lt;b&gt;\\x1b[31m.so") != std::string::npos);
   CHECK(html.find("lib<b>") == std::string::npos);
-  const std::string text = render_text(r);
+  const std::string text = render_text(r, kMaxTextWidth);
   CHECK(text.find("  lib<b>\\x1b[31m.so ") != std::string::npos);
   CHECK(text.find('\x1b') == std::string::npos);
 }

@@ -24,7 +24,7 @@ input_error() {  # input_error NAME FILE WHERE : exit 3, one stderr line naming 
 }
 
 TRACE=$DATA/small_profile.trace.json.gz
-check "report trace" 0 "$BIN" report "$TRACE"
+check "report trace" 0 "$BIN" report "$TRACE" --width 1000
 has "report trace" "$T/out" "format      chrome-trace"
 has "report trace" "$T/out" "BY OP AT THE PEAK"
 has "report trace" "$T/out" "BY KERNEL AT THE PEAK"

@@ -236,7 +236,7 @@ struct Validator {
 
 TEST_CASE("ranks text: a row per rank with PyTorch's peaks, a failed rank's error, the imbalance, the worst rank", "[report]") {
   const RanksView v = view();
-  const std::string text = render_ranks_text(v);
+  const std::string text = render_ranks_text(v, kMaxTextWidth);
   INFO(text.substr(0, 6000));
   CHECK(has(text, "snapdiff report: 3 ranks read, 1 failed; 1 file superseded (earlier steps of a rank, or its regular dump beside an OOM dump)\n"));
   // One row per rank, its file shortened to its last two components, the
@@ -279,7 +279,7 @@ TEST_CASE("ranks text: a row per rank with PyTorch's peaks, a failed rank's erro
   // Then the worst rank's full report, as `snapdiff report FILE` prints it.
   const std::string heading = "\nRANK 1 (" + runs()[1].name + ")\n\n";
   REQUIRE(has(text, heading));
-  CHECK(text.substr(text.find(heading) + heading.size()) == render_text(runs()[1].report));
+  CHECK(text.substr(text.find(heading) + heading.size()) == render_text(runs()[1].report, kMaxTextWidth));
 }
 
 TEST_CASE("ranks text: a rank not told shows as ?, one rank read has nothing to compare", "[report]") {
@@ -290,7 +290,7 @@ TEST_CASE("ranks text: a rank not told shows as ?, one rank read has nothing to 
   v.ranks.push_back(e);
   v.read = 1;
   v.worst = v.median = v.shown = 0;
-  const std::string text = render_ranks_text(v);
+  const std::string text = render_ranks_text(v, kMaxTextWidth);
   CHECK(has(text, "snapdiff report: 1 rank read\n"));
   CHECK(has(text, "\n*    ?  c/snapshot.pickle "));
   CHECK(has(text, "\nWORST RANK ? AGAINST THE MEDIAN RANK ?\n  the worst rank is the median rank: nothing to compare\n"));
@@ -461,7 +461,7 @@ RanksDiff ranks_diff() {
 TEST_CASE("ranks diff: rank r against rank r, the ranks on one side, the outlier, the shown pair's diff", "[report]") {
   const RanksDiff d = ranks_diff();
   const int64_t change = truth_peak("ranks/fsdp_gpt2_uneven/snapshot_1") - truth_peak("ranks/fsdp_gpt2_uneven/snapshot_0");
-  const std::string text = render_ranks_diff_text(d);
+  const std::string text = render_ranks_diff_text(d, kMaxTextWidth);
   INFO(text.substr(0, 4000));
   CHECK(has(text, "snapdiff diff: 3 ranks side by side"));
   CHECK(std::regex_search(text, std::regex("\\n     0 +" + std::regex_replace(human_bytes(truth_peak("ranks/fsdp_gpt2_uneven/snapshot_0")), std::regex("\\."), "\\.") +
@@ -472,7 +472,7 @@ TEST_CASE("ranks diff: rank r against rank r, the ranks on one side, the outlier
   CHECK(has(text, "  * rank 0 grows " + human_delta(change) + ", the other ranks do not change (median): its activation "));
   const std::string heading = "\nRANK 0: A AGAINST B\n\n";
   REQUIRE(has(text, heading));
-  CHECK(text.substr(text.find(heading) + heading.size()) == render_diff_text(*d.pairs[0].diff));
+  CHECK(text.substr(text.find(heading) + heading.size()) == render_diff_text(*d.pairs[0].diff, kMaxTextWidth));
 
   const json j = json::parse(render_ranks_diff_json(d));
   Validator val;
@@ -514,7 +514,7 @@ TEST_CASE("ranks text and JSON: the rank that ran out of memory shows its OOMs",
   }
   v.read = 3;
   v.worst = v.median = v.shown = 1;
-  const std::string text = render_ranks_text(v);
+  const std::string text = render_ranks_text(v, kMaxTextWidth);
   const json j = json::parse(render_ranks_json(v));
   for (size_t i = 0; i < 3; ++i) {
     const std::string stem = "ranks/oom_rank_gpt2/" + std::string(files[i].second);
@@ -544,10 +544,10 @@ TEST_CASE("ranks renderers on build_ranks_view's view of a real run: the schema,
   const RanksView v = build_ranks_view(entries, {}, {});
   REQUIRE(v.worst < v.ranks.size());
   CHECK(v.ranks[v.worst].rank == 1);  // the longest sequences: PyTorch's highest peak (truth)
-  const std::string text = render_ranks_text(v);
+  const std::string text = render_ranks_text(v, kMaxTextWidth);
   CHECK(has(text, "snapdiff report: 3 ranks read\n"));
   CHECK(has(text, "\nWORST RANK 1 AGAINST THE MEDIAN RANK 2\n"));
-  CHECK(has(text, "\nRANK 1 (" + runs()[1].name + ")\n\n" + render_text(runs()[1].report)));
+  CHECK(has(text, "\nRANK 1 (" + runs()[1].name + ")\n\n" + render_text(runs()[1].report, kMaxTextWidth)));
   Validator val;
   const json j = json::parse(render_ranks_json(v));
   const auto errors = val.validate(j, "ranks.schema.json");

@@ -133,13 +133,13 @@ TEST_CASE("text and HTML: the history line follows the truncation kind", "[repor
     INFO(words);
     r.truncation = kind;
     r.devices[0].truncation = kind;
-    CHECK(has(render_text(r), "  history     " + words + "\n"));
+    CHECK(has(render_text(r, kMaxTextWidth), "  history     " + words + "\n"));
     CHECK(has(render_html(r, charts), "history " + words + "</p>"));
   }
   r.history_truncated = false;
-  CHECK(has(render_text(r), "  history     complete\n"));
+  CHECK(has(render_text(r, kMaxTextWidth), "  history     complete\n"));
   r.has_history = false;
-  CHECK(has(render_text(r), "  history     none (dump-time state only)\n"));
+  CHECK(has(render_text(r, kMaxTextWidth), "  history     none (dump-time state only)\n"));
 
   // Devices that disagree are named one by one.
   Report two = filled_view();
@@ -147,18 +147,18 @@ TEST_CASE("text and HTML: the history line follows the truncation kind", "[repor
   two.devices[1].device = 1;
   two.devices[1].truncation = Truncation::LateStart;
   two.truncation = Truncation::Unknown;
-  CHECK(has(render_text(two), "  history     truncated (cuda:0: ring buffer wrapped; cuda:1: recording started late)\n"));
+  CHECK(has(render_text(two, kMaxTextWidth), "  history     truncated (cuda:0: ring buffer wrapped; cuda:1: recording started late)\n"));
 }
 
 TEST_CASE("text: the active peak, and pending frees tied to the requested peak", "[report]") {
   Report r = filled_view();
-  const std::string text = render_text(r);
+  const std::string text = render_text(r, kMaxTextWidth);
   CHECK(has(text, "\n  active    "));
   CHECK(has(text, "their requested " + human_bytes(1500) + " is part of the requested peak"));
   CHECK(has(text, "requested here without the pending frees"));
   r.devices[0].frag.pending_free = 0;
   r.devices[0].frag.pending_free_requested = 0;
-  const std::string none = render_text(r);
+  const std::string none = render_text(r, kMaxTextWidth);
   CHECK_FALSE(has(none, "pending free"));
   CHECK_FALSE(has(none, "without the pending frees"));
 }
@@ -220,9 +220,9 @@ TEST_CASE("diff: the active peak beside the other three, except for profiler tra
   d.b = filled_view();
   d.b.devices[0].peak_active.bytes += 1 << 20;
   d.peak_delta[3] = 1 << 20;  // the analysis's delta (diff.cpp), which the renderers show
-  CHECK(has(render_diff_text(d), "\n  active   "));
+  CHECK(has(render_diff_text(d, kMaxTextWidth), "\n  active   "));
   CHECK(has(render_diff_markdown(d), "| active | "));
   CHECK(nlohmann::json::parse(render_diff_json(d))["delta"]["peak"]["active_bytes"] == 1 << 20);
   d.b.devices[0].reported_totals = true;
-  CHECK_FALSE(has(render_diff_text(d), "\n  active   "));
+  CHECK_FALSE(has(render_diff_text(d, kMaxTextWidth), "\n  active   "));
 }

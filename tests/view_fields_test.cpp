@@ -745,7 +745,7 @@ TEST_CASE("view fields: a deep stack's left-out frames are a count; the report l
   CHECK(text.find("\"name\": \"<2000 frames elided>\"") != std::string::npos);
   CHECK(text.find("\"label\": \"<2,000 frames elided>\"") != std::string::npos);
   CHECK(text.find("f498 / f499 / <2,000 scopes elided> / f2500 / f2501") != std::string::npos);
-  CHECK(render_text(fresh).find("f499 / <2,000 scopes elided> / f2500") != std::string::npos);
+  CHECK(render_text(fresh, kMaxTextWidth).find("f499 / <2,000 scopes elided> / f2500") != std::string::npos);
 
   const Report back = read_report_json(text, "deep.json");
   CHECK(first_difference(fresh, back) == "");

@@ -56,7 +56,7 @@ res = [w["scenarios"][i]["peak"]["reserved_bytes"] for i in w["ranking"]]
 assert res == sorted(res) and len(res) == len(w["scenarios"]) >= 8, res
 print("ok   json: schema keys; predictions within 0.5% of the runs recorded under those settings; sweep ranked")
 PY
-check "oom under a cap" 0 "$BIN" whatif -a "" -a expandable_segments:True --memory-limit 1GiB "$W/oomfrag__default.pickle.gz"
+check "oom under a cap" 0 "$BIN" whatif -a "" -a expandable_segments:True --memory-limit 1GiB "$W/oomfrag__default.pickle.gz" --width 1000
 expect "oom under a cap" "$T/out" "expandable_segments:True .* at event 528 (96.0 MiB)"
 check "markdown" 0 "$BIN" whatif --sweep -f markdown -o "$T/w.md" "$W/gpt2__default.pickle.gz"
 expect "markdown" "$T/w.md" "^| \`expandable_segments:True\` |"

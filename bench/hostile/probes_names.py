@@ -386,7 +386,7 @@ def probes(scale):
         "-9223372036854.775 s')", _make_hostile(payload="", times=(INT64_MIN + 1, 0, INT64_MAX)),
         ["report", "h.pickle"], exit=0, check=_times(["time_us -9223372036854775807", "18446744073709.55"]))
     add("times-int64-backwards", "the first event at INT64_MAX, the last at 0", _make_hostile(
-        payload="", times=(INT64_MAX, INT64_MAX, 0)), ["report", "h.pickle"], exit=0,
+        payload="", times=(INT64_MAX, INT64_MAX, 0)), ["report", "h.pickle", "--width", "1000"], exit=0,
         check=_times(["time_us 9223372036854775807 - 9223372036854.77", "(the times go backwards)"]))
     add("times-int64-html", "the same times, --format html", _make_hostile(payload="", times=(INT64_MIN + 1, 0, INT64_MAX)),
         ["report", "-f", "html", "h.pickle"], exit=0, check=_times(["time_us -9223372036854775807"]))

@@ -54,7 +54,7 @@ def probes(scale):
                  [{"time_us": 1_000_020, "storages": [[0, SEG, MiB]]}])
     return [
         Probe("tensors-good", "misc", "a good list beside the snapshot names its allocation", _with_list(good),
-              ["report", "s.pickle"], exit=0, max_rss=64 << 20, check=_named),
+              ["report", "s.pickle", "--width", "1000"], exit=0, max_rss=64 << 20, check=_named),
         Probe("tensors-truncated", "misc", "a list cut in the middle: the list's input error, at its offset",
               _with_list(good[:-7]), ["report", "s.pickle"], check=_says("s.pickle.tensors.json: offset")),
         Probe("tensors-deep", "bounds", "a list nested 200,000 deep (a tree library recurses on it)",

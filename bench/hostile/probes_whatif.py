@@ -263,8 +263,8 @@ def probes(scale):
         Probe("i37_12_whatif_long_recorded_conf", "names",
               "a recorded PYTORCH_CUDA_ALLOC_CONF of 4 MB was echoed whole in whatif's report: cut at 400 "
               "bytes, its length said",
-              _long_recorded_conf(sz(4 << 20, 4 << 20)), ["whatif", "w.pickle", "-a", ""], exit=0,
-              check=_conf_cut),
+              _long_recorded_conf(sz(4 << 20, 4 << 20)), ["whatif", "w.pickle", "-a", "", "--width", "1000"],
+              exit=0, check=_conf_cut),
         Probe("i37_12_whatif_long_recorded_conf_md", "names",
               "the same in Markdown",
               _long_recorded_conf(sz(4 << 20, 4 << 20)), ["whatif", "w.pickle", "-a", "", "-f", "markdown"],

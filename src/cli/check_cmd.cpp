@@ -258,7 +258,7 @@ int check_ranks(const po::variables_map& vm, const std::vector<std::string>& inp
     write_output(render_ranks_check_github_benchmark(c, name), vm["github-benchmark"].as<std::string>());
   write_output(fmt == "json"               ? render_ranks_check_json(c)
                : fmt == "github-benchmark" ? render_ranks_check_github_benchmark(c, name)
-                                           : render_ranks_check_text(c),
+                                           : render_ranks_check_text(c, text_width(vm)),
                out);
   annotate(render_ranks_check_github(c), fmt, out);
   if (unreadable) {
@@ -296,6 +296,7 @@ int cmd_check(const std::vector<std::string>& args) {
       "rules", po::value<std::vector<std::string>>(), "attribution rules file (repeatable; tried before the built-in rules)")(
       "kernels", po::value<std::string>(), "a kernel recording of CANDIDATE's run (snapcapture run -o FILE), joined "
                                            "before the check (a recording of another run fails, exit 3)");
+  add_width_option(d);
   po::options_description ranks("Many ranks (CANDIDATE, and BASELINE, a folder or pattern: every threshold on every rank)");
   add_rank_options(ranks);
   d.add(ranks);
@@ -310,6 +311,7 @@ int cmd_check(const std::vector<std::string>& args) {
   }
 
   // Everything the command line says is checked before any file is read.
+  text_width(vm);  // a bad --width fails here
   std::string fmt = vm["format"].as<std::string>();
   if (fmt != "text" && fmt != "json" && fmt != "github-benchmark")
     throw UsageError("unknown --format '" + fmt + "' (text, json, github-benchmark)");
@@ -440,7 +442,7 @@ int cmd_check(const std::vector<std::string>& args) {
   if (vm.count("github-benchmark")) write_output(render_check_github_benchmark(r, name), vm["github-benchmark"].as<std::string>());
   write_output(fmt == "json"               ? render_check_json(r)
                : fmt == "github-benchmark" ? render_check_github_benchmark(r, name)
-                                           : render_check_text(r),
+                                           : render_check_text(r, text_width(vm)),
                out);
   annotate(render_check_github(r), fmt, out);
   return r.status == CheckStatus::Fail ? kExitCheckFailed : kExitOk;

@@ -1,6 +1,7 @@
 #include "cli/cli_util.hpp"
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <thread>
@@ -18,6 +20,7 @@
 #include "snapdiff/error.hpp"
 #include "snapdiff/input/input.hpp"
 #include "snapdiff/input/profiler.hpp"
+#include "snapdiff/report/report.hpp"  // kDefaultTextWidth
 #include "cli/commands.hpp"
 #include "util/output_file.hpp"
 #include "util/quote_value.hpp"
@@ -294,6 +297,41 @@ uint64_t count_arg(const boost::program_options::variables_map& vm, const std::s
 size_t depth_arg(const boost::program_options::variables_map& vm, size_t fallback) {
   if (!vm.count("depth")) return fallback;
   return size_t(count_arg(vm, "depth", "--depth", kMaxDepth));
+}
+
+void add_width_option(boost::program_options::options_description& d) {
+  d.add_options()("width", boost::program_options::value<std::string>(),
+                  "columns of text output, 40 to 1000 (default: the terminal's width; 80 when not a terminal)");
+}
+
+size_t text_width(const boost::program_options::variables_map& vm) {
+  if (vm.count("width")) {
+    const std::string& v = vm["width"].as<std::string>();
+    const bool digits = !v.empty() && v.size() <= 9 && std::all_of(v.begin(), v.end(), [](char c) {
+      return c >= '0' && c <= '9';
+    });
+    const uint64_t n = digits ? std::stoull(v) : 0;
+    if (!digits || n < kMinTextWidth || n > kMaxTextWidth)
+      throw UsageError("--width: " + quote_value(v) + " is not a width from " + std::to_string(kMinTextWidth) + " to " +
+                       std::to_string(kMaxTextWidth) + " columns");
+    return size_t(n);
+  }
+  // Written to a file: the default width, whatever the terminal.
+  if (vm.count("output")) {
+    const std::string& o = vm["output"].as<std::string>();
+    if (o != "-" && o != "/dev/stdout" && o != "/dev/fd/1") return kDefaultTextWidth;
+  }
+  if (!::isatty(STDOUT_FILENO)) return kDefaultTextWidth;
+  size_t cols = 0;
+  struct winsize ws {};
+  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) cols = ws.ws_col;
+  if (cols == 0)
+    if (const char* c = std::getenv("COLUMNS"); c && *c && std::strlen(c) <= 6 && std::all_of(c, c + std::strlen(c), [](char ch) {
+          return ch >= '0' && ch <= '9';
+        }))
+      cols = size_t(std::atoi(c));
+  if (cols == 0) return kDefaultTextWidth;
+  return std::clamp(cols, kMinTextWidth, kMaxTextWidth);
 }
 
 boost::program_options::variables_map parse_command(const std::vector<std::string>& args,

@@ -102,6 +102,13 @@ uint64_t count_arg(const boost::program_options::variables_map& vm, const std::s
 constexpr uint64_t kMaxDepth = 1000;
 size_t depth_arg(const boost::program_options::variables_map& vm, size_t fallback);
 
+// --width N: the columns every line of text output fits (docs/cli.md,
+// "Width"), from kMinTextWidth to kMaxTextWidth (else a UsageError). Not
+// given: the terminal's width when standard output is a terminal and the
+// output goes there (TIOCGWINSZ, else $COLUMNS), 80 otherwise.
+void add_width_option(boost::program_options::options_description& d);
+size_t text_width(const boost::program_options::variables_map& vm);
+
 // Parses a subcommand's arguments: the visible options plus any number of
 // positional inputs (vm["input"]).
 boost::program_options::variables_map parse_command(const std::vector<std::string>& args,

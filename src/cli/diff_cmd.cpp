@@ -32,6 +32,7 @@ po::options_description diff_options() {
       "tensors-b", po::value<std::string>(), "B's tensor list, if not beside it as B.tensors.json")(
       "kernels-a", po::value<std::string>(), "a kernel recording of A's run (snapcapture run -o FILE), joined into A")(
       "kernels-b", po::value<std::string>(), "a kernel recording of B's run, joined into B");
+  add_width_option(d);
   po::options_description ranks("Two runs' ranks (A and B folders or patterns: rank r against rank r)");
   add_rank_options(ranks);
   d.add(ranks);
@@ -63,6 +64,7 @@ int cmd_diff(const std::vector<std::string>& args) {
     throw UsageError("unknown --format '" + fmt + "' (text, json, markdown, html)");
   const size_t top = size_t(count_arg(vm, "top", "-n/--top", kMaxTopSites));
   const size_t depth = depth_arg(vm, 1);
+  const size_t width = text_width(vm);
   RuleSet rules = load_rules(rules_files(vm));
   const std::vector<std::string> kernels = kernels_args(vm, 2);
   if (many_a && (!kernels[0].empty() || !kernels[1].empty()))
@@ -119,7 +121,7 @@ int cmd_diff(const std::vector<std::string>& args) {
                              : fmt == "html"     ? render_diff_html(df, [&](const ChartOptions& co) {
                                                      return chart_series_diff(ra, ta, rb, tb, co);
                                                    })
-                                                 : render_diff_text(df);
+                                                 : render_diff_text(df, width);
                     });
   write_output(text, vm.count("output") ? vm["output"].as<std::string>() : "");
   return kExitOk;

@@ -150,7 +150,7 @@ int finish_ranks(const po::variables_map& vm, std::vector<RankEntry> entries, st
     const std::string text = fmt == "json"       ? render_runs_json(entries, j)
                              : fmt == "markdown" ? render_runs_markdown(entries, j)
                              : fmt == "html"     ? render_runs_html(entries, j)
-                                                 : render_runs_text(entries, j);
+                                                 : render_runs_text(entries, j, text_width(vm));
     write_output(text, vm.count("output") ? vm["output"].as<std::string>() : "");
     std::vector<std::string> errors;
     for (const RankEntry& e : entries)
@@ -164,7 +164,7 @@ int finish_ranks(const po::variables_map& vm, std::vector<RankEntry> entries, st
   const std::string text = fmt == "json"       ? render_ranks_json(v)
                            : fmt == "markdown" ? render_ranks_markdown(v)
                            : fmt == "html"     ? render_ranks_html(v)
-                                               : render_ranks_text(v);
+                                               : render_ranks_text(v, text_width(vm));
   write_output(text, vm.count("output") ? vm["output"].as<std::string>() : "");
   std::vector<std::string> errors;
   for (const RankEntry& e : v.ranks)
@@ -198,6 +198,7 @@ bool is_ranks_input(const std::vector<std::string>& inputs) {
 int report_ranks(const po::variables_map& vm, const std::vector<std::string>& inputs, const ReportOptions& base,
                  size_t top, size_t depth) {
   check_format(vm["format"].as<std::string>());
+  text_width(vm);  // a bad --width fails before any file is read
   const RanksOptions ro = ranks_options(vm, top, depth);
   const unsigned jobs = jobs_arg(vm);
   const LoadOptions lo = load_options(vm, vm.count("tensors") ? 2u : 1u);  // ranks: each its own list
@@ -255,6 +256,7 @@ int cmd_ranks(const std::vector<std::string>& args) {
       "top,n", po::value<std::string>()->default_value("10"), "sites in the worst-against-median diff, 0 to 10000000 (as "
                                                                 "`report DIR -n`; at most the rows each summary kept)")(
       "depth", po::value<std::string>(), "frames per site row of that diff (default 1; 0: the whole stack)");
+  add_width_option(d);
   add_rank_options(d);
   add_input_options(d);
   po::variables_map vm = parse_command(args, d);
@@ -268,6 +270,7 @@ int cmd_ranks(const std::vector<std::string>& args) {
   const std::vector<std::string> in = inputs(vm);
   if (in.empty()) throw UsageError("ranks needs the summaries: SUMMARY.json files, or folders of them");
   check_format(vm["format"].as<std::string>());
+  text_width(vm);  // a bad --width fails before any file is read
   const size_t top = size_t(count_arg(vm, "top", "-n/--top", kMaxTopSites));
   const RanksOptions ro = ranks_options(vm, top, depth_arg(vm, 1));
   const unsigned jobs = jobs_arg(vm);
@@ -445,7 +448,7 @@ int diff_ranks(const po::variables_map& vm, const std::vector<std::string>& a_in
     throw UsageError("--rank " + std::to_string(ro.shown_rank) + ": no rank of that number was read in both runs");
   const std::string text = fmt == "json"       ? render_ranks_diff_json(d)
                            : fmt == "markdown" ? render_ranks_diff_markdown(d)
-                                               : render_ranks_diff_text(d);
+                                               : render_ranks_diff_text(d, text_width(vm));
   write_output(text, vm.count("output") ? vm["output"].as<std::string>() : "");
   std::vector<std::string> errors;
   for (const RankPair& p : d.pairs) {

@@ -50,6 +50,7 @@ po::options_description report_options() {
                                       "'iteration 2 optimizer' (its peak; add start or end for its boundaries)")(
       "window", po::value<std::string>(), "A..B: the peaks and phases within these two moments only (either may be "
                                           "left out: ..'iteration 3'); a phase as A means its start, as B its end");
+  add_width_option(d);
   po::options_description ranks("Many ranks (a folder, several files or a pattern)");
   add_rank_options(ranks);
   d.add(ranks);
@@ -81,6 +82,7 @@ int cmd_report(const std::vector<std::string>& args) {
         throw UsageError(std::string("--") + o + " applies to many ranks: give a folder, several files or a pattern");
   const size_t top = size_t(count_arg(vm, "top", "-n/--top", kMaxTopSites));
   const size_t depth = depth_arg(vm, 3);
+  const size_t width = text_width(vm);
   std::string path = in[0];
   // Moments are parsed before the load: a bad one fails at once.
   MomentSpec at;
@@ -156,7 +158,7 @@ int cmd_report(const std::vector<std::string>& args) {
       text = render_html(report_view(a), [&](const ChartOptions& co) { return chart_series(a, t, co); });
     } else {
       const Report r = report_view(std::move(a));  // the analysis is not read again
-      text = fmt == "json" ? render_json(r) : fmt == "markdown" ? render_markdown(r) : render_text(r);
+      text = fmt == "json" ? render_json(r) : fmt == "markdown" ? render_markdown(r) : render_text(r, width);
     }
   });
   write_output(text, vm.count("output") ? vm["output"].as<std::string>() : "");

@@ -43,6 +43,7 @@ int cmd_whatif(const std::vector<std::string>& args) {
       "format,f", po::value<std::string>()->default_value("text"), "text | json | markdown")(
       "output,o", po::value<std::string>(), "write to this file instead of stdout")(
       "jobs,j", po::value<std::string>(), "settings modelled at once (default 2)");
+  add_width_option(d);
   add_input_options(d);
   add_tensors_option(d);
   po::variables_map vm = parse_command(args, d);
@@ -59,6 +60,7 @@ int cmd_whatif(const std::vector<std::string>& args) {
   if (vm.count("input")) inputs = vm["input"].as<std::vector<std::string>>();
   if (inputs.size() != 1) throw UsageError("whatif needs one RUN (a memory snapshot)");
   const bool sweep = vm.count("sweep") > 0;
+  const size_t width = text_width(vm);
   std::vector<std::string> texts;
   if (vm.count("alloc-conf")) texts = vm["alloc-conf"].as<std::vector<std::string>>();
   if (sweep)
@@ -82,7 +84,7 @@ int cmd_whatif(const std::vector<std::string>& args) {
   const std::string out = vm.count("output") ? vm["output"].as<std::string>() : "";
   write_output(fmt == "json"       ? render_whatif_json(r, inputs[0])
                : fmt == "markdown" ? render_whatif_markdown(r, inputs[0], sweep)
-                                   : render_whatif_text(r, inputs[0], sweep),
+                                   : render_whatif_text(r, inputs[0], sweep, width),
                out);
   return kExitOk;
 }

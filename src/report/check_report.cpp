@@ -207,7 +207,7 @@ std::string render_check_headline(const CheckResult& r) {
 }
 
 
-std::string render_check_text(const CheckResult& r) {
+std::string render_check_text(const CheckResult& r, size_t width) {
   std::string o;
   size_t n = r.items.size(), failed = r.count(CheckStatus::Fail), warned = r.count(CheckStatus::Warn);
   o += "snapdiff check: ";
@@ -238,12 +238,12 @@ std::string render_check_text(const CheckResult& r) {
     if (it.status == CheckStatus::Pass && !late) continue;
     if (!any) o += "\n";
     any = true;
-    o += std::string("  ") + status_cell(it.status) + " " + dn(it.name) + ": " + dn(describe(it, r)) + "\n";
+    o += detail::prose(std::string("  ") + status_cell(it.status) + " ", dn(it.name) + ": " + dn(describe(it, r)));
   }
   if (!r.findings.empty()) {
     o += std::string("\n  ") + (r.baseline && !r.baseline->categories.empty() ? "what rose most at the peak, vs the baseline"
                                                                                 : "largest at the peak") + ":\n";
-    for (const CheckFinding& f : r.findings) o += "    " + finding_text(f) + "\n";
+    for (const CheckFinding& f : r.findings) o += detail::prose("    - ", finding_text(f));
   }
   // Each phase kind's peak of the metric, against the baseline's where it
   // has them (budgets written before phase peaks were kept do not).
@@ -291,12 +291,13 @@ std::string render_check_text(const CheckResult& r) {
       return std::llabs(a.first) != std::llabs(b.first) ? std::llabs(a.first) > std::llabs(b.first) : a.second < b.second;
     });
     if (!d.empty()) {
-      o += "\n  largest changes at the peak (requested bytes by category, vs the baseline): ";
-      for (size_t i = 0; i < d.size() && i < 4; ++i) o += (i ? ", " : "") + dn(d[i].second) + " " + human_delta(d[i].first);
+      std::string line = "largest changes at the peak (requested bytes by category, vs the baseline): ";
+      for (size_t i = 0; i < d.size() && i < 4; ++i) line += (i ? ", " : "") + dn(d[i].second) + " " + human_delta(d[i].first);
       o += "\n";
+      o += detail::prose("  ", line);
     }
   }
-  return detail::terminal_safe(o);
+  return detail::finish_text(o, width);
 }
 
 std::string render_check_json(const CheckResult& r) {
@@ -565,7 +566,7 @@ const char* rank_status(const RankCheck& r) {
 
 }  // namespace
 
-std::string render_ranks_check_text(const RanksCheck& c) {
+std::string render_ranks_check_text(const RanksCheck& c, size_t width) {
   std::string o = "snapdiff check: ";
   o += verdict(c.status);
   o += "  (" + std::to_string(c.ranks.size()) + (c.ranks.size() == 1 ? " rank" : " ranks");
@@ -586,9 +587,9 @@ std::string render_ranks_check_text(const RanksCheck& c) {
   // Each rank that failed or warned, in full.
   for (const RankCheck& r : c.ranks) {
     if (!r.result || r.result->status == CheckStatus::Pass) continue;
-    o += "\n" + rank_label(r) + ":\n" + render_check_text(*r.result);
+    o += "\n" + rank_label(r) + ":\n" + render_check_text(*r.result, width);
   }
-  return o;
+  return detail::finish_text(o, width);
 }
 
 std::string render_ranks_check_json(const RanksCheck& c) {

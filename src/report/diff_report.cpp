@@ -1,5 +1,6 @@
 // Renderings of a Diff: text (bloaty's diff style), JSON
 // (schemas/diff.schema.json), Markdown for a pull-request comment.
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -89,7 +90,7 @@ std::string detail::diff_findings_text(const Diff& d) {
   std::ostringstream o;
   o << "FINDINGS\n";
   if (d.findings.empty()) o << "  none: no difference reaches 1% of the peak\n";
-  for (const Finding& f : d.findings) o << wrap("  * ", dn(finding_text(f)), 100);
+  for (const Finding& f : d.findings) o << wrap("  * ", dn(finding_text(f)));
   return o.str();
 }
 
@@ -114,8 +115,13 @@ std::string detail::diff_categories_text(const Diff& d, size_t max_rows) {
 
 std::string detail::diff_sites_text(const Diff& d, size_t max_rows) {
   std::ostringstream o;
-  o << "SITES AT EACH PEAK (by |delta|, matched by function, file and line; [MOVED]: by function and file)\n";
-  o << "         DELTA            A            B  CATEGORY             SITE\n";
+  o << "SITES AT EACH PEAK\n"
+    << wrap("  ", "(by |delta|, matched by function, file and line; [MOVED]: by function and file)");
+  // The category column as wide as its longest name (at most 19).
+  size_t cw = 8;
+  for (size_t i = 0; i < d.sites.size() && (!max_rows || i < max_rows); ++i)
+    cw = std::max(cw, std::min<size_t>(19, detail::display_columns(dn(d.sites[i].category))));
+  o << "         DELTA            A            B  " << pad_right("CATEGORY", cw) << "  SITE\n";
   SiteDelta rest = d.other_sites;
   for (size_t i = 0; i < d.sites.size(); ++i) {
     const SiteDelta& s = d.sites[i];
@@ -125,23 +131,23 @@ std::string detail::diff_sites_text(const Diff& d, size_t max_rows) {
       continue;
     }
     o << "  " << pad_left(human_delta(s.delta()), 12) << " " << pad_left(human_bytes(s.a), 12) << " "
-      << pad_left(human_bytes(s.b), 12) << "  " << pad_right(dn(s.category), 19) << "  " << marker(s) << dn(site_words(s))
+      << pad_left(human_bytes(s.b), 12) << "  " << pad_right(dn(s.category), cw) << "  " << marker(s) << dn(site_words(s))
       << "\n";
   }
   if (rest.a || rest.b)
     o << "  " << pad_left(human_delta(rest.delta()), 12) << " " << pad_left(human_bytes(rest.a), 12) << " "
-      << pad_left(human_bytes(rest.b), 12) << "  " << pad_right("", 19) << "  [other sites]\n";
+      << pad_left(human_bytes(rest.b), 12) << "  " << pad_right("", cw) << "  [other sites]\n";
   return o.str();
 }
 
-std::string render_diff_text(const Diff& d) {
+std::string render_diff_text(const Diff& d, size_t width) {
   std::ostringstream o;
   const DeviceView* da = top(d.a);
   const DeviceView* db = top(d.b);
   o << "snapdiff diff\n  A: " << dn(d.a_name) << "\n  B: " << dn(d.b_name) << "\n";
   if (!da || !db) {
     o << "\n(one of the inputs has no device data)\n";
-    return detail::terminal_safe(o.str());
+    return detail::finish_text(o.str(), width);
   }
   o << "\nPEAK                      A            B        DELTA\n";
   for (const detail::DiffPeakRow& p : detail::diff_peak_rows(d))
@@ -167,7 +173,7 @@ std::string render_diff_text(const Diff& d) {
   o << "\n" << detail::diff_categories_text(d, 0);
 
   o << "\nPHASES (requested bytes at each phase's peak)\n";
-  o << "  ITER  PHASE                  A            B        DELTA   OPTIMIZER TEMPORARIES A -> B\n";
+  o << "  ITER  PHASE                  A            B        DELTA   OPTIMIZER TEMPS A->B\n";
   for (const PhaseDelta& p : d.phases) {
     o << "  " << pad_left(std::to_string(p.iteration), 4) << "  " << pad_right(phase_name(p.phase), 10)
       << pad_left(p.in_a ? human_bytes(p.a_peak) : "-", 12) << " " << pad_left(p.in_b ? human_bytes(p.b_peak) : "-", 12)
@@ -177,7 +183,7 @@ std::string render_diff_text(const Diff& d) {
   }
 
   o << "\n" << detail::diff_sites_text(d, 0);
-  return detail::terminal_safe(o.str());
+  return detail::finish_text(o.str(), width);
 }
 
 J detail::diff_json(const Diff& d) {

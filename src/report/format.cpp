@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <ctime>
 #include <string>
+#include <vector>
+
+#include "report/text_util.hpp"
 
 #include "snapdiff/model/model.hpp"
 #include "snapdiff/report/report.hpp"
@@ -293,6 +296,195 @@ std::string escape_text(std::string_view s, bool keep_newlines) {
 
 std::string display_name(std::string_view s) { return escape_text(s, false); }
 std::string terminal_safe(std::string_view s) { return escape_text(s, true); }
+
+// ---------------------------------------------------------------------------
+// Fitting text to a width (display columns).
+
+namespace {
+
+// Columns a character takes: 0 for combining marks and zero-width
+// characters, 2 for East Asian wide and fullwidth characters and most emoji,
+// 1 otherwise.
+size_t char_columns(uint32_t cp) {
+  if ((cp >= 0x0300 && cp <= 0x036F) || (cp >= 0x200B && cp <= 0x200D) || (cp >= 0xFE00 && cp <= 0xFE0F) ||
+      cp == 0xFEFF)
+    return 0;
+  if ((cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0x303E) || (cp >= 0x3041 && cp <= 0xA4CF) ||
+      (cp >= 0xAC00 && cp <= 0xD7A3) || (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0xFE30 && cp <= 0xFE4F) ||
+      (cp >= 0xFF00 && cp <= 0xFF60) || (cp >= 0xFFE0 && cp <= 0xFFE6) || (cp >= 0x1F300 && cp <= 0x1F64F) ||
+      (cp >= 0x1F900 && cp <= 0x1F9FF) || (cp >= 0x20000 && cp <= 0x3FFFD))
+    return 2;
+  return 1;
+}
+
+bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+// The bytes of the unit of text at s[i] that is never cut: an escape that
+// display_name writes (\n \r \t \xNN \uNNNN), one UTF-8 character, or a
+// single byte (what terminal_safe leaves is valid UTF-8; a stray byte counts
+// as one column).
+size_t unit_at(std::string_view s, size_t i, size_t* columns) {
+  *columns = 1;
+  if (s[i] == '\\' && i + 1 < s.size()) {
+    const char c = s[i + 1];
+    if (c == 'n' || c == 'r' || c == 't') {
+      *columns = 2;
+      return 2;
+    }
+    if (c == 'x' && i + 3 < s.size() && is_hex(s[i + 2]) && is_hex(s[i + 3])) {
+      *columns = 4;
+      return 4;
+    }
+    if (c == 'u' && i + 5 < s.size() && is_hex(s[i + 2]) && is_hex(s[i + 3]) && is_hex(s[i + 4]) && is_hex(s[i + 5])) {
+      *columns = 6;
+      return 6;
+    }
+    return 1;
+  }
+  uint32_t cp = 0;
+  const size_t n = utf8_at(s, i, &cp);
+  if (n == 0) return 1;
+  *columns = char_columns(cp);
+  return n;
+}
+
+constexpr std::string_view kEllipsis = "\xe2\x80\xa6";  // "…": one column
+
+// A word's pieces of at most `room` columns each (room >= 1), cut between units.
+std::vector<std::string_view> split_columns(std::string_view w, size_t room) {
+  std::vector<std::string_view> out;
+  size_t start = 0, cols = 0;
+  for (size_t i = 0; i < w.size();) {
+    size_t c = 0;
+    const size_t n = unit_at(w, i, &c);
+    if (cols + c > room && i > start) {
+      out.push_back(w.substr(start, i - start));
+      start = i;
+      cols = 0;
+    }
+    cols += c;
+    i += n;
+  }
+  out.push_back(w.substr(start));
+  return out;
+}
+
+// A paragraph `text` after `lead`, word-wrapped at `width` with the lead's
+// width as the hanging indent; a number stays with its unit; a word wider
+// than the room left is cut between characters.
+void wrap_paragraph(std::string& out, std::string_view lead, std::string_view text, size_t width) {
+  const size_t indent = std::min(display_columns(lead), width > 20 ? width - 20 : size_t(0));
+  const size_t room = width - indent;
+  std::string line(lead);
+  size_t cols = display_columns(lead);
+  bool empty = true;  // nothing after the lead yet
+  auto flush = [&]() {
+    out += line;
+    out += '\n';
+    line.assign(indent, ' ');
+    cols = indent;
+    empty = true;
+  };
+  size_t i = 0;
+  while (i <= text.size()) {
+    size_t j = text.find(' ', i);
+    if (j == std::string_view::npos) j = text.size();
+    if (j > i && j < text.size() && text[j - 1] >= '0' && text[j - 1] <= '9') {
+      size_t k = text.find(' ', j + 1);
+      if (k == std::string_view::npos) k = text.size();
+      if (is_unit_word(text.substr(j + 1, k - j - 1))) j = k;
+    }
+    const std::string_view word = text.substr(i, j - i);
+    const size_t wc = display_columns(word);
+    if (!empty && cols + 1 + wc > width) flush();
+    if (empty && cols >= width) flush();  // a lead as wide as the line
+    if (!empty) {
+      line += ' ';
+      ++cols;
+    }
+    if (cols + wc <= width) {
+      line += word;
+      cols += wc;
+    } else {
+      // Longer than a line: cut between characters.
+      const auto pieces = split_columns(word, cols < width ? width - cols : room);
+      for (size_t p = 0; p < pieces.size(); ++p) {
+        if (p) flush();
+        line += pieces[p];
+        cols += display_columns(pieces[p]);
+      }
+    }
+    empty = false;
+    if (j >= text.size()) break;
+    i = j + 1;
+  }
+  out += line;
+  out += '\n';
+}
+
+}  // namespace
+
+size_t display_columns(std::string_view s) {
+  size_t cols = 0;
+  for (size_t i = 0; i < s.size();) {
+    size_t c = 0;
+    i += unit_at(s, i, &c);
+    cols += c;
+  }
+  return cols;
+}
+
+std::string fit_columns(std::string_view s, size_t columns) {
+  if (display_columns(s) <= columns) return std::string(s);
+  if (columns == 0) return {};
+  size_t cols = 0, i = 0;
+  while (i < s.size()) {
+    size_t c = 0;
+    const size_t n = unit_at(s, i, &c);
+    if (cols + c > columns - 1) break;
+    cols += c;
+    i += n;
+  }
+  std::string out(s.substr(0, i));
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  out += kEllipsis;
+  return out;
+}
+
+std::string prose(std::string_view lead, std::string_view text) {
+  std::string out;
+  out.reserve(lead.size() + text.size() + 3);
+  out += kProseStart;
+  out += lead;
+  out += kProseText;
+  for (char c : text) out += c == '\n' ? ' ' : c;
+  out += '\n';
+  return out;
+}
+
+std::string finish_text(std::string_view raw, size_t width) {
+  width = std::clamp(width, kMinTextWidth, kMaxTextWidth);
+  std::string out;
+  out.reserve(raw.size() + raw.size() / 16);
+  size_t i = 0;
+  while (i < raw.size()) {
+    size_t e = raw.find('\n', i);
+    const bool last = e == std::string_view::npos;
+    if (last) e = raw.size();
+    const std::string_view line = raw.substr(i, e - i);
+    const size_t mark = line.find(kProseText);
+    if (!line.empty() && line[0] == kProseStart && mark != std::string_view::npos) {
+      // Prose: escaped, then wrapped.
+      wrap_paragraph(out, terminal_safe(line.substr(1, mark - 1)), terminal_safe(line.substr(mark + 1)), width);
+    } else {
+      // Anything else (a table row, a title): escaped, then cut to the width.
+      out += fit_columns(terminal_safe(line), width);
+      if (!last) out += '\n';
+    }
+    i = e + 1;
+  }
+  return out;
+}
 
 std::string json_safe(std::string json) {
   bool any = false;

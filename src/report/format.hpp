@@ -5,6 +5,7 @@
 
 #include "util/utc_time.hpp"  // utc_time
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -81,6 +82,29 @@ std::string display_name(std::string_view s);
 // terminal even from a name a renderer forgot (line breaks in names are
 // display_name's job).
 std::string terminal_safe(std::string_view s);
+// ---------------------------------------------------------------------------
+// Text fitted to a width (docs/cli.md, "Width"). The caller chooses the
+// width (the CLI: the terminal's, 80 when not a terminal, --width); the
+// library never asks the terminal.
+//
+// Display columns of an escaped text: one per character (two for East Asian
+// wide characters, none for combining marks), an escape (\x1b) as many as
+// it has characters.
+size_t display_columns(std::string_view s);
+// `s` cut to `columns` display columns with "…" as its last one (never inside
+// a UTF-8 character or an escape); `s` itself when it fits.
+std::string fit_columns(std::string_view s, size_t columns);
+// A paragraph of prose, marked for finish_text() to word-wrap: `lead` starts
+// its first line ("  * ") and its width indents the others. One line of the
+// raw text (a line break in `text` becomes a space).
+constexpr char kProseStart = '\x1e', kProseText = '\x1f';
+std::string prose(std::string_view lead, std::string_view text);
+// The last step of every text renderer: each line escaped (terminal_safe),
+// then fitted to `width` columns: prose() paragraphs word-wrapped, every
+// other line (a table row, a title) cut with "…". A width below
+// kMinTextWidth counts as kMinTextWidth.
+std::string finish_text(std::string_view raw, size_t width);
+
 // nlohmann's dump with invalid UTF-8 replaced by U+FFFD (error_handler_t::replace)
 // gives valid UTF-8; this writes the DEL, C1, line-separator and bidi
 // characters left in it as \u escapes (JSON strings only hold them, so the

@@ -218,7 +218,7 @@ std::string oom_text(const Report& r) {
               ")" + (v.stream_free_blocks > 0 ? ", the largest " + hb(v.stream_largest_free) : std::string()));
     if (v.pending_free > 0) row("pending free", hb(v.pending_free), "freed, waiting on other streams");
     o << "  cause         " << cause_words(v.cause) << "\n";
-    for (const std::string& s : oom_sentences(v)) o << wrap("  * ", dn(s), 100);
+    for (const std::string& s : oom_sentences(v)) o << wrap("  * ", dn(s));
 
     o << "  live at the OOM by category  (" << plural(v.live_allocations, "allocation", "allocations") << ", "
       << hb(v.live_requested) << " requested)\n";

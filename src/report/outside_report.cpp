@@ -124,7 +124,7 @@ std::string outside_text(const Report& r) {
     o << "  " << pad_right("outside the allocator", w) << "  "
       << pad_left(d.outside_at_peak_known ? human_bytes(d.outside_at_peak) : std::string("not known"), 11) << "  "
       << pad_left(human_bytes(d.outside_at_exit), 11) << "\n";
-    for (const std::string& s : outside_sentences(d)) o << wrap("  ", s, 100);
+    for (const std::string& s : outside_sentences(d)) o << wrap("  ", s);
     if (!d.over_time.empty()) o << "  Over time, at each sample (the holders with bytes then):\n";
     // Samples that hold the same bytes as the one before (an interval
     // sampler's quiet stretches) are one line; past kOverTimeLines lines
@@ -178,7 +178,7 @@ std::string outside_text(const Report& r) {
         ++listed;
       }
       if (more) line += " and " + count_of(more, "more holder") + " (in the JSON report)";
-      o << wrap("    " + pad_left(when(d, s.time_us), 10) + "  ", line, 100);
+      o << wrap("    " + pad_left(when(d, s.time_us), 10) + "  ", line);
     }
   }
   return o.str();

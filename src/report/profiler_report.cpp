@@ -58,25 +58,13 @@ std::string time_from_peak(int64_t a, int64_t b) {
   return std::string(buf) + (before ? " before the peak" : " after the peak");
 }
 
-std::string wrap_text(const std::string& lead, const std::string& text, size_t w) {
-  std::string out, line = lead;
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t j = text.find(' ', i);
-    if (j == std::string::npos) j = text.size();
-    std::string word = text.substr(i, j - i);
-    if (line.size() > lead.size() && width(line) + 1 + width(word) > w) {
-      out += line + "\n";
-      line = std::string(lead.size() + 2, ' ');
-    }
-    if (line.size() > lead.size() && line.back() != ' ') line += " ";
-    line += word;
-    i = j + 1;
-  }
-  out += line + "\n";
-  for (char& c : out)
+// A paragraph for finish_text() to wrap (prose(): the lead's width is the
+// hanging indent); sizes made by hb() stay on one line.
+std::string wrap_text(const std::string& lead, const std::string& text) {
+  std::string t = text;
+  for (char& c : t)
     if (c == '\x01') c = ' ';
-  return out;
+  return prose(lead, t);
 }
 
 // A size that wrap_text keeps on one line.
@@ -159,12 +147,13 @@ std::string profiler_input_text(const Report& r) {
 std::string reported_peak_text(const DeviceView& d) {
   std::ostringstream o;
   auto line = [&](const char* name, const PeakPoint& p, const char* note) {
-    o << "  " << name << lpad(human_bytes(p.bytes), 11) << "  " << lpad(commas(uint64_t(p.bytes)), 17) << " B";
-    if (p.event_index >= 0) o << "   at event " << commas(uint64_t(p.event_index));
-    else o << "   before the first event";
-    o << note << "\n";
+    std::string s = std::string(p.event_index >= 0 ? "at event " + commas(uint64_t(p.event_index)) : "before the first event");
+    o << prose("  " + std::string(name) + lpad(human_bytes(p.bytes), 11) + "  " + lpad(commas(uint64_t(p.bytes)), 17) +
+                   " B   ",
+               s + note);
   };
-  o << "  requested         n/a  (a profiler trace records block sizes, not requested sizes; below, requested = allocated)\n";
+  o << prose("  requested         n/a  ",
+             "(a profiler trace records block sizes, not requested sizes; below, requested = allocated)");
   line("allocated ", d.peak_allocated, "  (exact: the largest Total Allocated the trace reports)");
   line("reserved  ", d.peak_reserved, "  (Total Reserved as reported)");
   return o.str();
@@ -174,8 +163,8 @@ std::string no_fragmentation_text(const DeviceView& d) {
   const Fragmentation& f = d.frag;
   std::ostringstream o;
   o << "\nFRAGMENTATION AT THE PEAK  cuda:" << d.device << "\n";
-  o << "  reserved - allocated   " << lpad(human_bytes(f.reserved - f.allocated), 10)
-    << "   (a profiler trace has no segments or blocks: how it splits into free blocks is not known)\n";
+  o << prose("  reserved - allocated   " + lpad(human_bytes(f.reserved - f.allocated), 10) + "   ",
+             "(a profiler trace has no segments or blocks: how it splits into free blocks is not known)");
   return o.str();
 }
 
@@ -333,7 +322,7 @@ std::string activity_text(const Report& r) {
   const TraceActivity& a = r.activity;
   if (!a.present) return "";
   std::ostringstream o;
-  o << "\nNO MEMORY EVENTS\n" << wrap_text("  ", no_memory_message(a), 100);
+  o << "\nNO MEMORY EVENTS\n" << wrap_text("  ", no_memory_message(a));
   if (!a.top_ops.empty()) {
     o << "\nTOP OPS BY TIME  (each op's outermost calls, each with everything it calls)\n";
     o << "       TIME     CALLS   KERNELS  OP\n";
@@ -371,7 +360,7 @@ std::string timeline_text(const Report& r) {
     if (m.snapdiff_total > m.pytorch_total)
       msg += " (" + hb(m.snapdiff_total - m.pytorch_total) + " are not tensors to it: workspaces and other buffers)";
     msg += "; its own maximum is " + hb(c.pytorch_peak) + ".";
-    o << wrap_text("  ", msg, 100);
+    o << wrap_text("  ", msg);
   }
   o << "    PYTORCH'S CATEGORY          BYTES     SNAPDIFF'S CATEGORY          BYTES\n";
   std::vector<std::pair<std::string, int64_t>> ours;
@@ -403,7 +392,7 @@ std::string timeline_text(const Report& r) {
       msg += "; the other " + hb(m.pre_trace_live - tensors) + " are not tensors (library workspaces and other buffers)";
     if (tensors > m.pre_trace_tensors[size_t(MemoryTimeline::kUnknown)])
       msg += ". snapdiff gives those tensors the timeline's categories (rule pytorch_memory_timeline)";
-    o << "\n" << wrap_text("  ", msg + ".", 100);
+    o << "\n" << wrap_text("  ", msg + ".");
   }
   o << "\n  PyTorch's memory timeline calls " << human_bytes(m.unknown) << " unknown at the peak";
   if (m.unknown == 0) o << ".\n";
@@ -412,13 +401,11 @@ std::string timeline_text(const Report& r) {
     const TimelineMoment& x = c.moments[k];
     o << "\n"
       << wrap_text("  ", "Its unknown is largest elsewhere: " + hb(x.unknown) + " (of " + hb(x.pytorch_total) + ") in " +
-                             when_text(x) + ", " + time_from_peak(m.time_us, x.time_us) + "; snapdiff places it as:",
-                   100)
+                             when_text(x) + ", " + time_from_peak(m.time_us, x.time_us) + "; snapdiff places it as:")
       << placement_text(*d, x);
   }
   o << wrap_text("  ", "(" + commas(m.allocations_matched) + " of " + commas(m.allocations) +
-                          " of the trace's allocations up to the peak tied to the timeline; " + dn(c.method) + ")",
-                  100);
+                          " of the trace's allocations up to the peak tied to the timeline; " + dn(c.method) + ")");
   return o.str();
 }
 

@@ -31,12 +31,15 @@ void rank_table(std::ostringstream& o, const RanksView& v) {
     << "  FREE CACHED  OOMS  " << pad_right("HISTORY", 13) << "  TOP CATEGORIES AT THE PEAK\n";
   for (size_t i = 0; i < v.ranks.size(); ++i) {
     const RankEntry& e = v.ranks[i];
-    o << (i == v.worst ? "* " : "  ") << pad_left(rank_label(e.rank), 4) << "  " << pad_right(dn(detail::short_name(e.name)), 40);
+    const std::string lead =
+        (i == v.worst ? "* " : "  ") + pad_left(rank_label(e.rank), 4) + "  " + pad_right(dn(detail::short_name(e.name)), 40);
     const DeviceView* d = e.report ? detail::rank_device(*e.report) : nullptr;
     if (!e.error.empty() || !e.report) {
-      o << "  error: " << dn(e.error.empty() ? "not read" : e.error) << "\n";
+      // The error whole, wrapped under the file's column.
+      o << wrap(lead + "  ", "error: " + dn(e.error.empty() ? "not read" : e.error));
       continue;
     }
+    o << lead;
     if (!d) {
       o << "  no device data\n";
       continue;
@@ -67,7 +70,7 @@ void imbalance(std::ostringstream& o, const RanksView& v) {
 
 }  // namespace
 
-std::string render_ranks_text(const RanksView& v) {
+std::string render_ranks_text(const RanksView& v, size_t width) {
   std::ostringstream o;
   o << "snapdiff report: " << detail::ranks_counts(v) << "\n\n";
   rank_table(o, v);
@@ -92,12 +95,12 @@ std::string render_ranks_text(const RanksView& v) {
   if (v.shown < v.ranks.size() && v.ranks[v.shown].report) {
     const RankEntry& e = v.ranks[v.shown];
     o << "\n\nRANK " << rank_label(e.rank) << " (" << dn(e.name) << ")\n\n";
-    o << render_text(*e.report);
+    o << render_text(*e.report, width);
   }
-  return detail::terminal_safe(o.str());
+  return detail::finish_text(o.str(), width);
 }
 
-std::string render_ranks_diff_text(const RanksDiff& d) {
+std::string render_ranks_diff_text(const RanksDiff& d, size_t width) {
   std::ostringstream o;
   o << "snapdiff diff: " << detail::count_of(d.pairs.size(), "rank") << " side by side (rank r of A against rank r of B)\n\n";
   o << "PEAK REQUESTED BY RANK\n";
@@ -123,12 +126,12 @@ std::string render_ranks_diff_text(const RanksDiff& d) {
   }
   o << "\nFINDINGS\n";
   if (d.outliers.empty()) o << "  none: no rank's peak moves unlike the others\n";
-  for (const RankOutlier& x : d.outliers) o << wrap("  * ", dn(detail::outlier_sentence(x)), 100);
+  for (const RankOutlier& x : d.outliers) o << wrap("  * ", dn(detail::outlier_sentence(x)));
   if (d.shown < d.pairs.size() && d.pairs[d.shown].diff) {
     o << "\n\nRANK " << rank_label(d.pairs[d.shown].rank) << ": A AGAINST B\n\n";
-    o << render_diff_text(*d.pairs[d.shown].diff);
+    o << render_diff_text(*d.pairs[d.shown].diff, width);
   }
-  return detail::terminal_safe(o.str());
+  return detail::finish_text(o.str(), width);
 }
 
 }  // namespace snapdiff

@@ -67,23 +67,27 @@ std::string separate_runs_line(const std::vector<RankEntry>& runs, const NotOneJ
          "): reporting them as separate runs";
 }
 
-std::string render_runs_text(const std::vector<RankEntry>& runs, const NotOneJob& j) {
+std::string render_runs_text(const std::vector<RankEntry>& runs, const NotOneJob& j, size_t width) {
   std::ostringstream o;
-  o << "snapdiff report: " << dn(separate_runs_line(runs, j)) << "\n\n";
+  o << detail::prose("snapdiff report: ", dn(separate_runs_line(runs, j))) << "\n\n";
   o << "RUNS  (each file's peaks, on its top device)\n";
-  o << "   REQUESTED   ALLOCATED    RESERVED  HISTORY              TOP CATEGORIES AT THE PEAK                    FILE\n";
+  // A paragraph per run: it fits any width, and the file's name is never cut.
   for (const RankEntry& e : runs) {
     const DeviceView* d = e.report ? detail::rank_device(*e.report) : nullptr;
+    std::string text = dn(e.name) + ": ";
     if (!e.error.empty() || !d) {
-      o << "  " << pad_right(e.error.empty() ? "no device data" : "error: " + dn(e.error), 94) << "  " << dn(e.name) << "\n";
-      continue;
+      text += e.error.empty() ? "no device data" : "error: " + dn(e.error);
+    } else {
+      text += "requested " + human_bytes(d->peak_requested.bytes) + ", allocated " +
+              human_bytes(d->peak_allocated.bytes) + ", reserved " + human_bytes(d->peak_reserved.bytes) +
+              " at the peak; history " + detail::history_cell(*e.report) + "; largest " +
+              dn(detail::top_categories_text(*d, 2));
     }
-    o << "  " << pad_left(human_bytes(d->peak_requested.bytes), 10) << "  " << pad_left(human_bytes(d->peak_allocated.bytes), 10)
-      << "  " << pad_left(human_bytes(d->peak_reserved.bytes), 10) << "  " << pad_right(detail::history_cell(*e.report), 19)
-      << "  " << pad_right(dn(detail::top_categories_text(*d, 2)), 44) << "  " << dn(e.name) << "\n";
+    o << detail::prose("  * ", text) << "\n";
   }
-  o << "\nEach run's full report: snapdiff report FILE. To compare two of them: snapdiff diff A B.\n";
-  return detail::terminal_safe(o.str());
+  o << "\n" << detail::prose("", "Each run's full report: snapdiff report FILE. To compare two of them: snapdiff diff A B.")
+    << "\n";
+  return detail::finish_text(o.str(), width);
 }
 
 std::string render_runs_json(const std::vector<RankEntry>& runs, const NotOneJob& j) {

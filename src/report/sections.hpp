@@ -31,6 +31,7 @@ struct TextDevice {
   const DeviceView& d;
   size_t depth;              // site frames shown (SIZE_MAX: all of them)
   std::string moment_title;  // "AT THE PEAK", "AT EVENT 1,234" (--at), "BEFORE THE FIRST EVENT"
+  size_t width = 80;         // the columns of the output (a table drops columns to fit it)
 };
 
 // A device as the HTML sections see it.

@@ -58,10 +58,10 @@ namespace detail::as_text {
 
 void input(std::ostream& o, const Report& r) {
   o << "\nINPUT\n";
-  o << "  format      " << dn(r.source.format);
-  if (!r.source.format_detail.empty()) o << " (" << dn(r.source.format_detail) << ")";
-  if (r.source.gzip) o << ", gzip";
-  o << ", " << human_bytes(int64_t(r.source.file_bytes)) << "\n";
+  std::string format = dn(r.source.format);
+  if (!r.source.format_detail.empty()) format += " (" + dn(r.source.format_detail) + ")";
+  if (r.source.gzip) format += ", gzip";
+  o << wrap("  format      ", format + ", " + human_bytes(int64_t(r.source.file_bytes)));
   if (!r.source.shape.empty()) o << "  shape       " << dn(r.source.shape) << "\n";
   o << "  devices     ";
   for (size_t i = 0; i < r.devices.size(); ++i) o << (i ? ", " : "") << "cuda:" << r.devices[i].device;
@@ -70,8 +70,8 @@ void input(std::ostream& o, const Report& r) {
   o << "  events      " << with_commas(r.events) << "\n";
   if (r.kernel_launches > 0) o << "  kernels     " << with_commas(r.kernel_launches) << " launches\n";
   o << detail::profiler_input_text(r);
-  o << "  history     " << detail::history_words(r) << "\n";
-  o << wrap("  allocator   ", "settings: " + dn(detail::settings_text(r.allocator_settings)), 100);
+  o << wrap("  history     ", detail::history_words(r));
+  o << wrap("  allocator   ", "settings: " + dn(detail::settings_text(r.allocator_settings)));
 }
 
 void peak(std::ostream& o, const TextDevice& t) {
@@ -98,23 +98,26 @@ void peak(std::ostream& o, const TextDevice& t) {
   }
   const PeakPoint& pk = d.peak_requested;
   if (pk.event_index >= 0) {
-    o << "  when        event " << with_commas(uint64_t(pk.event_index)) << " of " << with_commas(d.events);
+    std::ostringstream when;
+    when << "event " << with_commas(uint64_t(pk.event_index)) << " of " << with_commas(d.events);
     if (pk.time_us != kNoTime && d.first_time_us != kNoTime)
-      o << ", t = " << detail::signed_seconds_between(d.first_time_us, pk.time_us);
-    if (d.peak_iteration > 0) o << ", iteration " << d.peak_iteration;
-    o << ", " << phase_name(d.peak_phase) << "  (the requested peak: the moment the live tensors are largest)\n";
-    o << "  reached by  " << event_kind_name(d.reached_by.kind) << " of " << human_bytes(int64_t(d.reached_by.size))
-      << " at " << (d.peak_user_frame ? dn(d.peak_user_frame->label) : std::string("<no stack recorded>")) << "\n";
+      when << ", t = " << detail::signed_seconds_between(d.first_time_us, pk.time_us);
+    if (d.peak_iteration > 0) when << ", iteration " << d.peak_iteration;
+    when << ", " << phase_name(d.peak_phase) << "  (the requested peak: the moment the live tensors are largest)";
+    o << wrap("  when        ", when.str());
+    o << wrap("  reached by  ", std::string(event_kind_name(d.reached_by.kind)) + " of " +
+                                    human_bytes(int64_t(d.reached_by.size)) + " at " +
+                                    (d.peak_user_frame ? dn(d.peak_user_frame->label) : std::string("<no stack recorded>")));
     if (r.kernel_launches > 0 && pk.time_us != kNoTime) {
       auto kernel = [&](const char* label, const std::optional<KernelRef>& k, const char* none) {
-        o << "  " << label << " ";
+        const std::string lead = "  " + std::string(label) + " ";
         if (!k) {
-          o << none << "\n";
+          o << wrap(lead, none);
           return;
         }
-        o << dn(k->display) << "  (" << offset_from_peak(k->time_us, pk.time_us);
-        if (k->stream != 0) o << ", stream 0x" << hex(k->stream);
-        o << ")  in " << dn(detail::kernel_scope(*k)) << "\n";
+        std::string s = dn(k->display) + "  (" + offset_from_peak(k->time_us, pk.time_us);
+        if (k->stream != 0) s += ", stream 0x" + hex(k->stream);
+        o << wrap(lead, s + ")  in " + dn(detail::kernel_scope(*k)));
       };
       kernel("last kernel", d.kernel_before, "none launched at or before the peak");
       kernel("next kernel", d.kernel_after, "none launched after the peak");
@@ -136,14 +139,13 @@ void at(std::ostream& o, const TextDevice& t) {
   o << wrap("  ", "at " + moment + ": requested " + human_bytes(d.at->counters.requested) + ", allocated " +
                       human_bytes(d.at->counters.allocated) + ", reserved " + human_bytes(d.at->counters.reserved) +
                       "; the categories, sites, unknown sites and fragmentation below are at this moment; the "
-                      "explanation of the peak is left out",
-            100);
+                      "explanation of the peak is left out");
 }
 
 void explanation(std::ostream& o, const TextDevice& t) {
   if (t.d.findings.empty()) return;
   o << "\nEXPLANATION  cuda:" << t.d.device << "\n";
-  for (const Finding& fd : t.d.findings) o << wrap("  * ", dn(finding_text(fd)), 100);
+  for (const Finding& fd : t.d.findings) o << wrap("  * ", dn(finding_text(fd)));
 }
 
 void categories(std::ostream& o, const TextDevice& t) {
@@ -163,8 +165,9 @@ void categories(std::ostream& o, const TextDevice& t) {
       << pad_left(with_commas(d.category_sites[row.second]), 7) << "  " << dn(d.category_names[row.second]) << "\n";
     // Under unknown, its share that no evidence can name, counted apart.
     if (d.category_names[row.second] == "unknown" && d.unknown_held_from_before > 0)
-      o << "  " << pad_left(human_bytes(d.unknown_held_from_before), 10) << "  " << pct(d.unknown_held_from_before, total)
-        << "                    of it held since before recording, never freed in the window\n";
+      o << wrap("  " + pad_left(human_bytes(d.unknown_held_from_before), 10) + "  " + pct(d.unknown_held_from_before, total) +
+                    "                    ",
+                "of it held since before recording, never freed in the window");
   }
   o << "  " << pad_left(human_bytes(total), 10) << "  " << pct(total, total) << "  "
     << pad_left(with_commas(d.peak_live_allocations), 7) << " " << pad_left("", 7) << (d.at ? "  TOTAL (= requested then)\n" : "  TOTAL (= requested peak)\n");
@@ -174,29 +177,47 @@ void sites(std::ostream& o, const TextDevice& t) {
   const DeviceView& d = t.d;
   o << "\nLIVE " << t.moment_title << "  cuda:" << d.device << "  (" << detail::count_of(d.peak_live_allocations, "allocation")
     << ", " << human_bytes(d.peak_live_requested) << " requested)\n";
-  o << "       BYTES       %   COUNT  CATEGORY             SITE (innermost user frame <- callers)\n";
+  // The category column as wide as its longest name (at most 19).
+  size_t cw = 8;
+  for (const SiteRow& s : d.sites)
+    cw = std::max(cw, std::min<size_t>(19, detail::display_columns(s.category >= 0 ? dn(s.category_name) : "?")));
+  o << "       BYTES       %   COUNT  " << pad_right("CATEGORY", cw) << "  SITE (user frame <- callers)\n";
   for (const SiteRow& s : d.sites) {
     std::string cat = s.category >= 0 ? dn(s.category_name) : "?";
     o << "  " << pad_right(pad_left(human_bytes(s.requested_bytes), 10) + "  " + pct(s.requested_bytes, d.peak_live_requested) +
-                            "  " + pad_left(with_commas(s.count), 6) + "  " + cat, 47)
+                            "  " + pad_left(with_commas(s.count), 6) + "  " + cat, 28 + cw)
       << "  " << site_text(s.site, t.depth) << dn(detail::tensors_words(s)) << "\n";
   }
   if (d.other_sites.count > 0)
     o << "  " << pad_left(human_bytes(d.other_sites.requested_bytes), 10) << "  "
       << pct(d.other_sites.requested_bytes, d.peak_live_requested) << "  "
-      << pad_left(with_commas(d.other_sites.count), 6) << "  " << pad_right("", 19) << "  [other sites]\n";
+      << pad_left(with_commas(d.other_sites.count), 6) << "  " << pad_right("", cw) << "  [other sites]\n";
   o << "  " << pad_left(human_bytes(d.peak_live_requested), 10) << "  " << pct(d.peak_live_requested, d.peak_live_requested)
-    << "  " << pad_left(with_commas(d.peak_live_allocations), 6) << "  " << pad_right("", 19) << "  TOTAL\n";
+    << "  " << pad_left(with_commas(d.peak_live_allocations), 6) << "  " << pad_right("", cw) << "  TOTAL\n";
 }
 
 void phases(std::ostream& o, const TextDevice& t) {
   const DeviceView& d = t.d;
   if (d.phases.empty()) return;
   o << "\nPHASES  cuda:" << d.device << "  (found from " << dn(d.phase_evidence) << ")\n";
-  // Requested bytes at the phase's start, peak and end; reserved at its start and end.
-  o << "  ITER  " << pad_right("PHASE", 10) << pad_left("EVENTS", 15);
-  for (const char* h : {"START", "PEAK", "END", "RISE", "RES START", "RES END"}) o << "  " << pad_left(h, 10);
-  o << "  LARGEST AT THE PHASE PEAK\n";
+  // Requested bytes at the phase's start, peak and end; reserved at its start
+  // and end. A narrow width drops columns (the reserved ones, then EVENTS,
+  // then END) to leave the largest category 24 columns, and marks the peak's
+  // row with "*" instead of "<- the peak".
+  constexpr size_t kLargest = 24, kMarker = 14;
+  bool res = true, events = true, end = true;
+  auto fixed = [&]() { return 18 + (events ? 15 : 0) + 12 * (3 + (end ? 1 : 0) + (res ? 2 : 0)) + 2 + kLargest; };
+  const size_t wide = fixed() + kMarker;
+  const bool full = wide <= t.width;
+  if (fixed() > t.width) res = false;
+  if (fixed() > t.width) events = false;
+  if (fixed() > t.width) end = false;
+  o << "  ITER  " << pad_right("PHASE", 10) << (events ? pad_left("EVENTS", 15) : "");
+  for (const char* h : {"START", "PEAK", "END", "RISE", "RES START", "RES END"}) {
+    if ((!end && std::string_view(h) == "END") || (!res && std::string_view(h).substr(0, 3) == "RES")) continue;
+    o << "  " << pad_left(h, 10);
+  }
+  o << (full ? "  LARGEST AT THE PHASE PEAK\n" : "  LARGEST AT ITS PEAK\n");
   // Long runs: the first two iterations, the peak's, and the last one.
   std::set<int> shown = {0, 1, 2, d.peak_iteration, d.iterations};
   int skipped_from = -1, skipped_to = -1, skipped = 0;
@@ -220,16 +241,28 @@ void phases(std::ostream& o, const TextDevice& t) {
     for (size_t i = 0; i < ps.categories.size(); ++i)
       if (ps.categories[i] > ps.categories[big]) big = i;
     std::string largest = ps.categories.empty() ? "" : dn(d.category_names[big]) + " " + human_bytes(ps.categories[big]);
-    o << "  " << pad_left(std::to_string(ps.iteration), 4) << "  " << pad_right(phase_name(ps.phase), 10)
-      << pad_left(ps.empty() ? std::string("none") : std::to_string(ps.start_event) + "-" + std::to_string(ps.end_event), 15)
-      << "  "
-      << pad_left(human_bytes(ps.start_requested), 10) << "  " << pad_left(human_bytes(ps.peak_requested), 10) << "  "
-      << pad_left(human_bytes(ps.end_requested), 10) << "  "
-      << pad_left(human_delta(ps.peak_requested - ps.start_requested), 10) << "  "
-      << pad_left(human_bytes(ps.start_reserved), 10) << "  " << pad_left(human_bytes(ps.end_reserved), 10) << "  " << largest
-      << (ps.peak_event == d.peak_requested.event_index && !ps.empty() ? "   <- the peak" : "") << "\n";
+    const bool the_peak = ps.peak_event == d.peak_requested.event_index && !ps.empty();
+    o << (the_peak && !full ? "* " : "  ") << pad_left(std::to_string(ps.iteration), 4) << "  "
+      << pad_right(phase_name(ps.phase), 10);
+    if (events)
+      o << pad_left(ps.empty() ? std::string("none") : std::to_string(ps.start_event) + "-" + std::to_string(ps.end_event), 15);
+    o << "  " << pad_left(human_bytes(ps.start_requested), 10) << "  " << pad_left(human_bytes(ps.peak_requested), 10);
+    if (end) o << "  " << pad_left(human_bytes(ps.end_requested), 10);
+    o << "  " << pad_left(human_delta(ps.peak_requested - ps.start_requested), 10);
+    if (res) o << "  " << pad_left(human_bytes(ps.start_reserved), 10) << "  " << pad_left(human_bytes(ps.end_reserved), 10);
+    o << "  " << largest << (the_peak && full ? "   <- the peak" : "") << "\n";
   }
   flush_skip();
+  if (!full) {
+    std::string left;
+    if (!events) left += ", EVENTS";
+    if (!end) left += ", END";
+    if (!res) left += ", RES START, RES END";
+    o << wrap("  ", "(* the phase of the peak" +
+                        (left.empty() ? std::string() : "; --width " + std::to_string(wide) +
+                                                            " or --format json shows " + left.substr(2)) +
+                        ")");
+  }
 }
 
 void unknown(std::ostream& o, const TextDevice& t) {
@@ -258,13 +291,12 @@ void fragmentation(std::ostream& o, const TextDevice& t) {
   o << "    in free blocks       " << pad_left(human_bytes(f.free_cached), 10) << "   (" << with_commas(f.free_blocks)
     << " blocks, largest " << human_bytes(int64_t(f.largest_free_block)) << ")\n";
   if (f.pending_free > 0)
-    o << "    pending free         " << pad_left(human_bytes(f.pending_free), 10)
-      << "   (freed, waiting on other streams; their requested " << human_bytes(f.pending_free_requested)
-      << " is part of the requested peak: PyTorch counts a block until its free completes)\n";
+    o << wrap("    pending free         " + pad_left(human_bytes(f.pending_free), 10) + "   ",
+              "(freed, waiting on other streams; their requested " + human_bytes(f.pending_free_requested) +
+                  " is part of the requested peak: PyTorch counts a block until its free completes)");
   if (f.too_small_threshold > 0)
-    o << "    too small to reuse   " << pad_left(human_bytes(f.too_small_bytes), 10)
-      << "   (free blocks smaller than the " << human_bytes(int64_t(f.too_small_threshold))
-      << " block that set the peak)\n";
+    o << wrap("    too small to reuse   " + pad_left(human_bytes(f.too_small_bytes), 10) + "   ",
+              "(free blocks smaller than the " + human_bytes(int64_t(f.too_small_threshold)) + " block that set the peak)");
   for (const FreeSizeClass& c : f.classes)
     if (c.blocks > 0)
       o << "    free " << pad_right(dn(c.label), 16) << pad_left(human_bytes(c.bytes), 10) << "   (" << with_commas(c.blocks)
@@ -326,7 +358,7 @@ void explain(std::ostream& o, const Report& r) {
     if (it.count > 1) o << "   (" << with_commas(it.count) << " allocations, " << human_bytes(it.bytes) << ")";
     else o << "   (" << human_bytes(int64_t(it.requested)) << " at 0x" << hex(it.addr) << ")";
     o << "\n";
-    o << wrap("      why: ", dn(detail::explain_evidence(it)), 100);
+    o << wrap("      why: ", dn(detail::explain_evidence(it)));
     o << "      allocated: " << (it.alloc_event < 0 ? std::string("before the recorded history")
                                                    : "event " + std::to_string(it.alloc_event) + ", " +
                                                          phase_name(it.alloc_phase) +
@@ -344,7 +376,7 @@ void explain(std::ostream& o, const Report& r) {
         k += "; " + with_commas(it.kernels_while_live) +
              (it.kernels_while_live == 1 ? " launch" : " launches") + " on its stream while it lived, the last " +
              dn(it.last_kernel);
-      o << wrap("      kernel: ", k, 100);
+      o << wrap("      kernel: ", k);
     }
   }
 }
@@ -352,13 +384,13 @@ void explain(std::ostream& o, const Report& r) {
 void warnings(std::ostream& o, const Report& r) {
   if (r.warnings.empty()) return;
   o << "\nWARNINGS\n";
-  for (const Warning& w : r.warnings) o << "  [" << code_name(w.code) << "] " << dn(warning_text(w)) << "\n";
+  for (const Warning& w : r.warnings) o << wrap("  [" + std::string(code_name(w.code)) + "] ", dn(warning_text(w)));
 }
 
 }  // namespace detail::as_text
 
 // The frame: the title line, then the sections (sections.cpp) in order.
-std::string render_text(const Report& r) {
+std::string render_text(const Report& r, size_t width) {
   const size_t depth = r.site_depth == 0 ? SIZE_MAX : r.site_depth;
   std::ostringstream o;
   o << "snapdiff report: " << dn(r.input_name) << "\n";
@@ -372,13 +404,14 @@ std::string render_text(const Report& r) {
       const std::string moment_title = d.at ? (d.at->event_index >= 0 ? "AT EVENT " + with_commas(uint64_t(d.at->event_index))
                                                                       : std::string("BEFORE THE FIRST EVENT"))
                                             : "AT THE PEAK";
-      const detail::TextDevice t{r, d, depth, moment_title};
+      const detail::TextDevice t{r, d, depth, moment_title, width};
       for (const detail::DeviceSection& ds : detail::device_sections())
         if (ds.text) ds.text(o, t);
     }
   }
-  // The last guard: no control byte reaches a terminal, whatever a section printed.
-  return detail::terminal_safe(o.str());
+  // The last guard: no control byte reaches a terminal, whatever a section
+  // printed; every line fits the width.
+  return detail::finish_text(o.str(), width);
 }
 
 }  // namespace snapdiff

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "report/format.hpp"
 #include "snapdiff/view/report.hpp"
 
 namespace snapdiff {
@@ -17,8 +18,12 @@ namespace snapdiff::detail {
 
 // "1 allocation", "3 allocations" (with the count's thousands separated).
 inline std::string count_of(uint64_t n, std::string_view singular, std::string_view plural = {}) {
-  std::string c = std::to_string(n);
-  for (int i = int(c.size()) - 3; i > 0; i -= 3) c.insert(size_t(i), ",");
+  const std::string digits = std::to_string(n);
+  std::string c;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) c += ',';
+    c += digits[i];
+  }
   return c + " " + std::string(n == 1 ? singular : plural.empty() ? std::string(singular) + "s" : plural);
 }
 
@@ -39,31 +44,10 @@ inline bool is_unit_word(std::string_view w) {
   return false;
 }
 
-// Word-wraps `text` at `width` columns; the first line starts with `lead`,
-// the others are indented as deep. A number stays on the line of its unit.
-inline std::string wrap(const std::string& lead, const std::string& text, size_t width) {
-  std::string out, line = lead;
-  const std::string indent(lead.size(), ' ');
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t j = text.find(' ', i);
-    if (j == std::string::npos) j = text.size();
-    if (j > i && j < text.size() && text[j - 1] >= '0' && text[j - 1] <= '9') {
-      size_t k = text.find(' ', j + 1);
-      if (k == std::string::npos) k = text.size();
-      if (is_unit_word(std::string_view(text).substr(j + 1, k - j - 1))) j = k;
-    }
-    std::string word = text.substr(i, j - i);
-    if (line.size() > indent.size() && line.size() + 1 + word.size() > width) {
-      out += line + "\n";
-      line = indent;
-    }
-    if (line.size() > indent.size()) line += " ";
-    line += word;
-    i = j + 1;
-  }
-  return out + line + "\n";
-}
+// A paragraph: `lead` then `text`, word-wrapped to the output's width by
+// finish_text() (report/format.hpp) with the lead's width as the hanging
+// indent; a number stays on the line of its unit.
+inline std::string wrap(const std::string& lead, const std::string& text) { return prose(lead, text); }
 
 // A site in one line: its first `n` frames joined by `separator`, then
 // "  [in CALLEE]" when the user frame called into a library function.

@@ -54,19 +54,20 @@ std::string window_words(const WhatIfResult& r) {
 
 }  // namespace
 
-std::string render_whatif_text(const WhatIfResult& r, const std::string& input, bool ranked) {
+std::string render_whatif_text(const WhatIfResult& r, const std::string& input, bool ranked, size_t width) {
   std::string o = "snapdiff whatif: " + dn(input) + "  (cuda:" + std::to_string(r.device) + ", " +
                   detail::with_commas_signed(int64_t(r.events)) + " events, " +
                   detail::with_commas_signed(int64_t(r.allocs)) + " allocations)\n";
-  o += "  recorded   PYTORCH_CUDA_ALLOC_CONF " + dn(conf_label(r.recorded_conf)) + ": allocated peak " +
-       human_bytes(r.recorded_allocated) + ", reserved peak " + human_bytes(r.recorded_reserved) +
-       " (PyTorch's counters, replayed exactly)\n";
+  o += detail::prose("  recorded   ", "PYTORCH_CUDA_ALLOC_CONF " + dn(conf_label(r.recorded_conf)) + ": allocated peak " +
+                                           human_bytes(r.recorded_allocated) + ", reserved peak " +
+                                           human_bytes(r.recorded_reserved) + " (PyTorch's counters, replayed exactly)");
   const WhatIfScenario& c = r.calibration;
-  o += "  the model  under the recorded settings: allocated " + pct(c.allocated, r.recorded_allocated) + ", reserved " +
-       pct(c.reserved, r.recorded_reserved) + (c.oom ? ", out of memory " + oom_words(c) : "") +
-       " against them (its error on this run)\n";
-  o += "  limit      " + limit_words(r) + "\n";
-  if (r.partial) o += "  window     " + window_words(r) + "\n";
+  o += detail::prose("  the model  ", "under the recorded settings: allocated " + pct(c.allocated, r.recorded_allocated) +
+                                           ", reserved " + pct(c.reserved, r.recorded_reserved) +
+                                           (c.oom ? ", out of memory " + oom_words(c) : "") +
+                                           " against them (its error on this run)");
+  o += detail::prose("  limit      ", limit_words(r));
+  if (r.partial) o += detail::prose("  window     ", window_words(r));
   o += "\n";
   std::vector<std::array<std::string, 7>> rows;
   rows.push_back({"SETTING", "ALLOCATED", "RESERVED", "VS RECORDED", "SEGMENTS", "CACHED AT PEAK", "OUT OF MEMORY"});
@@ -79,25 +80,37 @@ std::string render_whatif_text(const WhatIfResult& r, const std::string& input, 
   std::array<size_t, 7> w{};
   for (const auto& row : rows)
     for (size_t k = 0; k < 7; ++k) w[k] = std::max(w[k], row[k].size());
-  for (const auto& row : rows) {
+  // Too wide for the width: each setting on a line of its own, its numbers
+  // on the next.
+  size_t rest = 2 + 2 + std::min<size_t>(w[6], 24);
+  for (size_t k = 1; k < 6; ++k) rest += 2 + w[k];
+  const bool own_line = rest + w[0] > width;
+  if (own_line) w[0] = 0;
+  for (auto& row : rows) {
+    if (own_line) {
+      o += "  " + row[0] + "\n";
+      row[0].clear();
+    }
     std::string line = "  " + row[0] + std::string(w[0] - row[0].size(), ' ');
     for (size_t k = 1; k < 6; ++k) line += "  " + std::string(w[k] - row[k].size(), ' ') + row[k];
     line += "  " + row[6];
     o += line + "\n";
   }
-  o += "\n  RESERVED is the predicted reserved peak; VS RECORDED against the recorded run's; CACHED AT PEAK is\n"
-       "  reserved minus allocated at the allocated peak. Out of memory: the first request that would fail under the limit.\n";
+  o += "\n";
+  o += detail::prose("  ", "RESERVED is the predicted reserved peak; VS RECORDED against the recorded run's; "
+                                  "CACHED AT PEAK is reserved minus allocated at the allocated peak. Out of memory: the "
+                                  "first request that would fail under the limit.");
   bool any = false;
   for (const WhatIfScenario& s : r.scenarios)
     for (const std::string& n : s.notes) {
       if (!any) o += "\n";
       any = true;
-      o += "  note: " + dn(conf_label(s.alloc_conf)) + ": " + dn(n) + "\n";
+      o += detail::prose("  note: ", dn(conf_label(s.alloc_conf)) + ": " + dn(n));
     }
   if (r.unknown_frees)
-    o += "  note: " + detail::with_commas_signed(int64_t(r.unknown_frees)) +
-         " frees of blocks allocated before the window were not modelled\n";
-  return detail::terminal_safe(o);
+    o += detail::prose("  note: ", detail::with_commas_signed(int64_t(r.unknown_frees)) +
+                                       " frees of blocks allocated before the window were not modelled");
+  return detail::finish_text(o, width);
 }
 
 std::string render_whatif_json(const WhatIfResult& r, const std::string& input) {

@@ -4,13 +4,14 @@
 
 #include <string>
 
+#include "snapdiff/report/report.hpp"  // kDefaultTextWidth
 #include "snapdiff/analysis/check.hpp"
 #include "snapdiff/analysis/ranks_check.hpp"
 
 namespace snapdiff {
 
 constexpr const char* kCheckSchema = "snapdiff/check/1";
-std::string render_check_text(const CheckResult& r);
+std::string render_check_text(const CheckResult& r, size_t width = kDefaultTextWidth);
 std::string render_check_json(const CheckResult& r);
 std::string render_check_junit(const CheckResult& r);
 // GitHub Actions workflow commands: one ::error:: / ::warning:: line per
@@ -35,7 +36,7 @@ std::string render_check_github_benchmark(const CheckResult& r, const std::strin
 // object inside); JUnit with a testsuite per rank and a testcase per rank and
 // threshold (an unreadable rank is one failing testcase); GitHub annotations.
 constexpr const char* kRanksCheckSchema = "snapdiff/check_ranks/1";
-std::string render_ranks_check_text(const RanksCheck& c);
+std::string render_ranks_check_text(const RanksCheck& c, size_t width = kDefaultTextWidth);
 std::string render_ranks_check_json(const RanksCheck& c);
 std::string render_ranks_check_junit(const RanksCheck& c);
 std::string render_ranks_check_github(const RanksCheck& c);

@@ -6,11 +6,12 @@
 
 #include <string>
 
+#include "snapdiff/report/report.hpp"  // kDefaultTextWidth
 #include "snapdiff/analysis/diff.hpp"
 
 namespace snapdiff {
 
-std::string render_diff_text(const Diff& d);
+std::string render_diff_text(const Diff& d, size_t width = kDefaultTextWidth);
 std::string render_diff_json(const Diff& d);      // schemas/diff.schema.json
 std::string render_diff_markdown(const Diff& d);  // for a pull-request comment
 

@@ -6,13 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "snapdiff/report/report.hpp"  // kDefaultTextWidth
 #include "snapdiff/analysis/ranks.hpp"
 
 namespace snapdiff {
 
 // The table of ranks, the imbalance, the worst rank against the median one,
 // then the shown rank's full report (render_text).
-std::string render_ranks_text(const RanksView& v);
+std::string render_ranks_text(const RanksView& v, size_t width = kDefaultTextWidth);
 std::string render_ranks_json(const RanksView& v);      // schemas/ranks.schema.json
 std::string render_ranks_markdown(const RanksView& v);  // for a pull-request comment
 // One self-contained page: the table, the imbalance, a small-multiples
@@ -25,12 +26,13 @@ std::string render_ranks_html(const RanksView& v);
 // each file's peaks, history and top categories.
 std::string not_one_job_words(const NotOneJob& j);
 std::string separate_runs_line(const std::vector<RankEntry>& runs, const NotOneJob& j);
-std::string render_runs_text(const std::vector<RankEntry>& runs, const NotOneJob& j);
+std::string render_runs_text(const std::vector<RankEntry>& runs, const NotOneJob& j,
+                             size_t width = kDefaultTextWidth);
 std::string render_runs_json(const std::vector<RankEntry>& runs, const NotOneJob& j);  // schemas/runs.schema.json
 std::string render_runs_markdown(const std::vector<RankEntry>& runs, const NotOneJob& j);
 std::string render_runs_html(const std::vector<RankEntry>& runs, const NotOneJob& j);
 
-std::string render_ranks_diff_text(const RanksDiff& d);
+std::string render_ranks_diff_text(const RanksDiff& d, size_t width = kDefaultTextWidth);
 std::string render_ranks_diff_json(const RanksDiff& d);      // schemas/ranks_diff.schema.json
 std::string render_ranks_diff_markdown(const RanksDiff& d);
 

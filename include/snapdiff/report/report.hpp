@@ -13,7 +13,14 @@
 
 namespace snapdiff {
 
-std::string render_text(const Report& r);
+// The width of text output in display columns: every line of a text
+// renderer fits it (prose word-wrapped, table rows cut with "…"). The
+// caller chooses it (the CLI: the terminal's width, 80 when standard output
+// is not a terminal, --width N); widths outside [kMinTextWidth,
+// kMaxTextWidth] are clamped.
+constexpr size_t kDefaultTextWidth = 80, kMinTextWidth = 40, kMaxTextWidth = 1000;
+
+std::string render_text(const Report& r, size_t width = kDefaultTextWidth);
 std::string render_json(const Report& r);  // schemas/report.schema.json
 std::string render_markdown(const Report& r);  // for a pull-request comment (GitHub Flavored Markdown)
 
