@@ -43,6 +43,6 @@ chroot "$root" bash -c 'git config --global --add safe.directory "*"; cd /root &
   { git clone -q /mnt/src snapdiff && cd snapdiff && bash scripts/quickstart.sh; echo "rc=$?"; } 2>&1 |
   while IFS= read -r line; do d=$(( ($(date +%s%N) - start) / 100000000 )); printf "%5d.%d  %s\n" $((d / 10)) $((d % 10)) "$line"; done' |
   tee "$work/stamped.log"
-first=$(awk '/== snapdiff report/ { getline; print $1; exit }' "$work/stamped.log")
+first=$(awk '/== report of/ { getline; print $1; exit }' "$work/stamped.log")
 total=$(tail -n 1 "$work/stamped.log" | awk '{print $1}')
 echo "clone -> first report line: ${first:-?} s; the whole quick start: ${total:-?} s"

@@ -16,20 +16,19 @@ bash scripts/build.sh --lean "$B"
 out=$B/quickstart
 mkdir -p "$out"
 sd=$B/snapdiff
-section() {  # prints the section of a text report that starts with the line $1
-  awk -v h="$1" 'index($0, h) == 1 { on = 1 } on && /^$/ { exit } on' "$2"
+# The bullets of the section of a text report that starts with the line $2
+# (all of them, or the first $3), without the section's title.
+bullets() {  # FILE TITLE [N]
+  awk -v h="$2" -v n="${3:-0}" 'index($0, h) == 1 { on = 1; next } on && /^$/ { exit }
+    on && /^  \* / { k++ } on && (n == 0 || k <= n)' "$1"
 }
 
-echo
-echo "== snapdiff report sample_snapshots/gpt2_run.pickle.gz"
+echo "== report of a PyTorch snapshot: sample_snapshots/gpt2_run.pickle.gz"
 "$sd" report sample_snapshots/gpt2_run.pickle.gz -o "$out/gpt2_run.txt"
 "$sd" report sample_snapshots/gpt2_run.pickle.gz --format html -o "$out/gpt2_run.html"
-section EXPLANATION "$out/gpt2_run.txt"
-echo "   (whole report: $out/gpt2_run.txt, .html)"
-
-echo
-echo "== snapdiff diff sample_snapshots/fp8_no_pw.snap sample_snapshots/fp8_pw.snap"
+bullets "$out/gpt2_run.txt" EXPLANATION 1
+echo "== why FP8 primary weights peak lower: snapdiff diff fp8_no_pw.snap fp8_pw.snap"
 "$sd" diff sample_snapshots/fp8_no_pw.snap sample_snapshots/fp8_pw.snap -o "$out/fp8.diff.txt"
 "$sd" diff sample_snapshots/fp8_no_pw.snap sample_snapshots/fp8_pw.snap --format html -o "$out/fp8.diff.html"
-section FINDINGS "$out/fp8.diff.txt"
-echo "   (whole diff: $out/fp8.diff.txt, .html)"
+bullets "$out/fp8.diff.txt" FINDINGS
+echo "== the whole reports, text and HTML: $out/"
