@@ -176,6 +176,16 @@ std::vector<Finding> finding_samples() {
     s.b_gradients = g;
     v.push_back(finding(Code::DiffOptimizerTransient, s));
   }
+  for (int n : {0, 1, 3})
+    for (Phase p : {Phase::Forward, Phase::PreTrace}) {
+      DiffPhaseFacts f;
+      f.phase = p;
+      f.iteration = n;
+      f.a = n == 3 ? huge : 1000;
+      f.b = n == 0 ? 0 : 1;
+      for (int k = 0; k < n; ++k) f.categories.push_back({k ? "optimizer_temporary" : "activation", k ? huge : 0, 1});
+      v.push_back(finding(Code::DiffPhase, f));
+    }
   return v;
 }
 

@@ -464,6 +464,7 @@ void read_facts(const In& j, Finding& f) {
     case Code::DiffCategory: f.facts = read_value<DiffCategoryFacts>(facts); break;
     case Code::DiffOptimizerTransient: f.facts = read_value<DiffStepFacts>(facts); break;
     case Code::DiffReserved: f.facts = read_value<DiffReservedFacts>(facts); break;
+    case Code::DiffPhase: f.facts = read_value<DiffPhaseFacts>(facts); break;
     default: kind.fail(quote_value(kind.s()) + " is a warning, not a finding");
   }
 }

@@ -1,6 +1,7 @@
 // The words of every finding and warning: the analysis gives a code and its
 // numbers (snapdiff/view/report.hpp), this file says them, once, for every
 // renderer.
+#include <cctype>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -224,6 +225,18 @@ std::string diff_reserved_words(const DiffReservedFacts& f) {
        human_bytes(int64_t(f.a_largest_free)) + ") and " + human_bytes(f.b_free_cached) + " in B (largest " +
        human_bytes(int64_t(f.b_largest_free)) + ").";
   return m;
+}
+
+std::string diff_phase_words(const DiffPhaseFacts& f) {
+  std::string name = phase_name(f.phase);
+  if (!name.empty()) name[0] = char(std::toupper(static_cast<unsigned char>(name[0])));
+  std::string m = name + " phase peak " + human_delta(f.b - f.a) + " (iteration " + std::to_string(f.iteration) + ": " +
+                  human_bytes(f.a) + " in A, " + human_bytes(f.b) + " in B)";
+  for (size_t i = 0; i < f.categories.size(); ++i) {
+    const DiffPhaseFacts::Category& c = f.categories[i];
+    m += (i == 0 ? ": mostly " : ", ") + c.name + " " + human_delta(c.b - c.a);
+  }
+  return m + ".";
 }
 
 // What kind of step a run takes, from its temporaries against its gradients.
@@ -479,7 +492,8 @@ std::string finding_text(const Finding& f) {
                                [](const DiffPeakFacts& x) { return diff_peak_words(x); },
                                [](const DiffCategoryFacts& x) { return diff_category_words(x); },
                                [](const DiffStepFacts& x) { return diff_step_words(x); },
-                               [](const DiffReservedFacts& x) { return diff_reserved_words(x); }},
+                               [](const DiffReservedFacts& x) { return diff_reserved_words(x); },
+                               [](const DiffPhaseFacts& x) { return diff_phase_words(x); }},
                     f.facts);
 }
 

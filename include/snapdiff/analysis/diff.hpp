@@ -8,6 +8,7 @@
 // by tensor size), and plain-language findings computed from those numbers.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -40,6 +41,17 @@ struct PhaseDelta {
   int64_t a_start = 0, b_start = 0;  // requested bytes when it began
   int64_t a_opt_temp = 0, b_opt_temp = 0;
 };
+
+// The diff's phase findings (Code::DiffPhase): a kind of phase whose peak
+// moves, at one aligned (iteration, phase) pair, by kPhaseMoveFraction of
+// the larger of its two peaks and kPhaseMoveMin or more; at most
+// kPhaseFindings of them, each naming up to kPhaseCategories categories
+// whose bytes at that phase's peak change by kPhaseCategoryMin or more.
+inline constexpr double kPhaseMoveFraction = 0.05;
+inline constexpr int64_t kPhaseMoveMin = int64_t(64) << 20;
+inline constexpr size_t kPhaseFindings = 3;
+inline constexpr size_t kPhaseCategories = 3;
+inline constexpr int64_t kPhaseCategoryMin = int64_t(1) << 20;
 
 struct SiteDelta {
   std::string key;      // function@file:line;... innermost first (moved rows: no lines; gradients: "<gradient of N bytes>"), then "|category"; a stack deeper than

@@ -28,6 +28,7 @@ enum class Code : uint8_t {
   DiffCategory,
   DiffOptimizerTransient,
   DiffReserved,
+  DiffPhase,
   // Warnings of `snapdiff report`.
   ProfilerWindow,
   HistoryTruncated,

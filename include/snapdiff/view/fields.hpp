@@ -678,6 +678,18 @@ SNAPDIFF_FIELDS(DiffReservedFacts) {
   v("a_largest_free_block_bytes", x.a_largest_free);
   v("b_largest_free_block_bytes", x.b_largest_free);
 }
+SNAPDIFF_FIELDS(DiffPhaseFacts::Category) {
+  v("category", x.name);
+  v("a_bytes", x.a);
+  v("b_bytes", x.b);
+}
+SNAPDIFF_FIELDS(DiffPhaseFacts) {
+  v("phase", x.phase);
+  v("iteration", x.iteration);
+  v("a_bytes", x.a);
+  v("b_bytes", x.b);
+  v("categories", x.categories);
+}
 SNAPDIFF_FIELDS(ProfilerWindowFacts) { v("allocated_before_bytes", x.allocated_before); }
 SNAPDIFF_FIELDS(HistoryTruncatedFacts) {
   v("requested_bytes", x.requested);

@@ -351,11 +351,25 @@ struct DiffReservedFacts {
   uint64_t a_largest_free = 0, b_largest_free = 0;
 };
 
+// Code::DiffPhase: a kind of phase (forward, backward, optimizer, ...) whose
+// peak moves materially at one aligned (iteration, phase) pair: the largest
+// move of that kind, and the categories that change most at its peak.
+struct DiffPhaseFacts {
+  Phase phase = Phase::Other;
+  int iteration = 0;
+  int64_t a = 0, b = 0;  // requested bytes at the phase's peak in each run
+  struct Category {
+    std::string name;
+    int64_t a = 0, b = 0;
+  };
+  std::vector<Category> categories;  // the largest changes first (at most 3)
+};
+
 struct Finding {
   Code code = Code::Peak;
   int64_t bytes = 0;  // its size, for the order (signed in diffs)
   std::variant<PeakFacts, OptimizerStepFacts, UnknownFacts, GrowthFacts, DiffPeakFacts, DiffCategoryFacts, DiffStepFacts,
-               DiffReservedFacts>
+               DiffReservedFacts, DiffPhaseFacts>
       facts;
 };
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include "snapdiff/model/frame_names.hpp"
@@ -241,6 +242,7 @@ struct DiffSide {
   StepStats step;                  // the largest optimizer step's temporaries
   int64_t free_cached = 0;         // fragmentation at the peak
   uint64_t largest_free = 0;
+  const DeviceView* view = nullptr;  // its phases and their categories
 };
 DiffSide side_of(const DeviceView& v) {
   DiffSide s;
@@ -255,6 +257,7 @@ DiffSide side_of(const DeviceView& v) {
       if (i < v.category_allocations.size()) s.parameter_tensors = v.category_allocations[i];
     }
   s.step = largest_step(v);
+  s.view = &v;
   s.free_cached = v.frag.free_cached;
   s.largest_free = v.frag.largest_free_block;
   return s;
@@ -503,6 +506,69 @@ SiteGroups keep_sites(Diff& d, std::vector<SiteDelta>& all, size_t top_sites) {
   return groups;
 }
 
+// Phases that move: per kind of phase, the aligned (iteration, phase) pair
+// whose peak moves most, when it moves by kPhaseMoveFraction of the larger
+// of its two peaks and kPhaseMoveMin or more; not the kind of the overall
+// peak when the peak finding is there (it says so); at most kPhaseFindings,
+// the largest first; each with the categories that change most at it.
+void add_phase_findings(Diff& d, const DiffSide& da, const DiffSide& db) {
+  const bool peak_said = std::any_of(d.findings.begin(), d.findings.end(),
+                                     [](const Finding& f) { return f.code == Code::DiffPeak; });
+  // Each run's spans by (iteration, phase, n-th occurrence), as d.phases.
+  auto spans = [](const DiffSide& s) {
+    std::map<std::tuple<int, int, int>, const PhaseSpan*> out;
+    if (!s.view) return out;
+    std::map<std::pair<int, int>, int> seen;
+    for (const PhaseSpan& sp : s.view->phases) {
+      int occ = seen[{sp.iteration, int(sp.phase)}]++;
+      out[std::make_tuple(sp.iteration, int(sp.phase), occ)] = &sp;
+    }
+    return out;
+  };
+  const auto sa = spans(da), sb = spans(db);
+  std::map<int, const PhaseDelta*> best;  // by kind of phase
+  for (const PhaseDelta& p : d.phases) {
+    if (!p.in_a || !p.in_b) continue;
+    if (peak_said && (p.phase == da.peak_phase || p.phase == db.peak_phase)) continue;
+    const int64_t delta = p.b_peak - p.a_peak;
+    const int64_t need = std::max<int64_t>(
+        int64_t(double(std::max(p.a_peak, p.b_peak)) * kPhaseMoveFraction), kPhaseMoveMin);
+    if (std::llabs(delta) < need) continue;
+    const PhaseDelta*& b = best[int(p.phase)];
+    if (!b || std::llabs(delta) > std::llabs(b->b_peak - b->a_peak)) b = &p;
+  }
+  std::vector<const PhaseDelta*> moved;
+  for (const auto& kv : best) moved.push_back(kv.second);
+  std::stable_sort(moved.begin(), moved.end(), [](const PhaseDelta* x, const PhaseDelta* y) {
+    return std::llabs(x->b_peak - x->a_peak) > std::llabs(y->b_peak - y->a_peak);
+  });
+  if (moved.size() > kPhaseFindings) moved.resize(kPhaseFindings);
+  for (const PhaseDelta* p : moved) {
+    DiffPhaseFacts f;
+    f.phase = p->phase;
+    f.iteration = p->iteration;
+    f.a = p->a_peak;
+    f.b = p->b_peak;
+    const auto key = std::make_tuple(p->iteration, int(p->phase), p->occurrence);
+    const auto ia = sa.find(key), ib = sb.find(key);
+    if (ia != sa.end() && ib != sb.end()) {
+      std::vector<std::string> names = da.view->category_names;
+      for (const std::string& n : db.view->category_names)
+        if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+      for (const std::string& n : names) {
+        const int64_t a = cat_of(*da.view, ia->second->categories, n), b = cat_of(*db.view, ib->second->categories, n);
+        if (std::llabs(b - a) >= kPhaseCategoryMin) f.categories.push_back({n, a, b});
+      }
+      std::stable_sort(f.categories.begin(), f.categories.end(),
+                       [](const DiffPhaseFacts::Category& x, const DiffPhaseFacts::Category& y) {
+                         return std::llabs(x.b - x.a) > std::llabs(y.b - y.a);
+                       });
+      if (f.categories.size() > kPhaseCategories) f.categories.resize(kPhaseCategories);
+    }
+    d.findings.push_back({Code::DiffPhase, p->b_peak - p->a_peak, std::move(f)});
+  }
+}
+
 // The findings, from the numbers of each side, the diff's categories and
 // kept sites, and the site groups: one code path for both diffs.
 void add_findings(Diff& d, const DiffSide& da, const DiffSide& db, SiteGroups& groups) {
@@ -600,6 +666,7 @@ void add_findings(Diff& d, const DiffSide& da, const DiffSide& db, SiteGroups& g
                             DiffReservedFacts{da.peak_reserved, db.peak_reserved, da.peak_allocated, db.peak_allocated,
                                               da.free_cached, db.free_cached, da.largest_free, db.largest_free}});
   }
+  add_phase_findings(d, da, db);
   std::stable_sort(d.findings.begin(), d.findings.end(), [](const Finding& x, const Finding& y) {
     if ((x.code == Code::DiffPeak) != (y.code == Code::DiffPeak)) return x.code == Code::DiffPeak;
     return std::llabs(x.bytes) > std::llabs(y.bytes);
