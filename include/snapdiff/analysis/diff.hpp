@@ -43,8 +43,9 @@ struct PhaseDelta {
 };
 
 // The diff's phase findings (Code::DiffPhase): a kind of phase whose peak
-// moves, at one aligned (iteration, phase) pair, by kPhaseMoveFraction of
-// the larger of its two peaks and kPhaseMoveMin or more; at most
+// moves, at one aligned (iteration, phase) pair and beyond the overall
+// peak's move, by kPhaseMoveFraction of the larger of its two peaks and
+// kPhaseMoveMin or more; at most
 // kPhaseFindings of them, each naming up to kPhaseCategories categories
 // whose bytes at that phase's peak change by kPhaseCategoryMin or more.
 inline constexpr double kPhaseMoveFraction = 0.05;

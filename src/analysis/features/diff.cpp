@@ -530,17 +530,21 @@ void add_phase_findings(Diff& d, const DiffSide& da, const DiffSide& db) {
   for (const PhaseDelta& p : d.phases) {
     if (!p.in_a || !p.in_b) continue;
     if (peak_said && (p.phase == da.peak_phase || p.phase == db.peak_phase)) continue;
-    const int64_t delta = p.b_peak - p.a_peak;
+    // What the phase moves beyond the overall peak's move: a phase that only
+    // follows the peak (every phase -5 GiB when the weights halve) says
+    // nothing the peak finding does not.
+    const int64_t beyond = (p.b_peak - p.a_peak) - d.peak_delta[0];
     const int64_t need = std::max<int64_t>(
         int64_t(double(std::max(p.a_peak, p.b_peak)) * kPhaseMoveFraction), kPhaseMoveMin);
-    if (std::llabs(delta) < need) continue;
+    if (std::llabs(beyond) < need) continue;
     const PhaseDelta*& b = best[int(p.phase)];
-    if (!b || std::llabs(delta) > std::llabs(b->b_peak - b->a_peak)) b = &p;
+    if (!b || std::llabs(beyond) > std::llabs((b->b_peak - b->a_peak) - d.peak_delta[0])) b = &p;
   }
   std::vector<const PhaseDelta*> moved;
   for (const auto& kv : best) moved.push_back(kv.second);
-  std::stable_sort(moved.begin(), moved.end(), [](const PhaseDelta* x, const PhaseDelta* y) {
-    return std::llabs(x->b_peak - x->a_peak) > std::llabs(y->b_peak - y->a_peak);
+  const int64_t peak_move = d.peak_delta[0];
+  std::stable_sort(moved.begin(), moved.end(), [peak_move](const PhaseDelta* x, const PhaseDelta* y) {
+    return std::llabs(x->b_peak - x->a_peak - peak_move) > std::llabs(y->b_peak - y->a_peak - peak_move);
   });
   if (moved.size() > kPhaseFindings) moved.resize(kPhaseFindings);
   for (const PhaseDelta* p : moved) {
