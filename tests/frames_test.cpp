@@ -87,6 +87,60 @@ TEST_CASE("user frame and site path of a stack", "[model][frames]") {
   CHECK(ft.site_text(0, 3) == "<no stack recorded>");
 }
 
+TEST_CASE("a notebook cell as the user frame: the label leads with the model frame, the cell as context", "[model]") {
+  Built b;
+  const FrameId alloc = b.add("c10::cuda::CUDACachingAllocator::malloc", "CUDACachingAllocator.cpp", 10);
+  const FrameId linear = b.add("forward", "/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py", 125);
+  const FrameId cell = b.add("<module>", "/var/folders/5x/T/ipykernel_114/3105878423.py", 21);
+  const FrameId call = b.add("_call_impl", "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", 1747);
+  const FrameId forward = b.add("forward", "/home/me/proj/mymodel.py", 44);
+  const FrameId train = b.add("train", "/home/me/proj/mymodel.py", 90);
+  const FrameId run_code = b.add("run_code", "/venv/lib/python3.11/site-packages/IPython/core/interactiveshell.py", 3577);
+  const FrameId stdin_line = b.add("<module>", "<stdin>", 3);
+  const FrameId old_cell = b.add("<module>", "<ipython-input-3-a1b2c3d4e5f6>", 7);
+  const FrameId not_cell = b.add("step", "/home/me/ipykernel_tools/run.py", 5);
+  FrameTable ft(b.t);
+  CHECK((ft.cell(cell) && ft.cell(stdin_line) && ft.cell(old_cell)));
+  CHECK((!ft.cell(forward) && !ft.cell(not_cell) && !ft.cell(linear)));
+  // Kinds are not changed by it: the cell is still the user's Python.
+  CHECK(ft.kind(cell) == FrameKind::UserPython);
+
+  // A cell called from a model frame (a function defined in the notebook that
+  // the model's code calls): the model frame leads, the cell is the context.
+  const StackId s = b.stack({alloc, linear, cell, call, forward, train, run_code});
+  CHECK(ft.user_frame(s) == cell);  // what categories see: unchanged
+  CHECK(ft.site_frame(s) == forward);
+  CHECK(ft.cell_context(s) == cell);
+  const FrameTable::SitePath p = ft.site_path(s, 4);
+  REQUIRE(p.frames.size() >= 2);
+  CHECK(p.frames[0] == "forward (proj/mymodel.py:44)");
+  CHECK(p.frames[1] == "train (proj/mymodel.py:90)");
+  CHECK(p.callee == "cell ipykernel_114/3105878423.py:21, in forward (modules/linear.py:125)");
+  CHECK(ft.site_text(s, 1) ==
+        "forward (proj/mymodel.py:44)  [in cell ipykernel_114/3105878423.py:21, in forward (modules/linear.py:125)]");
+
+  // No other user frame: the cell stays the label.
+  const StackId only_cell = b.stack({alloc, linear, cell, run_code});
+  CHECK(ft.site_frame(only_cell) == cell);
+  CHECK(ft.cell_context(only_cell) == kNoFrame);
+  CHECK(ft.cell_callee(only_cell).empty());
+  CHECK(ft.site_text(only_cell, 2) ==
+        "<module> (ipykernel_114/3105878423.py:21) <- run_code (core/interactiveshell.py:3577)  [in forward "
+        "(modules/linear.py:125)]");
+
+  // Not a notebook: unchanged.
+  const StackId plain = b.stack({alloc, linear, call, forward, train});
+  CHECK(ft.site_frame(plain) == forward);
+  CHECK(ft.cell_context(plain) == kNoFrame);
+  CHECK(ft.site_text(plain, 2) == "forward (proj/mymodel.py:44) <- train (proj/mymodel.py:90)  [in forward "
+                                  "(modules/linear.py:125)]");
+  // A directory merely named like a kernel's is not a cell.
+  const StackId tools = b.stack({alloc, linear, not_cell, forward});
+  CHECK(ft.site_frame(tools) == not_cell);
+  CHECK(ft.cell_text(stdin_line) == "<stdin>:3");
+  CHECK(ft.cell_text(old_cell) == "cell <ipython-input-3-a1b2c3d4e5f6>:7");
+}
+
 namespace {
 
 // The walks the FrameTable made per stack before it knew every node's facts

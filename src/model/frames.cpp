@@ -48,6 +48,18 @@ const std::string kNoStack = "<no stack recorded>";
 bool starts(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 bool ends(std::string_view s, std::string_view p) { return s.size() >= p.size() && s.substr(s.size() - p.size()) == p; }
 
+// Notebook cells and REPL lines: Jupyter's "<tmp>/ipykernel_114/3105878423.py",
+// older IPython's "<ipython-input-3-a1b2c3>", the interpreter's "<stdin>",
+// "<string>" (exec) and "<console>" (code.interact).
+bool is_cell_file(std::string_view f) {
+  if (f == "<stdin>" || f == "<string>" || f == "<console>" || starts(f, "<ipython-input-")) return true;
+  const size_t k = f.find("ipykernel_");
+  if (k == std::string_view::npos || (k > 0 && f[k - 1] != '/')) return false;
+  size_t i = k + 10, d = i;
+  while (i < f.size() && f[i] >= '0' && f[i] <= '9') ++i;
+  return i > d && i < f.size() && f[i] == '/' && f.find('/', i + 1) == std::string_view::npos;
+}
+
 // An op's name without its overload, as the profiler writes ops:
 // "addmm_out" -> "addmm", "add__Tensor" -> "add_", "sum_dim_IntList" ->
 // "sum", "to_dtype_layout" -> "to", "empty_memory_format" -> "empty".
@@ -200,6 +212,7 @@ FrameTable::FrameTable(const Trace& t) : trace_(&t) {
   kind_.resize(n);
   internal_.resize(n);
   role_.resize(n);
+  cell_.resize(n);
   label_.resize(n);
   short_label_.resize(n);
   for (size_t i = 0; i < n; ++i) {
@@ -207,6 +220,7 @@ FrameTable::FrameTable(const Trace& t) : trace_(&t) {
     const std::string_view file = t.strings.get(t.frames[i].file);
     const bool internal = is_internal(name, file);
     internal_[i] = internal;
+    cell_[i] = is_cell_file(file);
     if (is_python_file(file)) kind_[i] = is_library_python(file) ? FrameKind::LibraryPython : FrameKind::UserPython;
     else if (file == "snapcapture") kind_[i] = FrameKind::Scope;
     else kind_[i] = internal ? FrameKind::Internal : FrameKind::Native;
@@ -311,6 +325,7 @@ void FrameTable::index() const {
     const StackId id = StackId(i);
     x.depth = p.depth + 1;
     x.user = kind_[n.frame] == FrameKind::UserPython ? id : p.user;
+    x.model = kind_[n.frame] == FrameKind::UserPython && !cell_[n.frame] ? id : p.model;
     x.py = python(n.frame) ? id : p.py;
     x.any = !internal(n.frame) ? id : p.any;
     x.plain = !plumbing(n.frame) ? id : p.plain;
@@ -340,6 +355,44 @@ StackId FrameTable::user_node(StackId stack) const {
 
 FrameId FrameTable::user_frame(StackId stack) const {
   return stack == 0 ? kNoFrame : trace_->stacks.node(user_node(stack)).frame;
+}
+
+FrameId FrameTable::cell_context(StackId stack) const {
+  if (stack == 0) return kNoFrame;
+  const StackId u = user_node(stack);
+  const FrameId uf = trace_->stacks.node(u).frame;
+  return cell_[uf] && info(stack).model != 0 ? uf : kNoFrame;
+}
+
+FrameId FrameTable::site_frame(StackId stack) const {
+  if (cell_context(stack) == kNoFrame) return user_frame(stack);
+  return trace_->stacks.node(info(stack).model).frame;
+}
+
+std::string FrameTable::cell_text(FrameId cell) const {
+  const Frame& fr = trace_->frames[cell];
+  std::string file = detail::capped_for_display(std::string(trace_->strings.get(fr.file)));
+  // The last two path components, as label() writes them.
+  const size_t cut = file.rfind('/');
+  if (cut != std::string::npos && cut > 0) {
+    const size_t cut2 = file.rfind('/', cut - 1);
+    if (cut2 != std::string::npos) file = file.substr(cut2 + 1);
+  }
+  std::string out = (starts(file, "<") && !starts(file, "<ipython-input-") ? "" : "cell ") + file;
+  if (fr.line >= 0) {
+    out += ':';
+    out += std::to_string(fr.line);
+  }
+  return out;
+}
+
+std::string FrameTable::cell_callee(StackId stack) const {
+  const FrameId cell = cell_context(stack);
+  if (cell == kNoFrame) return {};
+  std::string out = cell_text(cell);
+  const FrameId inner = site_callee(stack);
+  if (inner != kNoFrame) out += ", in " + label(inner);
+  return out;
 }
 
 FrameId FrameTable::innermost_python(StackId stack) const {
@@ -403,7 +456,10 @@ FrameTable::SitePath FrameTable::site_path(StackId stack, size_t max_frames) con
   // are not plumbing (not internal(), when it is plumbing itself). Each is
   // found in one step; callers that print like the previous one are skipped:
   // at most kShownFrames of them.
-  StackId x = user_node(stack);
+  // A notebook cell or REPL line as the user frame gives way to the model
+  // frame outside it (site_frame()); the cell is named as the callee.
+  const FrameId cell = cell_context(stack);
+  StackId x = cell == kNoFrame ? user_node(stack) : info(stack).model;
   const FrameId uf = st.node(x).frame;
   enum class Walk { Python, Meaningful, Plain, Any };
   const Walk walk = python(uf) ? Walk::Python : op_or_node(uf) ? Walk::Meaningful : !plumbing(uf) ? Walk::Plain : Walk::Any;
@@ -426,6 +482,10 @@ FrameTable::SitePath FrameTable::site_path(StackId stack, size_t max_frames) con
     const std::string& text = label(st.node(x).frame);
     if (!p.frames.empty() && text == p.frames.back()) continue;  // overloads and inlined copies print alike
     p.frames.push_back(text);
+  }
+  if (cell != kNoFrame) {
+    p.callee = cell_callee(stack);
+    return p;
   }
   const FrameId callee = site_callee(stack);
   if (callee != kNoFrame) p.callee = label(callee);

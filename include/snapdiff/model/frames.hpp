@@ -76,6 +76,9 @@ class FrameTable {
   // An aten op that is not a factory, or an autograd node.
   bool op_or_node(FrameId f) const { return role_[f] == NativeRole::Op || role_[f] == NativeRole::Node; }
   size_t size() const { return kind_.size(); }
+  // A notebook cell or a REPL line: a file in a directory "ipykernel_NNN" (".../ipykernel_114/3105878423.py"),
+  // "<ipython-input-3-a1b2c3>", "<stdin>", "<string>" or "<console>".
+  bool cell(FrameId f) const { return cell_[f] != 0; }
 
   // "name (dir/file.py:88)": the name verbatim for Python and scopes, native
   // names shortened ("at::native::f<…>"), the last two path components, the
@@ -99,6 +102,21 @@ class FrameTable {
   // frame that is not plumbing; else the innermost that is not internal();
   // else the innermost. kNoFrame for an empty stack.
   FrameId user_frame(StackId stack) const;
+  // The frame a site's label leads with: the user frame, except when that is
+  // a notebook cell or a REPL line (cell()) and an outer frame of the user's
+  // own code is not: then the innermost such one (the model's "forward
+  // (mymodel.py:44)"), and cell_context() is the cell. kNoFrame for an empty
+  // stack.
+  FrameId site_frame(StackId stack) const;
+  // The cell a site_frame() other than the user frame was called in
+  // (kNoFrame: none); cell_text() writes it "cell ipykernel_114/3105878423.py:21".
+  FrameId cell_context(StackId stack) const;
+  std::string cell_text(FrameId cell) const;
+  // What a site led by another frame than its user frame shows as its
+  // callee: the cell, then the site callee inside it, if any ("cell
+  // ipykernel_114/3105878423.py:21, in forward (modules/linear.py:125)");
+  // "" when the site frame is the user frame.
+  std::string cell_callee(StackId stack) const;
   // The innermost Python frame inside the user's call (e.g. the optimizer
   // function a training-loop line calls); kNoFrame when none.
   FrameId python_callee(StackId stack) const;
@@ -110,13 +128,15 @@ class FrameTable {
   // The innermost Python frame of a stack; kNoFrame when none.
   FrameId innermost_python(StackId stack) const;
 
-  // A site in one line: the user frame, then its callers ("f (a.py:3) <-
+  // A site in one line: the site frame (site_frame()), then its callers ("f (a.py:3) <-
   // g (b.py:9)"), at most `max_frames`; callers of a Python frame are Python
   // frames, of an op or node the ops, nodes and Python frames ("aten::mm <-
   // AddmmBackward0", "aten::addmm <- linear (nn/functional.py:125)"; when
   // none is left, the frames that are not plumbing), of
   // another native one the frames that are not plumbing; then the site
-  // callee, if any, as "  [in that one]".
+  // callee, if any, as "  [in that one]"; where the site frame is not the
+  // user frame, the callee is cell_callee() ("[in cell
+  // ipykernel_114/3105878423.py:21, in forward (modules/linear.py:125)]").
   std::string site_text(StackId stack, size_t max_frames, std::string_view separator = " <- ") const;
   struct SitePath {
     std::vector<std::string> frames;  // labels: the user frame, then its callers
@@ -144,6 +164,7 @@ class FrameTable {
   std::vector<FrameKind> kind_;
   std::vector<uint8_t> internal_;
   std::vector<NativeRole> role_;
+  std::vector<uint8_t> cell_;
   // Labels are made when first asked for: a report names a few hundred of a
   // run's frames, a million-event run has hundreds of thousands.
   mutable std::vector<std::optional<std::string>> label_, short_label_;
@@ -155,6 +176,7 @@ class FrameTable {
   struct NodeInfo {
     uint32_t depth = 0;
     StackId user = 0, py = 0, any = 0, outer = 0;
+    StackId model = 0;  // the innermost frame of the user's code that is not a cell()
     StackId plain = 0, op = 0, node = 0;
   };
   mutable std::vector<NodeInfo> node_;

@@ -25,7 +25,8 @@ struct RetainedSite {
   Phase phase = Phase::Other;        // the phase its retained allocations are made in (the largest's)
   int64_t leaked_at_peak = 0;        // requested bytes of it live at the peak
   uint64_t leaked_allocations = 0;   // allocations it leaks (judged and, at its end, never freed)
-  // Resolved: the site's innermost user frame, and the innermost Python frame
+  // Resolved: the site's innermost user frame (a notebook cell called from the
+  // user's model code: that model frame, then "  [in cell …]"), and the innermost Python frame
   // inside the user's call that is not PyTorch's own (the model's line).
   std::string site, model_frame;
 };

@@ -102,9 +102,10 @@ void state_findings(const FrameTable& ft, DeviceAnalysis& d) {
       f.temporaries = temp;
       f.gradients = grads;
       if (temp > 0 && top != 0) {
-        f.site = ft.label(ft.user_frame(top));
+        f.site = ft.label(ft.site_frame(top));
         const FrameId callee = ft.python_callee(top);
-        if (callee != kNoFrame) f.site_callee = ft.label(callee);
+        f.site_callee = ft.cell_callee(top);  // a model frame named before its notebook cell: the cell
+        if (f.site_callee.empty() && callee != kNoFrame) f.site_callee = ft.label(callee);
       }
       d.findings.push_back({Code::OptimizerTransient, rise, std::move(f)});
     }

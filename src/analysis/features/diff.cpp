@@ -117,7 +117,9 @@ std::string site_display(const FrameTable& ft, StackId s, size_t depth) {
     return out + "  (snapcapture)";
   }
   if (depth != 1) return ft.site_text(s, depth == 0 ? kShownFrames : depth);
-  std::string out = ft.label(ft.user_frame(s));
+  std::string out = ft.label(ft.site_frame(s));
+  // A model frame named before the notebook cell it called: the cell.
+  if (const std::string c = ft.cell_callee(s); !c.empty()) return out + "  [in " + c + "]";
   // Name the innermost Python frame inside the user's call, if any.
   const FrameId callee = ft.python_callee(s);
   if (callee != kNoFrame) out += "  [in " + ft.label(callee) + "]";
@@ -778,6 +780,10 @@ std::string view_site_display(const SiteFrames& s, size_t depth) {
     if (!s.callee.empty()) out += "  [in " + s.callee + "]";
     return out;
   }
+  // A path led by another frame than the user frame: a model frame named
+  // before the notebook cell it called, the cell as its callee.
+  if (s.user && !s.path.empty() && s.path[0] != s.user->label)
+    return s.path[0] + (s.callee.empty() ? std::string() : "  [in " + s.callee + "]");
   std::string out = s.user ? s.user->label : s.path.empty() ? std::string("<no stack recorded>") : s.path[0];
   // The callee named only when it is a Python frame (python_callee(); the
   // view's callee may be an op inside a Python user frame).

@@ -204,7 +204,9 @@ Growth find_growth(const FrameTable& ft, const Device& dev, const DeviceReplay& 
     g.retained_per_iteration += r.bytes_per_iteration;
     g.retained_count += r.count_per_iteration;
     g.leaked_at_peak += r.leaked_at_peak;
-    r.site = ft.label(ft.user_frame(stacks[k]));
+    r.site = ft.label(ft.site_frame(stacks[k]));
+    // A model frame named before the notebook cell it called: the cell too.
+    if (const FrameId cell = ft.cell_context(stacks[k]); cell != kNoFrame) r.site += "  [in " + ft.cell_text(cell) + "]";
     const FrameId m = model_frame(ft, stacks[k]);
     if (m != kNoFrame) r.model_frame = ft.label(m);
   }
