@@ -98,6 +98,7 @@ TEST_CASE("a notebook cell as the user frame: the label leads with the model fra
   const FrameId run_code = b.add("run_code", "/venv/lib/python3.11/site-packages/IPython/core/interactiveshell.py", 3577);
   const FrameId stdin_line = b.add("<module>", "<stdin>", 3);
   const FrameId old_cell = b.add("<module>", "<ipython-input-3-a1b2c3d4e5f6>", 7);
+  const FrameId hf = b.add("forward", "/venv/lib/python3.11/site-packages/transformers/models/gpt2/modeling_gpt2.py", 697);
   const FrameId not_cell = b.add("step", "/home/me/ipykernel_tools/run.py", 5);
   FrameTable ft(b.t);
   CHECK((ft.cell(cell) && ft.cell(stdin_line) && ft.cell(old_cell)));
@@ -127,6 +128,20 @@ TEST_CASE("a notebook cell as the user frame: the label leads with the model fra
   CHECK(ft.site_text(only_cell, 2) ==
         "<module> (ipykernel_114/3105878423.py:21) <- run_code (core/interactiveshell.py:3577)  [in forward "
         "(modules/linear.py:125)]");
+
+  // No other user frame, but a library's model inside the cell's call (a
+  // transformers model called from the cell): that frame leads, the cell is
+  // the context, and the callee it would repeat is left out.
+  const StackId lib = b.stack({alloc, linear, call, hf, call, cell, run_code});
+  CHECK(ft.user_frame(lib) == cell);  // categories: unchanged
+  CHECK(ft.library_model_frame(lib) == hf);
+  CHECK(ft.site_frame(lib) == hf);
+  CHECK(ft.cell_context(lib) == cell);
+  CHECK(ft.site_text(lib, 1) == "forward (gpt2/modeling_gpt2.py:697)  [in cell ipykernel_114/3105878423.py:21, in forward "
+                                "(modules/linear.py:125)]");
+  CHECK(ft.site_text(lib, 2) ==
+        "forward (gpt2/modeling_gpt2.py:697) <- run_code (core/interactiveshell.py:3577)  [in cell "
+        "ipykernel_114/3105878423.py:21, in forward (modules/linear.py:125)]");
 
   // Not a notebook: unchanged.
   const StackId plain = b.stack({alloc, linear, call, forward, train});

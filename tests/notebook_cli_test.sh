@@ -87,10 +87,12 @@ cats "$T/out" >"$T/cats_plain"
 if cmp -s "$T/cats_nb" "$T/cats_plain" && [[ -s $T/cats_nb ]]; then echo "ok   categories unchanged"; else
   echo "FAIL categories changed"; head -c 600 "$T/cats_nb" "$T/cats_plain"; fails=$((fails+1)); fi
 
-# --- no other user frame: the cell stays the label --------------------------
+# --- no other user frame: a library's model frame inside the cell's call
+# leads (transformers' forward), the cell is the context; with PyTorch's own
+# frames alone inside (the optimizer), the cell stays the label -------------
 check "report cell only" 0 "$BIN" report --width 1000 "$T/only.pickle.gz"
-expect "cell stays the label" "$T/out" "  <module> (ipykernel_114/3105878423.py:21)"
-expect_not "no cell context" "$T/out" "\[in cell "
+expect "library model frame leads" "$T/out" "  activation  *forward (transformers/activations.py:66)  \[in $CELL\]"
+expect "cell stays the label (optimizer)" "$T/out" "  optimizer_state  *<module> (ipykernel_114/3105878423.py:21)  \[in _init_group (optim/adam.py:178)\]"
 
 # --- a diff of two notebook runs: rows labelled by the model frame, sites
 # matched exactly as the same runs' without the cell -------------------------

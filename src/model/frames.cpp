@@ -357,16 +357,42 @@ FrameId FrameTable::user_frame(StackId stack) const {
   return stack == 0 ? kNoFrame : trace_->stacks.node(user_node(stack)).frame;
 }
 
+bool pytorch_python_file(std::string_view f) {
+  for (std::string_view pkg : {"/site-packages/", "/dist-packages/"}) {
+    const size_t p = f.rfind(pkg);
+    if (p != std::string_view::npos) return f.substr(p + pkg.size()).rfind("torch/", 0) == 0;
+  }
+  if (f.rfind("torch/", 0) == 0) return true;
+  for (std::string_view sub : {"/torch/nn/", "/torch/autograd/", "/torch/optim/", "/torch/utils/", "/torch/_"})
+    if (f.find(sub) != std::string_view::npos) return true;
+  return false;
+}
+
+FrameId FrameTable::library_model_frame(StackId stack) const {
+  const FrameId user = user_frame(stack);
+  const StackTable& st = trace_->stacks;
+  for (StackId s = stack; s != 0; s = st.node(s).parent) {
+    const FrameId f = st.node(s).frame;
+    if (f == user) break;
+    if (!python(f)) continue;
+    if (pytorch_python_file(trace_->strings.get(trace_->frames[f].file))) continue;
+    return f;
+  }
+  return kNoFrame;
+}
+
 FrameId FrameTable::cell_context(StackId stack) const {
   if (stack == 0) return kNoFrame;
   const StackId u = user_node(stack);
   const FrameId uf = trace_->stacks.node(u).frame;
-  return cell_[uf] && info(stack).model != 0 ? uf : kNoFrame;
+  if (!cell_[uf]) return kNoFrame;
+  return info(stack).model != 0 || library_model_frame(stack) != kNoFrame ? uf : kNoFrame;
 }
 
 FrameId FrameTable::site_frame(StackId stack) const {
   if (cell_context(stack) == kNoFrame) return user_frame(stack);
-  return trace_->stacks.node(info(stack).model).frame;
+  if (info(stack).model != 0) return trace_->stacks.node(info(stack).model).frame;
+  return library_model_frame(stack);
 }
 
 std::string FrameTable::cell_text(FrameId cell) const {
@@ -391,7 +417,7 @@ std::string FrameTable::cell_callee(StackId stack) const {
   if (cell == kNoFrame) return {};
   std::string out = cell_text(cell);
   const FrameId inner = site_callee(stack);
-  if (inner != kNoFrame) out += ", in " + label(inner);
+  if (inner != kNoFrame && inner != site_frame(stack)) out += ", in " + label(inner);
   return out;
 }
 
@@ -459,7 +485,10 @@ FrameTable::SitePath FrameTable::site_path(StackId stack, size_t max_frames) con
   // A notebook cell or REPL line as the user frame gives way to the model
   // frame outside it (site_frame()); the cell is named as the callee.
   const FrameId cell = cell_context(stack);
-  StackId x = cell == kNoFrame ? user_node(stack) : info(stack).model;
+  // Led by a library model frame inside the cell's call: that frame, then
+  // the cell's callers (the cell itself is named as the callee).
+  const FrameId inner_model = cell != kNoFrame && info(stack).model == 0 ? library_model_frame(stack) : kNoFrame;
+  StackId x = cell == kNoFrame ? user_node(stack) : inner_model != kNoFrame ? user_node(stack) : info(stack).model;
   const FrameId uf = st.node(x).frame;
   enum class Walk { Python, Meaningful, Plain, Any };
   const Walk walk = python(uf) ? Walk::Python : op_or_node(uf) ? Walk::Meaningful : !plumbing(uf) ? Walk::Plain : Walk::Any;
@@ -478,6 +507,10 @@ FrameTable::SitePath FrameTable::site_path(StackId stack, size_t max_frames) con
       if (c && (best == 0 || node_[c].depth > node_[best].depth)) best = c;
     return best ? best : i.plain;  // none left: what is not plumbing ("at::_sum_to<…>")
   };
+  if (inner_model != kNoFrame) {
+    p.frames.push_back(label(inner_model));
+    x = next(x);
+  }
   for (size_t steps = 0; x != 0 && p.frames.size() < max_frames && steps <= kShownFrames; x = next(x), ++steps) {
     const std::string& text = label(st.node(x).frame);
     if (!p.frames.empty() && text == p.frames.back()) continue;  // overloads and inlined copies print alike

@@ -58,6 +58,13 @@ namespace detail {
 NativeRole classify_native(std::string_view raw_name, std::string* shown = nullptr);
 }  // namespace detail
 
+// PyTorch's own Python files: torch/ inside an installation's packages
+// (".../site-packages/torch/nn/modules/linear.py"), or a path relative to
+// sys.path ("torch/nn/modules/linear.py", profiler traces); a checkout's
+// torch/ package (".../pytorch/torch/nn/...") by its subpackages. Not any
+// "/torch/" in a path: a virtual environment may live in /opt/torch/.
+bool pytorch_python_file(std::string_view f);
+
 class FrameTable {
  public:
   FrameTable() = default;
@@ -105,9 +112,15 @@ class FrameTable {
   // The frame a site's label leads with: the user frame, except when that is
   // a notebook cell or a REPL line (cell()) and an outer frame of the user's
   // own code is not: then the innermost such one (the model's "forward
-  // (mymodel.py:44)"), and cell_context() is the cell. kNoFrame for an empty
-  // stack.
+  // (mymodel.py:44)"); without one, the library model frame inside the cell's
+  // call (library_model_frame(): a transformers model's "forward
+  // (gpt2/modeling_gpt2.py:697)"). cell_context() is then the cell. kNoFrame
+  // for an empty stack.
   FrameId site_frame(StackId stack) const;
+  // The innermost Python frame inside the user frame's call that is not
+  // PyTorch's own (pytorch_python_file()): the model's line that made the
+  // tensor, under nn.Linear's forward; kNoFrame when none.
+  FrameId library_model_frame(StackId stack) const;
   // The cell a site_frame() other than the user frame was called in
   // (kNoFrame: none); cell_text() writes it "cell ipykernel_114/3105878423.py:21".
   FrameId cell_context(StackId stack) const;

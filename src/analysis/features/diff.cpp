@@ -532,13 +532,13 @@ void add_phase_findings(Diff& d, const DiffSide& da, const DiffSide& db) {
   for (const PhaseDelta& p : d.phases) {
     if (!p.in_a || !p.in_b) continue;
     if (peak_said && (p.phase == da.peak_phase || p.phase == db.peak_phase)) continue;
-    // What the phase moves beyond the overall peak's move: a phase that only
-    // follows the peak (every phase -5 GiB when the weights halve) says
-    // nothing the peak finding does not.
+    // The phase's own move, and what it moves beyond the overall peak's move:
+    // a phase that only follows the peak (every phase -5 GiB when the weights
+    // halve) says nothing the peak finding does not. Both must be material.
     const int64_t beyond = (p.b_peak - p.a_peak) - d.peak_delta[0];
     const int64_t need = std::max<int64_t>(
         int64_t(double(std::max(p.a_peak, p.b_peak)) * kPhaseMoveFraction), kPhaseMoveMin);
-    if (std::llabs(beyond) < need) continue;
+    if (std::llabs(p.b_peak - p.a_peak) < need || std::llabs(beyond) < need) continue;
     const PhaseDelta*& b = best[int(p.phase)];
     if (!b || std::llabs(beyond) > std::llabs((b->b_peak - b->a_peak) - d.peak_delta[0])) b = &p;
   }

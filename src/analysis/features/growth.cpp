@@ -22,38 +22,9 @@ T median(std::vector<T> v) {
   return v[(v.size() - 1) / 2];  // the lower middle: a value that occurred
 }
 
-// PyTorch's own Python files: torch/ inside an installation's packages
-// (".../site-packages/torch/nn/modules/linear.py"), or a path relative to
-// sys.path ("torch/nn/modules/linear.py", profiler traces); a checkout's
-// torch/ package (".../pytorch/torch/nn/...") by its subpackages. Not any
-// "/torch/" in a path: a virtual environment may live in /opt/torch/.
-bool pytorch_file(std::string_view f) {
-  for (std::string_view pkg : {"/site-packages/", "/dist-packages/"}) {
-    const size_t p = f.rfind(pkg);
-    if (p != std::string_view::npos) return f.substr(p + pkg.size()).rfind("torch/", 0) == 0;
-  }
-  if (f.rfind("torch/", 0) == 0) return true;
-  for (std::string_view sub : {"/torch/nn/", "/torch/autograd/", "/torch/optim/", "/torch/utils/", "/torch/_"})
-    if (f.find(sub) != std::string_view::npos) return true;
-  return false;
-}
-
-// The innermost Python frame inside the user's call that is not PyTorch's
-// own: the model's line that made the tensor ("forward
-// (gpt2/modeling_gpt2.py:697)" under nn.Linear's forward); kNoFrame when the
-// user frame is the first such frame.
-FrameId model_frame(const FrameTable& ft, StackId stack) {
-  const FrameId user = ft.user_frame(stack);
-  const Trace& t = ft.trace();
-  for (StackId s = stack; s != 0; s = t.stacks.node(s).parent) {
-    const FrameId f = t.stacks.node(s).frame;
-    if (f == user) break;
-    if (!ft.python(f)) continue;
-    if (pytorch_file(t.strings.get(t.frames[f].file))) continue;
-    return f;
-  }
-  return kNoFrame;
-}
+// The model's line that made the tensor ("forward (gpt2/modeling_gpt2.py:697)"
+// under nn.Linear's forward); kNoFrame when the user frame is the first such frame.
+FrameId model_frame(const FrameTable& ft, StackId stack) { return ft.library_model_frame(stack); }
 
 struct SiteAcc {
   std::vector<int64_t> bytes;     // per judged iteration (index i - judged_first)
