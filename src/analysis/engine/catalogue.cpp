@@ -31,7 +31,7 @@ const std::vector<CatalogueEntry>& catalogue() {
       {Code::DiffReserved, "reserved", K::DiffFinding, S::Info,
        "the reserved peak changes materially: reserved and allocated peaks of each run, the cache's free bytes and largest free block at each peak"},
       {Code::DiffPhase, "phase", K::DiffFinding, S::Info,
-       "a kind of phase other than the peak's whose peak moves by 5% of the larger phase peak and 64 MiB or more (at most 3, the largest first): the iteration, each run's phase peak, and the categories that change most at it"},
+       "a kind of phase other than the peak's whose peak moves, beyond the overall peak's move, by 5% of the larger phase peak and 64 MiB or more (at most 3, the largest first): the iteration, each run's phase peak, and the categories that change most at it"},
       {Code::ProfilerWindow, "profiler_window", K::Warning, S::Info,
        "a profiler trace that started with memory already allocated: the peak is that of the profiled window"},
       {Code::HistoryTruncated, "history_truncated", K::Warning, S::Warning,
