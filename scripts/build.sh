@@ -47,7 +47,7 @@ failed() {  # $1: stage
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release "$@" >>"$log" 2>&1 || failed configure
 
 if ((lean)); then
-  echo "build: compiling the snapdiff executable (-j$jobs; log: $log)…"
+  echo "build: compiling the snapdiff executable (-j$jobs)…"
   cmake --build "$B" -j"$jobs" --target snapdiff >>"$log" 2>&1 || failed build
 else
   # The project's own targets (the build tool's "help" lists them, with its own).

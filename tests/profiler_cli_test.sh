@@ -61,7 +61,7 @@ check "--memory-timeline json" 0 "$BIN" report --format json "$TRACE" --memory-t
 python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["memory_timeline"]; p=m["moments"][0]; u=m["moments"][1]; assert m["raw"] and p["placed_bytes"] + p["before_profiler_bytes"] == p["unknown_bytes"], m; assert u["placements"][0]["op"] == "aten::_foreach_sqrt", u; print("ok   memory_timeline json")' "$T/out" || fails=$((fails+1))
 
 cp "$T/out" "$T/timeline.json"
-check "snapshot --trace" 0 "$BIN" report "$PROF/joint.snapshot.pickle" --trace "$PROF/joint.trace.json.gz"
+check "snapshot --trace" 0 "$BIN" report "$PROF/joint.snapshot.pickle" --trace "$PROF/joint.trace.json.gz" --width 1000
 has "snapshot --trace" "$T/out" "joint.trace.json.gz: cuda:0"
 has "snapshot --trace" "$T/out" "BY OP AT THE PEAK"
 check "bare --trace" 0 "$BIN" --trace "$PROF/joint.trace.json.gz" "$PROF/joint.snapshot.pickle"
