@@ -17,17 +17,21 @@ shift || true
 jobs=${JOBS:-$(nproc)}
 start=$SECONDS
 
+keep=0  # a lean build in a folder already configured keeps all its settings
 if ((lean)); then
   bash scripts/install-deps.sh
   # A new build folder leaves out the tests and the capture (no Catch2 or CUDA
-  # needed); one already configured keeps its settings: only the target differs.
-  [[ -f $B/CMakeCache.txt ]] || set -- -DSNAPDIFF_BUILD_TESTS=OFF -DSNAPDIFF_BUILD_CAPTURE=OFF "$@"
+  # needed); one already configured (by this script, the test suite, an
+  # AddressSanitizer build) keeps its settings, build type and compiler
+  # launcher included: only the target differs, so nothing is recompiled.
+  if [[ -f $B/CMakeCache.txt ]]; then keep=1; else set -- -DSNAPDIFF_BUILD_TESTS=OFF -DSNAPDIFF_BUILD_CAPTURE=OFF "$@"; fi
 else
   bash scripts/install-deps.sh --test
   set -- -DSNAPDIFF_BUILD_TESTS=ON -DSNAPDIFF_BUILD_CAPTURE=ON "$@"
 fi
 # ccache, where installed, makes rebuilds after a pull cheap.
-if command -v ccache >/dev/null; then set -- -DCMAKE_CXX_COMPILER_LAUNCHER=ccache "$@"; fi
+if ((!keep)) && command -v ccache >/dev/null; then set -- -DCMAKE_CXX_COMPILER_LAUNCHER=ccache "$@"; fi
+((keep)) || set -- -DCMAKE_BUILD_TYPE=Release "$@"
 
 mkdir -p "$B"
 log=$B/build.log
@@ -44,7 +48,7 @@ failed() {  # $1: stage
 }
 
 ((lean)) || echo "build: configuring $B/"
-cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release "$@" >>"$log" 2>&1 || failed configure
+cmake -S . -B "$B" "$@" >>"$log" 2>&1 || failed configure
 
 if ((lean)); then
   echo "build: compiling the snapdiff executable (-j$jobs)…"
