@@ -612,6 +612,18 @@ std::string escape(std::string_view s, Markup m) {
   return o;
 }
 
+std::vector<std::pair<int64_t, size_t>> categories_by_size(const std::vector<int64_t>& bytes, int64_t& total) {
+  std::vector<std::pair<int64_t, size_t>> rows;
+  total = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    total += bytes[i];
+    if (bytes[i] != 0) rows.push_back({bytes[i], i});
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& x, const auto& y) { return x.first != y.first ? x.first > y.first : x.second < y.second; });
+  return rows;
+}
+
 }  // namespace detail
 
 }  // namespace snapdiff

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace snapdiff {
 struct FrameRef;
@@ -132,5 +134,10 @@ std::string github_property(std::string_view s);
 // escapes U+FFFE and U+FFFF, which it forbids (\ufffe).
 enum class Markup : uint8_t { Html, Xml, DotLabel };
 std::string escape(std::string_view s, Markup m);
+
+// The categories of a device's bytes (one entry per category index), largest
+// first (ties: by index), those holding nothing left out; `total` their sum.
+// The text and Markdown reports' category tables.
+std::vector<std::pair<int64_t, size_t>> categories_by_size(const std::vector<int64_t>& bytes, int64_t& total);
 
 }  // namespace snapdiff::detail

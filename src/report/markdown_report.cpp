@@ -56,13 +56,8 @@ void device_section(std::ostringstream& o, const DeviceView& d, size_t depth, bo
   }
 
   // Categories at the peak, largest first.
-  std::vector<std::pair<int64_t, size_t>> rows;
   int64_t total = 0;
-  for (size_t i = 0; i < d.categories.size(); ++i) {
-    total += d.categories[i];
-    if (d.categories[i] != 0) rows.push_back({d.categories[i], i});
-  }
-  std::sort(rows.begin(), rows.end(), [](auto& x, auto& y) { return x.first != y.first ? x.first > y.first : x.second < y.second; });
+  const std::vector<std::pair<int64_t, size_t>> rows = detail::categories_by_size(d.categories, total);
   o << "\n#### " << (d.at ? "Categories at the moment asked" : "Categories at the peak") << "\n\n";
   o << "| category | bytes | % | allocations |\n|---|---:|---:|---:|\n";
   for (const auto& [bytes, i] : rows)

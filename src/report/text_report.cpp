@@ -152,13 +152,8 @@ void categories(std::ostream& o, const TextDevice& t) {
   const DeviceView& d = t.d;
   o << "\n" << t.moment_title << " BY CATEGORY  cuda:" << d.device << "\n";
   o << "       BYTES       %   ALLOCS   SITES  CATEGORY\n";
-  std::vector<std::pair<int64_t, size_t>> rows;
   int64_t total = 0;
-  for (size_t i = 0; i < d.categories.size(); ++i) {
-    total += d.categories[i];
-    if (d.categories[i] != 0) rows.push_back({d.categories[i], i});
-  }
-  std::sort(rows.begin(), rows.end(), [](auto& x, auto& y) { return x.first != y.first ? x.first > y.first : x.second < y.second; });
+  const std::vector<std::pair<int64_t, size_t>> rows = detail::categories_by_size(d.categories, total);
   for (auto& row : rows) {
     o << "  " << pad_left(human_bytes(row.first), 10) << "  " << pct(row.first, total) << "  "
       << pad_left(with_commas(d.category_allocations[row.second]), 7) << " "
