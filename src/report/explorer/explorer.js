@@ -1,0 +1,1 @@
+// placeholder: the explorer script (helper branch i39-js)
