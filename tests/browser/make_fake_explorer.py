@@ -172,7 +172,7 @@ def simulate(rng, n_events, by_cat, kernels):
     for _ in range(3):
         new(-1, PARAM, size_of(4 * MIB, 16 * MIB))
     n_iter = max(2, min(12, n_events // 80000))
-    pre = max(4, n_events // 20)
+    pre = max(4, min(3000, n_events // 20))
     per = (n_events - pre) // n_iter
     phases, iterations = [], []
     phases.append({"start": 0, "end": pre, "phase": "setup", "iteration": 0})
@@ -210,9 +210,9 @@ def simulate(rng, n_events, by_cat, kernels):
                 else:
                     temps.append(new(ev, TEMP if r < 0.95 else OTHER, size_of(4096, 2 * MIB)))
             else:
-                if temps and r < 0.5:
+                if temps and r < 0.3:
                     A_free[temps.pop()] = ev
-                elif grads and r < 0.8:
+                elif grads and r < 0.9:
                     A_free[grads.pop(0)] = ev
                 else:
                     temps.append(new(ev, TEMP, size_of(4096, MIB)))

@@ -53,6 +53,12 @@
     if (Math.abs(n) >= 1e4) return parseFloat((n / 1e3).toFixed(1)) + 'k';
     return String(Math.round(n));
   }
+  // an axis label of event e for ticks every s events: as many decimals as the step needs
+  function tickLabel(e, s) {
+    if (e >= 1e6 && s >= 1e4) return (e / 1e6).toFixed(Math.max(0, Math.ceil(-Math.log10(s / 1e6) - 1e-9))) + 'M';
+    if (e >= 1e4 && s >= 10) return (e / 1e3).toFixed(Math.max(0, Math.ceil(-Math.log10(s / 1e3) - 1e-9))) + 'k';
+    return fmtInt(e);
+  }
   function fmtTime(us) {
     if (us >= 1e6) return (us / 1e6).toFixed(us >= 1e7 ? 1 : 2) + ' s';
     if (us >= 1e3) return (us / 1e3).toFixed(us >= 1e4 ? 0 : 1) + ' ms';
@@ -236,7 +242,9 @@
     u0 = clamp(c - span / 2, 0, v.uMax - span);
     v.u0 = u0; v.u1 = u0 + span;
   }
-  function plotW(run) { return Math.max(10, (run.canvas.clientWidth || 800) - M.l - M.r); }
+  // the plot's width in CSS pixels: measured once a frame (and when a hook asks)
+  function measureW(run) { run.W = Math.max(10, (run.canvas.clientWidth || 800) - M.l - M.r); return run.W; }
+  function plotW(run) { return run.W || measureW(run); }
   function uAtX(run, x) { var v = run.view; return v.u0 + (x - M.l) / plotW(run) * (v.u1 - v.u0); }
   function xOfU(run, u) { var v = run.view; return M.l + (u - v.u0) / (v.u1 - v.u0) * plotW(run); }
   function xOfE(run, e) { return xOfU(run, run.map(e)); }
@@ -273,7 +281,7 @@
     var v = run.view;
     var e0 = run.unmap(v.u0), e1 = run.unmap(v.u1);
     run.e0 = e0; run.e1 = e1;
-    var W = plotW(run);
+    var W = measureW(run);
     var N = Math.max(1, run.N);
     var lvIx = run.levels.length - 1;
     for (var k = 0; k < run.levels.length; k++) {
@@ -365,7 +373,18 @@
     ctx.save();
     ctx.beginPath(); ctx.rect(M.l, M.t, W, PH); ctx.clip();
     var ok = false;
-    if (run.individual) ok = drawAllocations(run, ctx);
+    if (run.individual) {
+      // allocations thinner than a pixel blend into their neighbours; the
+      // finest summary under them keeps the stack's colors solid
+      if (!(searchState.only && run.match)) {
+        var keep = run.lv, kb0 = run.b0, kb1 = run.b1, L = run.levels[run.levels.length - 1], NN = Math.max(1, run.N);
+        run.lv = L;
+        run.b0 = clamp(Math.floor(run.e0 * L.B / NN) - 1, 0, L.B); run.b1 = clamp(Math.ceil((run.e1 + 1) * L.B / NN) + 1, 0, L.B);
+        drawLevels(run, ctx, true);
+        run.lv = keep; run.b0 = kb0; run.b1 = kb1;
+      }
+      ok = drawAllocations(run, ctx);
+    }
     if (!ok) drawLevels(run, ctx);
     drawLines(run, ctx);
     ctx.restore();
@@ -398,7 +417,7 @@
     }
   }
 
-  function drawLevels(run, ctx) {
+  function drawLevels(run, ctx, under) {
     var L = run.lv, C = run.C, N = Math.max(1, run.N);
     var b0 = run.b0, b1 = run.b1, nb = b1 - b0;
     if (nb <= 0) return;
@@ -413,7 +432,7 @@
       xs1[i] = xOfE(run, Math.floor((b + 1) * N / L.B));
     }
     var searching = run.match !== null;
-    ctx.globalAlpha = searching ? 0.3 : 0.9;
+    ctx.globalAlpha = searching ? (under ? 0.22 : 0.3) : 0.9;
     for (var c = 0; c < C; c++) {
       var any = false;
       for (i = 0; i < nb; i++) if (row[i] >= 0 && L.byCat[row[i] * C + c] > 0) { any = true; break; }
@@ -435,7 +454,7 @@
       ctx.fill();
     }
     ctx.globalAlpha = 1;
-    if (searching && run.matchLive) {
+    if (searching && run.matchLive && !under) {
       // the matching allocations' live bytes, at each column's event
       ctx.beginPath();
       ctx.moveTo(xs0[0], yOf(run, 0));
@@ -515,7 +534,7 @@
     for (var e = Math.ceil(run.e0 / s) * s; e <= run.e1; e += s) {
       var x = xOfE(run, e);
       ctx.moveTo(x, M.t + PH); ctx.lineTo(x, M.t + PH + 4);
-      ctx.fillText(fmtCount(e), x, M.t + PH + 12);
+      ctx.fillText(tickLabel(e, s), x, M.t + PH + 12);
       if (run.colTime) ctx.fillText(fmtTime(timeAt(run, e)), x, M.t + PH + 26);
     }
     ctx.stroke();
@@ -540,7 +559,7 @@
     var off = run.offBuf || (run.offBuf = new Float64Array(live.length));
     var st = run.stBuf || (run.stBuf = new Float64Array(live.length));
     var segs = run.last.segs || (run.last.segs = { es: new Float64Array(1 << 15), ee: new Float64Array(1 << 15), off: new Float64Array(1 << 15), id: new Int32Array(1 << 15) });
-    var ns = 0, nl = 0, top = 0, budget = 600000;
+    var ns = 0, nl = 0, top = 0, budget = 3000000;
     function grow() {
       var m = segs.es.length * 2;
       ['es', 'ee', 'off'].forEach(function (k) { var a = new Float64Array(m); a.set(segs[k]); segs[k] = a; });
@@ -569,6 +588,26 @@
     var jf = upperBound(run.freeSorted, lo), jfEnd = upperBound(run.freeSorted, hi);
     var fo = run.freeOrder, fs = run.freeSorted;
     var aborted = false;
+    // A free leaves a hole; the allocations above drop by its size. That is
+    // applied lazily: once the holes add up to half a pixel of height (and at
+    // most once per half pixel of time), the list is compacted and the
+    // allocations whose offset changed start a new rect.
+    var halfPx = 0.5 * run.yMax / (PLOT_H - M.t - M.b);
+    var pending = 0, minDead = ALIVE, lastFlush = -2;
+    function flush(ev) {
+      var w = minDead, cum = minDead < nl ? off[minDead] : top;
+      budget -= nl - minDead;
+      for (var k = minDead; k < nl; k++) {
+        var id = live[k];
+        if (id < 0) continue;
+        if (off[k] !== cum) {
+          if (ev - st[k] >= minEv) { emit(id, st[k], ev, off[k]); st[k] = ev; }
+        }
+        live[w] = id; off[w] = cum; st[w] = st[k]; pos[id] = w; w++;
+        cum += aS[id];
+      }
+      nl = Math.min(nl, w); top = cum; pending = 0; minDead = ALIVE; lastFlush = ev;
+    }
     while (ia < iaEnd || jf < jfEnd) {
       var fe = jf < jfEnd ? fs[jf] : ALIVE, ae = ia < iaEnd ? aA[ia] : ALIVE;
       if (fe <= ae) {
@@ -576,21 +615,23 @@
         var p = pos[j];
         if (p < 0) continue;
         emit(j, st[p], fe, off[p]);
-        var sz = aS[j];
-        budget -= nl - p;
-        for (var k = p + 1; k < nl; k++) {
-          var id = live[k];
-          if (fe - st[k] >= minEv) { emit(id, st[k], fe, off[k]); st[k] = fe; }
-          live[k - 1] = id; off[k - 1] = off[k] - sz; st[k - 1] = st[k]; pos[id] = k - 1;
-        }
-        nl--; top -= sz; pos[j] = -1;
+        live[p] = -1; pos[j] = -1;
+        pending += aS[j];
+        if (p < minDead) minDead = p;
+        if (pending >= halfPx && fe - lastFlush >= minEv) flush(fe);
         if (budget < 0) { aborted = true; break; }
       } else {
         var i2 = ia++;
+        if (pending >= halfPx && ae - lastFlush >= minEv) flush(ae);
         if (!(only && !match[i2])) push(i2, ae);
       }
     }
-    for (var q = 0; q < nl; q++) { if (!aborted) emit(live[q], st[q], hi + 1, off[q]); pos[live[q]] = -1; }
+    for (var q = 0; q < nl; q++) {
+      var lq = live[q];
+      if (lq < 0) continue;
+      if (!aborted) emit(lq, st[q], hi + 1, off[q]);
+      pos[lq] = -1;
+    }
     if (aborted) { for (var z = 0; z < n; z++) pos[z] = -1; return false; }
     run.last.nsegs = ns;
     run.last.mode = 'allocations';
@@ -606,22 +647,17 @@
       ctx.globalAlpha = match && !only && !wantMatch ? 0.22 : 1;
       for (var c = 0; c < C; c++) {
         for (var par = 0; par < 2; par++) {
-          ctx.beginPath();
-          var any = false;
+          var ga = ctx.globalAlpha;
+          ctx.fillStyle = run.cats[c].color;
+          if (par) ctx.globalAlpha = ga * 0.78;
           for (s = 0; s < ns; s++) {
             var id2 = segs.id[s];
             if (cat[id2] !== c || (id2 & 1) !== par) continue;
             if (match && !only && (match[id2] === 1) !== wantMatch) continue;
             var x0 = xOfE(run, segs.es[s]), x1 = xOfE(run, segs.ee[s]);
             var y0 = yOf(run, segs.off[s] + aS[id2]), y1 = yOf(run, segs.off[s]);
-            ctx.rect(x0, y0, Math.max(x1 - x0, 0.6), Math.max(y1 - y0, 0.6));
-            any = true;
+            ctx.fillRect(x0, y0, Math.max(x1 - x0, 0.6), y1 - y0);
           }
-          if (!any) continue;
-          ctx.fillStyle = run.cats[c].color;
-          var ga = ctx.globalAlpha;
-          if (par) ctx.globalAlpha = ga * 0.78;
-          ctx.fill();
           ctx.globalAlpha = ga;
         }
       }
@@ -1012,12 +1048,14 @@
     cv.setAttribute('role', 'img');
     cv.setAttribute('aria-label', 'the allocator\u2019s segments and blocks');
     var W = Math.max(200, (box.clientWidth || 800) - 4);
+    // linear widths: the largest segment at most a row, all of them in about 10 rows
     var maxSeg = 0;
     for (i = 0; i < ns; i++) if (state.segSize[i] > maxSeg) maxSeg = state.segSize[i];
-    var ROW = 16, GAP = 5, x = 0, y = 0;
+    var pxPerByte = Math.min(W / Math.max(1, maxSeg), W * 10 / Math.max(1, reserved));
+    var ROW = 16, GAP = 4, x = 0, y = 0;
     var place = new Float64Array(ns * 3);
     for (i = 0; i < ns; i++) {
-      var w = Math.max(6, state.segSize[i] / maxSeg * Math.min(W, 600));
+      var w = Math.max(4, state.segSize[i] * pxPerByte);
       if (x > 0 && x + w > W) { x = 0; y += ROW + GAP; }
       place[i * 3] = x; place[i * 3 + 1] = y; place[i * 3 + 2] = w;
       x += w + GAP;
@@ -1282,7 +1320,7 @@
     scheduleRender();
     return new Promise(function (res) { renderWaiters.push(res); });
   };
-  api.xOf = function (r, e) { var run = runOf(r); return run.canvas.getBoundingClientRect().left + xOfE(run, e); };
+  api.xOf = function (r, e) { var run = runOf(r); measureW(run); return run.canvas.getBoundingClientRect().left + xOfE(run, e); };
   api.yMid = function (r) { var run = runOf(r); return run.canvas.getBoundingClientRect().top + M.t + (PLOT_H - M.t - M.b) / 2; };
   api.drawnAllocations = function (r) { return runOf(r).last.drawn; };
   api.moment = function () {
@@ -1297,6 +1335,7 @@
   api.search = function (text) { if (ui.search) ui.search.value = text; return runSearch(text); };
   api.searchSite = function (site) { return siteSearch(site); };
   api.highlighted = function (r) { var run = runOf(r); return run.match ? run.matchCount : 0; };
+  api._dbg = function (r) { var run = runs[r]; return {individual: run.individual, inView: run.inView, n: run.n, total: run.total, mode: run.last.mode, nsegs: run.last.nsegs, lo: run.lo, hi: run.hi, yMax: run.yMax}; };
   api.stepTimes = function () { return performance.getEntriesByName('sd-step', 'measure').map(function (m) { return m.duration; }); };
 
   // ---------------------------------------------------------------- start
