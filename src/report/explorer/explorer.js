@@ -1335,7 +1335,6 @@
   api.search = function (text) { if (ui.search) ui.search.value = text; return runSearch(text); };
   api.searchSite = function (site) { return siteSearch(site); };
   api.highlighted = function (r) { var run = runOf(r); return run.match ? run.matchCount : 0; };
-  api._dbg = function (r) { var run = runs[r]; return {individual: run.individual, inView: run.inView, n: run.n, total: run.total, mode: run.last.mode, nsegs: run.last.nsegs, lo: run.lo, hi: run.hi, yMax: run.yMax}; };
   api.stepTimes = function () { return performance.getEntriesByName('sd-step', 'measure').map(function (m) { return m.duration; }); };
 
   // ---------------------------------------------------------------- start
@@ -1350,7 +1349,9 @@
     if (!node) { fail(new Error('the page has no explorer data')); return; }
     var bytes;
     try { bytes = base64Bytes(node.textContent || ''); } catch (e) { fail(new Error('the data is not base64')); return; }
-    inflate(bytes).then(function (buf) {
+    inflate(bytes).catch(function (err) {
+      throw new Error('the data does not inflate as gzip (' + ((err && err.message) || err) + ')');
+    }).then(function (buf) {
       var c = parseContainer(buf);
       var h = c.header;
       if (!Array.isArray(h.runs)) throw new Error('the header has no runs');
@@ -1372,9 +1373,7 @@
       readColors();
       build(h);
       scheduleRender();
-    }).catch(function (err) {
-      fail(err && err.name === 'TypeError' && /decompress|gzip|stream/i.test(String(err.message)) ? new Error('the data is not gzip') : err);
-    });
+    }).catch(fail);
   }
   try { start(); } catch (err) { fail(err); }
 })();
