@@ -656,6 +656,8 @@
             if (match && !only && (match[id2] === 1) !== wantMatch) continue;
             var x0 = xOfE(run, segs.es[s]), x1 = xOfE(run, segs.ee[s]);
             var y0 = yOf(run, segs.off[s] + aS[id2]), y1 = yOf(run, segs.off[s]);
+            // a fifth of a pixel tall adds nothing to the summary drawn under it
+            if (y1 - y0 < 0.2 && !match) continue;
             ctx.fillRect(x0, y0, Math.max(x1 - x0, 0.6), y1 - y0);
           }
           ctx.globalAlpha = ga;
