@@ -373,18 +373,7 @@
     ctx.save();
     ctx.beginPath(); ctx.rect(M.l, M.t, W, PH); ctx.clip();
     var ok = false;
-    if (run.individual) {
-      // allocations thinner than a pixel blend into their neighbours; the
-      // finest summary under them keeps the stack's colors solid
-      if (!(searchState.only && run.match)) {
-        var keep = run.lv, kb0 = run.b0, kb1 = run.b1, L = run.levels[run.levels.length - 1], NN = Math.max(1, run.N);
-        run.lv = L;
-        run.b0 = clamp(Math.floor(run.e0 * L.B / NN) - 1, 0, L.B); run.b1 = clamp(Math.ceil((run.e1 + 1) * L.B / NN) + 1, 0, L.B);
-        drawLevels(run, ctx, true);
-        run.lv = keep; run.b0 = kb0; run.b1 = kb1;
-      }
-      ok = drawAllocations(run, ctx);
-    }
+    if (run.individual) ok = drawAllocations(run, ctx);
     if (!ok) drawLevels(run, ctx);
     drawLines(run, ctx);
     ctx.restore();
@@ -417,7 +406,7 @@
     }
   }
 
-  function drawLevels(run, ctx, under) {
+  function drawLevels(run, ctx) {
     var L = run.lv, C = run.C, N = Math.max(1, run.N);
     var b0 = run.b0, b1 = run.b1, nb = b1 - b0;
     if (nb <= 0) return;
@@ -432,7 +421,7 @@
       xs1[i] = xOfE(run, Math.floor((b + 1) * N / L.B));
     }
     var searching = run.match !== null;
-    ctx.globalAlpha = searching ? (under ? 0.22 : 0.3) : 0.9;
+    ctx.globalAlpha = searching ? 0.3 : 0.9;
     for (var c = 0; c < C; c++) {
       var any = false;
       for (i = 0; i < nb; i++) if (row[i] >= 0 && L.byCat[row[i] * C + c] > 0) { any = true; break; }
@@ -454,7 +443,7 @@
       ctx.fill();
     }
     ctx.globalAlpha = 1;
-    if (searching && run.matchLive && !under) {
+    if (searching && run.matchLive) {
       // the matching allocations' live bytes, at each column's event
       ctx.beginPath();
       ctx.moveTo(xs0[0], yOf(run, 0));
@@ -641,7 +630,7 @@
     for (s = 0; s < ns; s++) seen[segs.id[s]] = 0;
     run.last.drawn = drawn;
     // fill: per category, even and odd allocations in two shades; the search dims the rest
-    var C = run.C, cat = run.aCat;
+    var C = run.C, cat = run.aCat, dpr = window.devicePixelRatio || 1;
     for (var pass = 0; pass < (match && !only ? 2 : 1); pass++) {
       var wantMatch = pass === 1;
       ctx.globalAlpha = match && !only && !wantMatch ? 0.22 : 1;
@@ -654,11 +643,14 @@
             var id2 = segs.id[s];
             if (cat[id2] !== c || (id2 & 1) !== par) continue;
             if (match && !only && (match[id2] === 1) !== wantMatch) continue;
-            var x0 = xOfE(run, segs.es[s]), x1 = xOfE(run, segs.ee[s]);
-            var y0 = yOf(run, segs.off[s] + aS[id2]), y1 = yOf(run, segs.off[s]);
-            // a fifth of a pixel tall adds nothing to the summary drawn under it
-            if (y1 - y0 < 0.2 && !match) continue;
-            ctx.fillRect(x0, y0, Math.max(x1 - x0, 0.6), y1 - y0);
+            // edges snapped to device pixels: the stack's shared edges round
+            // alike, so each pixel row goes to one allocation (no gaps, no
+            // pale blend of many thinner-than-a-pixel allocations)
+            var y0 = Math.round(yOf(run, segs.off[s] + aS[id2]) * dpr) / dpr, y1 = Math.round(yOf(run, segs.off[s]) * dpr) / dpr;
+            if (y1 <= y0) continue;
+            var x0 = Math.round(xOfE(run, segs.es[s]) * dpr) / dpr, x1 = Math.round(xOfE(run, segs.ee[s]) * dpr) / dpr;
+            if (x1 <= x0) x1 = x0 + 1 / dpr;
+            ctx.fillRect(x0, y0, x1 - x0, y1 - y0);
           }
           ctx.globalAlpha = ga;
         }
