@@ -89,8 +89,9 @@
 
   // ---------------------------------------------------------------- decoding
   function base64Bytes(s) {
-    var clean = s.replace(/[^A-Za-z0-9+/=]/g, '');
-    var bin = atob(clean);
+    // both skip ASCII white space and throw on anything outside the alphabet
+    if (typeof Uint8Array.fromBase64 === 'function') return Uint8Array.fromBase64(s);
+    var bin = atob(s);
     var n = bin.length;
     var u = new Uint8Array(n);
     for (var i = 0; i < n; i++) u[i] = bin.charCodeAt(i);
@@ -270,7 +271,7 @@
     if (!firstDone) {
       firstDone = true;
       performance.mark('sd-first-render');
-      readyResolve(api);
+      readyResolve(true);
     }
     var w = renderWaiters; renderWaiters = [];
     w.forEach(function (f) { f(); });
@@ -987,6 +988,14 @@
         numCell(tr, kv[1][0], fmtBytes(kv[1][0]));
         numCell(tr, kv[1][1], fmtInt(kv[1][1]));
         add(tr, el('td', 'site', kv[0] >= 0 ? run.sites[kv[0]] : '(no site)'));
+        if (kv[0] >= 0) {
+          tr.tabIndex = 0;
+          tr.className = 'sd-site-row';
+          tr.title = 'highlight this site\u2019s allocations';
+          var go = guard(function () { siteSearch(run.sites[kv[0]]); });
+          tr.addEventListener('click', go);
+          tr.addEventListener('keydown', function (ev) { if (ev.key === 'Enter') { ev.preventDefault(); go(); } });
+        }
       });
       if (rows.length > SITE_ROWS) {
         var rest = 0, rc = 0;
@@ -1040,7 +1049,7 @@
     var cv = add(box, el('canvas', 'sd-segcanvas'));
     cv.tabIndex = 0;
     cv.setAttribute('role', 'img');
-    cv.setAttribute('aria-label', 'the allocator\u2019s segments and blocks');
+    cv.setAttribute('aria-label', 'the allocator\u2019s segments and blocks; arrow keys step through the blocks, Enter pins one');
     var W = Math.max(200, (box.clientWidth || 800) - 4);
     // linear widths: the largest segment at most a row, all of them in about 10 rows
     var maxSeg = 0;
@@ -1101,6 +1110,23 @@
       showTip(ev.clientX, ev.clientY, lines);
     }));
     cv.addEventListener('mouseleave', guard(hideTip));
+    // keys: arrows step through the blocks, Enter pins the block's allocation
+    var kb = -1;
+    cv.addEventListener('keydown', guard(function (ev) {
+      if (!hits.length) return;
+      if (ev.key === 'ArrowRight' || ev.key === 'ArrowDown') kb = Math.min(hits.length - 1, kb + 1);
+      else if (ev.key === 'ArrowLeft' || ev.key === 'ArrowUp') kb = Math.max(0, kb - 1);
+      else if (ev.key === 'Enter') { if (kb >= 0 && state.bAlloc[hits[kb][3]] >= 0) pin(run.idx, state.bAlloc[hits[kb][3]]); ev.preventDefault(); return; }
+      else if (ev.key === 'Escape') { hideTip(); return; }
+      else return;
+      ev.preventDefault();
+      var r = cv.getBoundingClientRect(), hb = hits[kb];
+      var b = hb[3], a3 = state.bAlloc[b];
+      var lines = ['block ' + (kb + 1) + ' of ' + hits.length + ': ' + fmtBytes(state.bSize[b]) + (a3 === -1 ? ' free' : a3 === -2 ? ' used (allocation not in this page)' : '')];
+      if (a3 >= 0) lines = lines.concat(allocLines(run, a3)).concat(['Enter: pin this allocation']);
+      showTip(r.left + hb[0] + hb[2] / 2, r.top + hb[1] + ROW, lines);
+    }));
+    cv.addEventListener('blur', guard(hideTip));
     cv.addEventListener('click', guard(function (ev) {
       var b = blockAt(ev);
       if (b >= 0 && state.bAlloc[b] >= 0) pin(run.idx, state.bAlloc[b]);
