@@ -253,7 +253,11 @@
   function scheduleRender() {
     if (rafPending) return;
     rafPending = true;
-    requestAnimationFrame(guard(frame));
+    requestAnimationFrame(function () {
+      try { frame(); } catch (err) {
+        if (!firstDone) fail(err); else showStatus('explorer error: ' + (err && err.message || err));
+      }
+    });
   }
   var renderWaiters = [];
   function frame() {
@@ -819,6 +823,7 @@
     setMoment(run.idx, clamp(e, 0, Math.max(0, run.N - 1)));
   }
   function columnLines(run, x) {
+    if (!run.lv) return ['\u2026'];
     var e = clamp(Math.round(run.unmap(uAtX(run, x))), 0, Math.max(0, run.N - 1));
     var L = run.lv, N = Math.max(1, run.N);
     var b = clamp(Math.floor(e * L.B / N), 0, L.B - 1);
