@@ -272,6 +272,7 @@
     }
     runs.forEach(function (r) { draw(r); });
     performance.measure('sd-step', 'sd-step-start');
+    performance.clearMarks('sd-step-start');
     if (!firstDone) {
       firstDone = true;
       performance.mark('sd-first-render');
