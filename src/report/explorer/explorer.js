@@ -312,7 +312,7 @@
     run.yMax = niceMax(m > 0 ? m * 1.05 : 1024);
   }
   function tickStep(raw) {
-    // binary units: 1, 2, 5 × 1024^p (and 10, 20, 50, 100, 200, 500 of a unit)
+    // binary units: 1, 2, 5 x 1024^p (and 10, 20, 50, 100, 200, 500 of a unit)
     var unit = 1;
     while (raw / unit >= 1024) unit *= 1024;
     var m = raw / unit;
@@ -529,8 +529,8 @@
     for (var e = Math.ceil(run.e0 / s) * s; e <= run.e1; e += s) {
       var x = xOfE(run, e);
       ctx.moveTo(x, M.t + PH); ctx.lineTo(x, M.t + PH + 4);
-      ctx.fillText(tickLabel(e, s), x, M.t + PH + 12);
-      if (run.colTime) ctx.fillText(fmtTime(timeAt(run, e)), x, M.t + PH + 26);
+      edgeText(ctx, tickLabel(e, s), x, M.t + PH + 12, M.l, M.l + W + M.r - 2);
+      if (run.colTime) edgeText(ctx, fmtTime(timeAt(run, e)), x, M.t + PH + 26, M.l, M.l + W + M.r - 2);
     }
     ctx.stroke();
     ctx.textAlign = 'right';
@@ -538,6 +538,15 @@
     ctx.fillText('event', M.l - 14, M.t + PH + 12);
     if (run.colTime) ctx.fillText('time', M.l - 14, M.t + PH + 26);
     ctx.textAlign = 'left';
+  }
+
+  // a label centred on x, kept inside [lo, hi]
+  function edgeText(ctx, text, x, y, lo, hi) {
+    var w = ctx.measureText(text).width;
+    var left = clamp(x - w / 2, lo, hi - w);
+    ctx.textAlign = 'left';
+    ctx.fillText(text, left, y);
+    ctx.textAlign = 'center';
   }
 
   // the individual allocations in view, stacked in allocation order (as
