@@ -5,10 +5,11 @@ static sections after it, the data container in
 <script type="application/octet-stream" id="sd-explorer-data">, the script
 last), with a synthetic trace packed exactly as docs/explorer.md says.
 
-  make_fake_explorer.py [--events N] [--runs 1|2] [--hostile] [--partial]
-                        [--seed S] [--broken] -o PAGE.html
+  make_fake_explorer.py [--events N] [--runs 1|2] [--devices 1|2] [--hostile]
+                        [--partial] [--seed S] [--broken] -o PAGE.html
 
---runs 2 writes a diff page (runs "A" and "B"); --hostile puts script-like
+--runs 2 writes a diff page (runs "A" and "B"); --devices 2 a report page
+with two devices (cuda:0 and cuda:1, each its own timeline); --hostile puts script-like
 names into frame labels, site texts, categories, rules, kernels and the
 input name; --partial keeps only the allocations of 1 MiB or more (so the
 page has fewer allocations than the run); --broken writes a container that
@@ -419,6 +420,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--events", type=int, default=20000)
     ap.add_argument("--runs", type=int, choices=(1, 2), default=1)
+    ap.add_argument("--devices", type=int, choices=(1, 2), default=1)
     ap.add_argument("--hostile", action="store_true")
     ap.add_argument("--partial", action="store_true")
     ap.add_argument("--broken", action="store_true")
@@ -433,10 +435,14 @@ def main():
     names = ["run_a.pickle.gz", "run_b.pickle.gz"]
     if a.hostile:
         names = [HOSTILE[0] + ".pickle", HOSTILE[4] + ".pickle"]
-    for r in range(a.runs):
+    if a.runs == 2 and a.devices == 2:
+        ap.error("--runs 2 and --devices 2 do not go together")
+    for r in range(max(a.runs, a.devices)):
         label = "" if a.runs == 1 else "AB"[r]
         n_events = a.events if r == 0 else a.events * 4 // 5
-        run, top = build_run(rng, label, names[r], n_events, a.hostile, a.partial, pk)
+        run, top = build_run(rng, label, names[r if a.runs == 2 else 0], n_events, a.hostile, a.partial, pk)
+        if a.devices == 2:
+            run["device"] = r
         runs.append(run)
         tables.append((run, top))
     kind = "report" if a.runs == 1 else "diff"
@@ -457,11 +463,12 @@ def main():
            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>",
            esc(title), "</title>\n<style>", css, "</style>\n</head>\n<body>\n<header><h1>snapdiff ",
            kind, "</h1>"]
-    for r in runs:
+    for r in runs[:a.runs]:
         out.append("<p class=\"input\">" + esc(r["input"]) + "</p>")
     out.append("</header>\n<div id=\"sd-explorer\"></div>\n<main>\n")
     for r, top in tables:
-        out.append("<section><h2>Largest sites at the peak" + (" (" + r["label"] + ")" if r["label"] else "") +
+        which = r["label"] or ("cuda:%d" % r["device"] if a.devices == 2 else "")
+        out.append("<section><h2>Largest sites at the peak" + (" (" + which + ")" if which else "") +
                    "</h2>\n<table class=\"sortable\"><thead><tr><th class=\"n\">bytes</th><th>site</th></tr></thead><tbody>\n")
         for s, v in top:
             text = r["sites"][s] if s >= 0 else ""
