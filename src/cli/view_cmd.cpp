@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cctype>
 #include <cstring>
+#include <boost/program_options.hpp>
 #include <sstream>
 
 #include "cli/cli_util.hpp"
@@ -69,7 +70,9 @@ int cmd_view(const std::vector<std::string>& args, const std::function<int(const
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
-      write_stdout(kViewHelp);
+      std::ostringstream h;
+      h << kViewHelp << "\n" << report_options();
+      write_stdout(h.str());
       return kExitOk;
     }
     if (a == "--no-open") {
