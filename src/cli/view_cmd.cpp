@@ -23,12 +23,13 @@ namespace snapdiff::cli {
 namespace {
 
 const char* kViewHelp =
-    "usage: snapdiff view FILE [B] [options of report or diff] [-o PAGE.html] [--no-open]\n"
-    "  Writes the HTML explorer of FILE (of A against B with two inputs, of every rank with a\n"
-    "  folder of ranks) to a new folder under $TMPDIR (or to PAGE.html with -o), prints its\n"
-    "  path, and opens it with $BROWSER when that is set (\"firefox\", \"chromium --new-window\",\n"
-    "  \"open\"; %s stands for the page when given). --no-open only writes and prints.\n"
-    "  Every other option is report's or diff's (snapdiff report --help); --format is html.\n";
+    "usage: snapdiff view FILE [B] [options] [-o PAGE.html] [--no-open]\n"
+    "  Writes the HTML explorer of FILE (of A against B with two inputs, of\n"
+    "  every rank with a folder of ranks) to a new folder under $TMPDIR (or\n"
+    "  to PAGE.html with -o), prints its path, and opens it with $BROWSER\n"
+    "  when that is set (\"firefox\", \"chromium --new-window\"; %s stands\n"
+    "  for the page when given). --no-open only writes and prints.\n"
+    "  Every other option is report's or diff's; --format is always html.\n";
 
 std::string base_of(const std::string& p) {
   std::string s = p;
