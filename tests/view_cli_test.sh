@@ -41,6 +41,19 @@ page=$(cat "$T/out")
 check "view --no-open -o" 0 "$BIN" view "$A" --no-open -o "$T/v.html"
 [[ $(cat "$T/out") == "$T/v.html" && ! -e $T/v.html.opened ]] || fail "view -o --no-open: $(cat "$T/out")"
 
+# A folder of ranks: the ranks page, and each rank's explorer beside it.
+R=$DATA/ranks/fsdp_gpt2_uneven
+check "view DIR (ranks)" 0 "$BIN" view --no-open "$R"
+page=$(cat "$T/out")
+expect "the ranks page has a rank picker" "$page" '<select id="sd-rank-pick">'
+for r in 0 1 2; do
+  expect "rank $r's page is linked" "$page" "value=\"fsdp_gpt2_uneven_ranks/rank-$r.html\""
+  f=$(dirname "$page")/fsdp_gpt2_uneven_ranks/rank-$r.html
+  [[ -s $f && $(kind "$f") == "report 1 div" ]] || fail "rank $r's explorer page: $(kind "$f" 2>&1 | tail -1)"
+done
+check "report DIR -f html to stdout" 0 "$BIN" report --format html "$R"
+expect "says where the rank pages go" "$T/out" "written beside this page when it goes to a file"
+
 unset BROWSER
 n=$(ls "$T/tmp" | wc -l)
 check "view --format json refused" 2 "$BIN" view -f json "$A"
