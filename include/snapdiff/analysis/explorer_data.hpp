@@ -24,7 +24,7 @@ struct DeviceAnalysis;
 // What keeps a page within its budget (docs/explorer.md, "Budgets").
 struct ExplorerOptions {
   size_t max_allocations = 700000;  // beyond: the live-at-peak ones, the peak iteration's, then the largest
-  size_t max_states = 3;            // allocator states: the peak, then OOMs
+  size_t max_states = 24;           // allocator states: the peak, the OOMs, then each iteration's peak
   size_t site_depth = 3;            // frames in a site's text (the report's --depth)
 };
 
