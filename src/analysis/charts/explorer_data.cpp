@@ -179,6 +179,7 @@ ExplorerRun explorer_run(const Analysis& a, const Trace& t, size_t device, const
   const Device* dev = t.find_device(d.device);
   ExplorerRun r;
   r.device = d.device;
+  r.site_shown = o.site_shown;
   r.events = dev ? int64_t(dev->events.size()) : 0;
   const Attribution& at = d.attr;
   r.categories = at.categories;
