@@ -28,6 +28,12 @@ next only in its address and time, so they are kept as templates.
 out in full where it occurs: the worst case for a reader (the 1,000,000-event
 xxl_fp8 trace is about 4.4 GB per copy).
 
+Copies are chained so that the live memory does not grow with them: a
+trace that starts late frees blocks allocated before it; in copies after the
+first such a free releases a block the previous copy left live (same size),
+or, where there is none (xxl_fp8 frees everything by its end), a block that
+the copy allocates at its start. The first copy is the source's, as is.
+
 Single-device sources stop at the first 1000-entry boundary past
 TARGET_BYTES (or after exactly N entries with --events N); with several
 devices every device gets the same number of whole copies.
@@ -224,6 +230,74 @@ class Out:
         self.f.close()
 
 
+def chain(tr):
+    """Joins copy k-1 to copy k. A trace that starts late frees blocks
+    allocated before it (no alloc in the trace), and ends with blocks still
+    live. Repeated as is, every copy would free blocks from before the
+    recording, and the live memory a reader infers grows with the copies.
+    Instead, in copies after the first, each such free is pointed at a block
+    the previous copy left live, of the same size (in order); where none is
+    left, the copy starts by allocating the block (an alloc entry like the
+    free's, without frames, at the trace's first time). Returns
+    {entry index: address minus SHIFT}, those alloc entries, and counts."""
+    live = {}  # addr -> (size, freed already requested)
+    early = {}  # addr -> [entry indices] of frees of blocks from before the trace
+    first_free = {}  # addr -> (size, order)
+    for i, e in enumerate(tr):
+        act, addr = e.get("action"), e.get("addr")
+        if type(addr) is not int:
+            continue
+        if act == "alloc":
+            live[addr] = [e.get("size"), False]
+        elif act in ("free_requested", "free_completed"):
+            b = live.get(addr)
+            if b is not None:
+                if act == "free_completed":
+                    del live[addr]
+                else:
+                    b[1] = True
+            else:
+                early.setdefault(addr, []).append(i)
+                first_free.setdefault(addr, (e.get("size"), i))
+    left = {}
+    for addr, (size, requested) in live.items():  # alloc order (dicts keep insertion order)
+        if not requested:
+            left.setdefault(size, []).append(addr)
+    pre = {}
+    for addr, (size, order) in sorted(first_free.items(), key=lambda x: x[1][1]):
+        pre.setdefault(size, []).append(addr)
+    moved = {}
+    born = []
+    paired = 0
+    t_lo = min((e["time_us"] for e in tr if type(e.get("time_us")) is int), default=None)
+    for size, addrs in pre.items():
+        lv = left.get(size, [])
+        for n, a in enumerate(addrs):
+            if n < len(lv):
+                paired += 1
+                for i in early[a]:
+                    moved[i] = lv[n] - SHIFT
+            else:  # nothing left live to free: the copy allocates it first
+                e = tr[first_free[a][1]]
+                b = dict(e, action="alloc")
+                if "frames" in b:
+                    b["frames"] = []
+                if t_lo is not None and "time_us" in b:
+                    b["time_us"] = t_lo
+                born.append(b)
+    born.sort(key=lambda b: first_free[b["addr"]][1])
+    return moved, born, len(first_free), sum(len(v) for v in left.values()), paired
+
+
+def moved_tmpl(t, a):
+    p0, v1, s1, p1, v2, s2, p2 = t
+    if s1 == 1:
+        return (p0, a, s1, p1, v2, s2, p2)
+    if s2 == 1:
+        return (p0, v1, s1, p1, a, s2, p2)
+    return t
+
+
 def span_of(tr):
     times = [e["time_us"] for e in tr if type(e.get("time_us")) is int]
     return (max(times) - min(times) + 1) if times else 0, (max(times) if times else None)
@@ -271,16 +345,34 @@ def main():
 
     n_total, copies_done = 0, 0
     t_last = None
+    chains = []
     for d, tr in enumerate(traces):
+        moved, born, n_early, n_left, n_paired = chain(tr)
+        if tr:
+            chains.append(f"cuda:{d} {n_early} blocks freed before allocated, {n_paired} chained to "
+                          f"blocks left live, {len(born)} allocated at each copy's start")
+        born_tmpl = None
         out.buf += b"]"
         if not tr:
             out.buf += b"(e"
             continue
         k, n = 0, 0
+        last_e, last_k = tr[0], 0
         tmpl = None
         stop = False
         while not stop:
             sh = (0, k * SHIFT, k * span)
+            if k and born:
+                if born_tmpl is None or not memo:
+                    born_tmpl = [enc.entry(b) for b in born]
+                bt = born_tmpl[:a.events - n] if a.events else born_tmpl
+                out.buf += b"("
+                for t in bt:
+                    emit(out.buf, t, sh)
+                out.buf += b"e"
+                n += len(bt)
+                if a.events and n >= a.events:
+                    break
             if k == 0 or not memo:
                 # The first copy defines the memo entries inline; it also
                 # yields the templates of the next copies (shared frames).
@@ -290,21 +382,27 @@ def main():
                     if a.events:
                         chunk = chunk[:a.events - n]
                     out.buf += b"("
-                    for e in chunk:
+                    for j, e in enumerate(chunk, i):
                         before = enc.next
                         t = enc.entry(e)
+                        if k and j in moved:
+                            t = moved_tmpl(t, moved[j])
                         emit(out.buf, t, sh)
                         if keep is not None:
                             keep.append(t if enc.next == before else None)
                     out.buf += b"e"
                     n += len(chunk)
+                    if chunk:
+                        last_e, last_k = tr[i + len(chunk) - 1], k
                     out.maybe_flush()
                     if (a.events and n >= a.events) or (fill and not a.events and out.size() >= a.target):
                         stop = True
                         break
-                if keep is not None:
+                if keep is not None and not stop:
                     # entries that defined memo entries: re-encode, now all GETs
                     tmpl = [t if t is not None else enc.entry(e) for t, e in zip(keep, tr)]
+                    for j, a_ in moved.items():
+                        tmpl[j] = moved_tmpl(tmpl[j], a_)
             else:
                 for i in range(0, len(tmpl), BATCH):
                     chunk = tmpl[i:i + BATCH]
@@ -324,6 +422,8 @@ def main():
                             emit(b, t, sh)
                     b += b"e"
                     n += len(chunk)
+                    if chunk:
+                        last_e, last_k = tr[i + len(chunk) - 1], k
                     out.maybe_flush()
                     if (a.events and n >= a.events) or (fill and not a.events and out.size() >= a.target):
                         stop = True
@@ -334,9 +434,8 @@ def main():
         n_total += n
         copies_done = max(copies_done, k)
         # the time of the last entry written, for the annotations
-        last = tr[(n - 1) % len(tr)]
-        if type(last.get("time_us")) is int:
-            tl = last["time_us"] + (n - 1) // len(tr) * span
+        if type(last_e.get("time_us")) is int:
+            tl = last_e["time_us"] + last_k * span
             t_last = tl if t_last is None else max(t_last, tl)
     out.buf += b"e"  # APPENDS: the device lists (each filled by its batches) into device_traces
 
@@ -364,7 +463,7 @@ def main():
     out.close()
     dt = time.monotonic() - t0
     print(f"{a.dst}: {os.path.getsize(a.dst)} bytes, frames {a.frames}, {copies_done} copies, "
-          f"{n_total} trace entries, {enc.next} memo entries; read {t_read:.1f} s, total {dt:.1f} s")
+          f"{n_total} trace entries, {enc.next} memo entries ({'; '.join(chains)}); read {t_read:.1f} s, total {dt:.1f} s")
 
 
 if __name__ == "__main__":
