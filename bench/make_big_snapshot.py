@@ -3,7 +3,7 @@
 streaming, without holding the copies in memory:
 
     python3 make_big_snapshot.py [--frames shared|unshared] [--events N]
-                                 IN.pickle TARGET_BYTES OUT.pickle
+                                 IN.pickle[.gz] TARGET_BYTES OUT.pickle
 
 Copy k of a device's trace shifts every address by k * 2**46 and every time
 past the previous copy; the source's external_annotations are repeated with
@@ -39,6 +39,7 @@ TARGET_BYTES (or after exactly N entries with --events N); with several
 devices every device gets the same number of whole copies.
 """
 import argparse
+import gzip
 import os
 import pickle
 import struct
@@ -248,6 +249,7 @@ def chain(tr):
         if type(addr) is not int:
             continue
         if act == "alloc":
+            live.pop(addr, None)  # order: by the last alloc
             live[addr] = [e.get("size"), False]
         elif act in ("free_requested", "free_completed"):
             b = live.get(addr)
@@ -313,6 +315,8 @@ def main():
     a = ap.parse_args()
     t0 = time.monotonic()
     with open(a.src, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+    with (gzip.open if gz else open)(a.src, "rb") as f:
         snap = pickle.load(f)
     if isinstance(snap, list) or "device_traces" not in snap:
         sys.exit(f"{a.src}: no device_traces to repeat")
