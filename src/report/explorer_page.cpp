@@ -98,6 +98,8 @@ json run_json(const ExplorerPageRun& pr, Arrays& ar) {
   j["allocs"] = {{"count", r.alloc_event.size()},
                  {"total", r.total_allocations},
                  {"note", r.allocations_note},
+                 {"complete_from", r.complete_from},
+                 {"complete_to", r.complete_to},
                  {"alloc", ar.i32(r.alloc_event)},
                  {"free", ar.i32(r.free_event)},
                  {"size", ar.f64(r.size)},

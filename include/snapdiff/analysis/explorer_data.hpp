@@ -23,7 +23,7 @@ struct DeviceAnalysis;
 
 // What keeps a page within its budget (docs/explorer.md, "Budgets").
 struct ExplorerOptions {
-  size_t max_allocations = 700000;  // beyond: the live-at-peak ones, the peak iteration's, then the largest
+  size_t max_allocations = 500000;  // beyond: the live-at-peak ones, the peak iteration's, then the largest
   size_t max_states = 24;           // allocator states: the peak, the OOMs, then each iteration's peak
   size_t site_depth = 3;            // frames found for a site (the report's --depth)
   size_t site_shown = 3;            // of them in a site's text: as the page's site tables write it
@@ -78,6 +78,10 @@ struct ExplorerRun {
   // The allocations in the page, by allocation event.
   uint64_t total_allocations = 0;
   std::string allocations_note;  // "" when every allocation is in the page
+  // Events [complete_from, complete_to] where every allocation live at any of
+  // them is in the page (all events when all are; the peak's iteration when
+  // not; empty, from > to, when even that did not fit).
+  int64_t complete_from = 0, complete_to = -1;
   std::vector<int32_t> alloc_event, free_event;  // free: INT32_MAX alive at the end
   std::vector<uint64_t> size, addr;
   std::vector<uint16_t> category;

@@ -75,12 +75,14 @@ void build_levels(const DeviceAnalysis& d, ExplorerRun& r) {
 // ones live at the peak, then those of the peak's iteration, then the
 // largest.
 std::vector<uint32_t> chosen_allocations(const DeviceAnalysis& d, int64_t peak, const ExplorerOptions& o,
-                                         std::string* note) {
+                                         std::string* note, int64_t* complete_from, int64_t* complete_to) {
   const std::vector<Allocation>& all = d.attr.allocations;
   std::vector<uint32_t> ids;
   if (all.size() <= o.max_allocations) {
     ids.resize(all.size());
     std::iota(ids.begin(), ids.end(), 0u);
+    *complete_from = 0;
+    *complete_to = INT64_MAX;
   } else {
     std::vector<uint8_t> keep(all.size(), 0);
     size_t kept = 0;
@@ -96,6 +98,10 @@ std::vector<uint32_t> chosen_allocations(const DeviceAnalysis& d, int64_t peak, 
     for (uint32_t i = 0; i < all.size(); ++i)
       if ((all[i].alloc_event >= lo && all[i].alloc_event <= hi) || (all[i].free_event >= lo && all[i].free_event <= hi))
         take(i);
+    // Every allocation live at an event of [lo, hi] is in: it is live at the
+    // peak (which it spans), or allocated or freed within it — when the
+    // budget held them all.
+    if (kept < o.max_allocations) *complete_from = lo, *complete_to = hi;
     std::vector<uint32_t> rest;
     for (uint32_t i = 0; i < all.size(); ++i)
       if (!keep[i]) rest.push_back(i);
@@ -225,7 +231,8 @@ ExplorerRun explorer_run(const Analysis& a, const Trace& t, size_t device, const
 
   // The allocations.
   r.total_allocations = at.allocations.size();
-  const std::vector<uint32_t> ids = chosen_allocations(d, pe, o, &r.allocations_note);
+  const std::vector<uint32_t> ids = chosen_allocations(d, pe, o, &r.allocations_note, &r.complete_from, &r.complete_to);
+  r.complete_to = std::min(r.complete_to, r.events - 1);
   const FrameTable& ft = *a.frames;
   std::vector<int32_t> node_of(t.stacks.size(), -1);  // trace stack -> page node
   node_of[0] = 0;

@@ -163,6 +163,9 @@
     var A = h.allocs || { count: 0, total: 0, note: '' };
     var n = A.count | 0;
     r.n = n; r.total = A.total | 0; r.note = A.note || '';
+    // events [cFrom, cTo] where every allocation live then is in the page
+    r.cFrom = typeof A.complete_from === 'number' ? A.complete_from : (r.n === r.total ? 0 : 1);
+    r.cTo = typeof A.complete_to === 'number' ? A.complete_to : (r.n === r.total ? Infinity : 0);
     r.aAlloc = arr(A.alloc, 'i32', n) || new Int32Array(0);
     r.aFree = arr(A.free, 'i32', n) || new Int32Array(0);
     r.aSize = arr(A.size, 'f64', n) || new Float64Array(0);
@@ -308,7 +311,7 @@
     run.lo = lo; run.hi = hi;
     var inView = run.n ? upperBound(run.aAlloc, hi) - upperBound(run.freeSorted, lo) : 0;
     run.inView = inView;
-    run.individual = run.n > 0 && run.n === run.total && inView <= INDIVIDUAL_MAX;
+    run.individual = run.n > 0 && (run.n === run.total || (lo >= run.cFrom && hi <= run.cTo)) && inView <= INDIVIDUAL_MAX;
     run.yMax = niceMax(m > 0 ? m * 1.05 : 1024);
   }
   function tickStep(raw) {
@@ -387,7 +390,7 @@
     ctx.restore();
     drawAxes(run, ctx, W, PH, step);
     var note = run.last.mode === 'allocations' ? fmtInt(run.last.drawn) + ' allocations drawn'
-      : (run.n < run.total && run.inView <= INDIVIDUAL_MAX ? 'summary (the page has only some allocations)' : 'summary: ' + fmtInt(run.lv.B) + ' columns');
+      : (run.n < run.total && run.inView <= INDIVIDUAL_MAX ? 'summary (only the peak\'s iteration has every allocation in this page)' : 'summary: ' + fmtInt(run.lv.B) + ' columns');
     run.modeLine.textContent = note;
   }
 
@@ -924,7 +927,7 @@
     if (!run) throw new Error('no run ' + r);
     e = clamp(Math.round(e), -1, Math.max(0, run.N - 1));
     var C = run.C, byCat = new Float64Array(C), bySite = new Map(), exact = true, total = 0;
-    if (run.n === run.total) {
+    if (run.n === run.total || (e >= run.cFrom && e <= run.cTo)) {
       var iEnd = upperBound(run.aAlloc, e);
       for (var i = 0; i < iEnd; i++) {
         if (run.aFree[i] > e) {
