@@ -42,6 +42,8 @@ import tempfile
 import time
 import traceback
 
+sys.dont_write_bytecode = True  # it imports bench/hostile: nothing written into the sources
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
