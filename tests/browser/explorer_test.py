@@ -411,6 +411,36 @@ def scenario_ranks(b, sd, out, t):
     return "opens; %d links/options name ranks (>= %d; a loose check)" % (named, ranks)
 
 
+def probe_pages(sd, p, d, work, n):
+    """The pages a probe's own command writes (a probe of an HTML output that keeps exit 0:
+    its options too, --rules' categories among them), as (name, page)."""
+    exits = p.exit if isinstance(p.exit, tuple) else (p.exit,)
+    if 0 not in exits or "html" not in p.args or p.stdin is not None or p.stdout is not None:
+        return []
+    before = set(os.listdir(d))
+    env = dict(os.environ)
+    env.update(p.env or {})
+    try:
+        r = subprocess.run([sd.binary, *p.args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                           stdin=subprocess.DEVNULL, timeout=30, cwd=d, env=env)
+    except subprocess.TimeoutExpired:
+        return []
+    if r.returncode != 0:
+        return []
+    pages = []
+    made = sorted(f for f in set(os.listdir(d)) - before if f.endswith(".html"))
+    for i, f in enumerate(made):
+        out = os.path.join(work, "hostile-%03d-%d.html" % (n, i))
+        shutil.copyfile(os.path.join(d, f), out)
+        pages.append(("%s: %s" % (p.name, f), out))
+    if r.stdout.lstrip().lower().startswith((b"<!doctype html", b"<html")):
+        out = os.path.join(work, "hostile-%03d-out.html" % n)
+        with open(out, "wb") as f:
+            f.write(r.stdout)
+        pages.append(("%s: stdout" % p.name, out))
+    return pages
+
+
 def hostile_inputs(sd, work):
     """(name, page) for each distinct bench/hostile probe input that `report --format html` accepts."""
     sys.path.insert(0, os.path.join(SRC, "bench", "hostile"))
@@ -454,40 +484,53 @@ def hostile_inputs(sd, work):
                         continue
                     if r.returncode == 0 and os.path.exists(out):
                         pages.append(("%s/%s" % (p.name, os.fsdecode(name)), out))
+                pages += probe_pages(sd, p, d, work, len(pages))
             finally:
                 shutil.rmtree(d, ignore_errors=True)
     return pages
 
 
+def page_problems(b, path, t, shot=None):
+    """What a hostile page did: a script of its names ran (window.__pwned), a dialog, console errors."""
+    page = b.new_page()
+    try:
+        page.navigate(path, timeout=t)
+        # Not every page need have an explorer (a profiler trace's report); where one is, it starts.
+        page.evaluate("window.snapdiffExplorer ? window.snapdiffExplorer.ready.then(() => true) : true", timeout=t)
+        page.evaluate("new Promise(r => setTimeout(() => requestAnimationFrame(() => r(true)), 100))", timeout=t)
+        pwned = page.evaluate("typeof window.__pwned === 'undefined' ? null : String(window.__pwned)")
+        problems = []
+        if pwned is not None:
+            problems.append("window.__pwned = %s" % pwned)
+        if page.dialogs:
+            problems.append("a dialog opened: %s" % page.dialogs[0].get("message", "")[:80])
+        problems += ["%s: %s" % e for e in page.errors() if not e[0].startswith("dialog.")]
+        if shot and problems:
+            page.screenshot(shot)
+        return problems
+    except cdp.CDPError as e:
+        return [str(e)]
+    finally:
+        page.close()
+
+
 def scenario_hostile(b, sd, out, t):
+    # The check itself: a page whose script runs is caught.
+    control = os.path.join(sd.workdir, "control.html")
+    with open(control, "w") as f:
+        f.write("<!doctype html><title>c</title><script>window.__pwned = 1; alert('x'); console.error('e')</script>")
+    got = page_problems(b, control, t)
+    check(len(got) == 3, "the check missed a page that ran script, alerted and logged an error: %s" % got)
     pages = hostile_inputs(sd, sd.workdir)
     check(pages, "no hostile probe input was accepted by report --format html")
     bad = []
     for i, (name, path) in enumerate(pages):
-        page = b.new_page()
-        try:
-            page.navigate(path, timeout=t)
-            # Not every page need have an explorer (a profiler trace's report); where one is, it starts.
-            ready = page.evaluate("window.snapdiffExplorer ? window.snapdiffExplorer.ready.then(() => 'ready')"
-                                  " : 'ready'", timeout=t)
-            time.sleep(0.1)
-            pwned = page.evaluate("typeof window.__pwned === 'undefined' ? null : String(window.__pwned)")
-            problems = []
-            if pwned is not None:
-                problems.append("window.__pwned = %s" % pwned)
-            if page.dialogs:
-                problems.append("a dialog opened: %s" % page.dialogs[0].get("message", "")[:80])
-            problems += ["%s: %s" % e for e in page.errors() if not e[0].startswith("dialog.")]
-            if problems or i == 0:
-                page.screenshot(os.path.join(out, "hostile-%03d.png" % i))
-            if problems:
-                bad.append("%s: %s" % (name, "; ".join(p[:200] for p in problems)))
-        except cdp.CDPError as e:
-            bad.append("%s: %s" % (name, e))
-        finally:
-            page.close()
+        problems = page_problems(b, path, t, os.path.join(out, "hostile-%03d.png" % i))
+        if problems:
+            bad.append("%s: %s" % (name, "; ".join(p[:200] for p in problems)))
     check(not bad, "%d of %d hostile pages: %s" % (len(bad), len(pages), " | ".join(bad[:5])))
-    return "%d distinct probe inputs accepted; no script ran, no dialog, no console error" % len(pages)
+    return ("%d distinct pages of probe inputs and probes' HTML commands: no script of theirs ran, no dialog, "
+            "no console error (a control page that does is caught)" % len(pages))
 
 
 def scenario_dark(b, sd, out, t):
