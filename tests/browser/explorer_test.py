@@ -544,12 +544,20 @@ def scenario_hostile(b, sd, out, t):
 def scenario_dark(b, sd, out, t):
     ex = Explorer(b, sd.html("real.html", "report", REAL), out, "dark", dark=True, timeout=t)
     check(ex.js("matchMedia('(prefers-color-scheme: dark)').matches"), "the dark scheme is not emulated")
-    lum = ex.js("""(() => { for (const e of [document.body, document.documentElement]) {
-        const m = getComputedStyle(e).backgroundColor.match(/[\\d.]+/g);
-        if (m && (m.length < 4 || +m[3] > 0)) return (0.2126 * m[0] + 0.7152 * m[1] + 0.0722 * m[2]) / 255; }
-        return null; })()""")
-    check(lum is not None and lum < 0.4, "in the dark scheme the page's background is not dark (luminance %s)" % lum)
-    return "background luminance %.2f; dark.png" % lum
+    # The explorer's effective background (its own, or the first ancestor's that is not transparent)
+    # is dark and its text light; the rest of the page's is reported.
+    lum = ex.js("""(() => {
+        const L = c => { const m = c.match(/[\\d.]+/g); return m && (m.length < 4 || +m[3] > 0) ?
+                         (0.2126 * m[0] + 0.7152 * m[1] + 0.0722 * m[2]) / 255 : null; };
+        const bg = e => { for (; e; e = e.parentElement) { const l = L(getComputedStyle(e).backgroundColor);
+                                                          if (l !== null) return l; } return 1; };
+        const x = document.getElementById('sd-explorer');
+        return x && [bg(x), L(getComputedStyle(x).color), bg(document.body)]; })()""")
+    check(lum, "no #sd-explorer")
+    check(lum[0] < 0.4 and lum[1] is not None and lum[1] > 0.6,
+          "in the dark scheme the explorer's background luminance is %.2f and its text's %s" % (lum[0], lum[1]))
+    ex.shot("dark-explorer")
+    return "explorer background luminance %.2f, text %.2f (the page body's %.2f); dark.png" % tuple(lum)
 
 
 SCENARIOS = [("open", scenario_open), ("zoom", scenario_zoom), ("peak", scenario_peak), ("pin", scenario_pin),
