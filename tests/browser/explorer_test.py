@@ -498,6 +498,23 @@ def hostile_inputs(sd, work):
     return pages
 
 
+EXERCISE = """(async () => {
+    const X = window.snapdiffExplorer;
+    if (!X) return 0;
+    await X.ready;
+    const n = typeof X.runs === 'number' ? X.runs : X.runs.length;
+    for (let r = 0; r < n; r++) {
+        const v = X.view(r);
+        X.setMoment(r, Math.floor((v.e0 + v.e1) / 2));
+        for (let i = 0; i < 3; i++) try { X.pin(r, i); } catch (e) { /* fewer allocations */ }
+    }
+    const s = document.getElementById('sd-jump');
+    if (s) for (const o of [...s.options]) { s.value = o.value; s.dispatchEvent(new Event('change', {bubbles: true})); }
+    for (const q of ['<', 'script', 'pwned', '']) X.search(q);
+    await new Promise(r => requestAnimationFrame(() => r()));
+    return n; })()"""
+
+
 def page_problems(b, path, t, shot=None):
     """What a hostile page did: a script of its names ran (window.__pwned), a dialog, console errors."""
     page = b.new_page()
@@ -505,6 +522,12 @@ def page_problems(b, path, t, shot=None):
         page.navigate(path, timeout=t)
         # Not every page need have an explorer (a profiler trace's report); where one is, it starts.
         page.evaluate("window.snapdiffExplorer ? window.snapdiffExplorer.ready.then(() => true) : true", timeout=t)
+        # Names reach the page's DOM when it shows them: pin, moments, every jump, search, hover.
+        page.evaluate(EXERCISE, timeout=t)
+        for x, y in page.evaluate("[...document.querySelectorAll('canvas.sd-timeline')].flatMap(c => {"
+                                  " const b = c.getBoundingClientRect(); return [0.2, 0.5, 0.8].map(f =>"
+                                  " [b.left + b.width * f, b.top + b.height * 0.7]); })") or []:
+            page.mouse_move(x, y)
         page.evaluate("new Promise(r => setTimeout(() => requestAnimationFrame(() => r(true)), 100))", timeout=t)
         pwned = page.evaluate("typeof window.__pwned === 'undefined' ? null : String(window.__pwned)")
         problems = []
