@@ -31,10 +31,12 @@ logged an error, threw, or opened a dialog; 2 when the browser failed.
 import argparse
 import base64
 import collections
+import ctypes
 import fcntl
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -100,6 +102,12 @@ class Browser:
             b = fcntl.fcntl(from_child_w, fcntl.F_DUPFD, 10)
             os.dup2(a, 3)
             os.dup2(b, 4)
+            # The browser dies with the process that started it (a test killed on its timeout
+            # leaves no Chromium behind).
+            try:
+                ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+            except (OSError, AttributeError):
+                pass
 
         args = [self.chromium, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
                 "--user-data-dir=" + self.profile, "--window-size=%d,%d" % (width, height),
@@ -127,19 +135,23 @@ class Browser:
 
     # --- the pipe ---------------------------------------------------------
     def _read_loop(self):
-        buf = b""
+        buf = bytearray()
+        scanned = 0  # buf[:scanned] holds no NUL (a large reply, a screenshot, comes in many reads)
         why = "Chromium closed the DevTools pipe"
         try:
             while True:
-                chunk = os.read(self._from_child, 1 << 16)
+                chunk = os.read(self._from_child, 1 << 20)
                 if not chunk:
                     break
                 buf += chunk
                 while True:
-                    end = buf.find(b"\0")
+                    end = buf.find(b"\0", scanned)
                     if end < 0:
+                        scanned = len(buf)
                         break
-                    raw, buf = buf[:end], buf[end + 1:]
+                    raw = bytes(buf[:end])
+                    del buf[:end + 1]
+                    scanned = 0
                     try:
                         msg = json.loads(raw)
                     except ValueError:

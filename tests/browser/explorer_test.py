@@ -35,6 +35,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -634,6 +635,8 @@ def main():
         print("skip: Chromium is not installed (scripts/install-deps.sh installs it)")
         return SKIP
     os.makedirs(a.outdir, exist_ok=True)
+    # Killed on a timeout (SIGTERM): unwind, so that the browser closes and the temporary files go.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("FAIL killed (SIGTERM)"))
     work = tempfile.mkdtemp(prefix="sd-explorer-test-")
     fails = 0
     try:
