@@ -9,6 +9,8 @@
       drags), from the page's own 'sd-step' performance measures (median, max)
       and, the same ruler for any page, input-to-frame latency: from the input
       event's timeStamp to the end of the next animation frame.
+  explorer_bench.py --page FILE.html [--loads 5] [--steps 20]
+      the browser figures alone, of an explorer page already written.
   explorer_bench.py --memory-viz FILE.html [--loads 5] [--steps 20]
       a memory_viz page (torch.cuda._memory_viz trace_plot's HTML): the time
       from navigation to its first canvas/svg (median of LOADS fresh
@@ -106,11 +108,12 @@ def settle(p):
     p.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))")
 
 
-def steps_on(p, steps, x, y, w):
-    """steps/2 wheel turns (zoom in) at (x, y), then drags of w/8 px left and right."""
+def steps_on(p, steps, x, y, w, in_out=False):
+    """steps/2 wheel turns at (x, y) (all in, or in and out by turns), then drags of w/8 px
+    left and right by turns."""
     n_wheel = steps // 2
-    for _ in range(n_wheel):
-        p.wheel(x, y, -120)
+    for i in range(n_wheel):
+        p.wheel(x, y, 120 if in_out and i % 2 else -120)
         settle(p)
     for i in range(steps - n_wheel):
         dx = w / 8 * (1 if i % 2 == 0 else -1)
@@ -121,24 +124,43 @@ def steps_on(p, steps, x, y, w):
 
 
 def explorer_steps(path, steps, timeout):
+    """Two series of `steps` steps on run 0: from the whole run (the level-of-detail summary),
+    then from the widest window around the peak where allocations are drawn.
+    Returns [(label, sd-step durations, input-to-frame latencies, view after, drawn after)]."""
     b, p = open_fresh(path, timeout)
     try:
         p.evaluate("window.snapdiffExplorer.ready.then(() => true)", timeout=timeout)
         p.evaluate("document.querySelector('canvas.sd-timeline').scrollIntoView({block: 'center'})")
         settle(p)
-        peak = p.evaluate("""(() => { const X = window.snapdiffExplorer, v = X.view(0);
-            const m = X.moment && X.moment(); return m ? m.event : Math.floor((v.e0 + v.e1) / 2); })()""")
-        x, y = p.evaluate("[window.snapdiffExplorer.xOf(0, %d), window.snapdiffExplorer.yMid(0)]" % peak)
+        X = "window.snapdiffExplorer"
+        v = p.evaluate(X + ".view(0)")
+        n = v["e1"] - v["e0"]
+        peak = p.evaluate("""(() => { const s = document.getElementById('sd-jump');
+            const o = s && [...s.options].find(o => /peak/i.test(o.textContent));
+            const m = o && o.textContent.replace(/,/g, '').match(/event (\\d+)/);
+            return m ? +m[1] : null; })()""")
+        if peak is None:
+            peak = (v["e0"] + v["e1"]) // 2
         w = p.evaluate("document.querySelector('canvas.sd-timeline').getBoundingClientRect().width")
-        p.evaluate("performance.clearMeasures('sd-step'), true")
-        lat = steps_on(p, steps, x, y, w)
-        measures = p.evaluate("performance.getEntriesByName('sd-step').map(e => e.duration)")
-        view = p.evaluate("window.snapdiffExplorer.view(0)")
-        drawn = p.evaluate("window.snapdiffExplorer.drawnAllocations(0)")
+        out = []
+        for label in ("whole run", "allocations drawn"):
+            if label != "whole run":
+                width = n / 10
+                while width >= 4:
+                    p.evaluate("%s.setView(0, %f, %f), true" % (X, peak - width / 2, peak + width / 2))
+                    settle(p)
+                    if p.evaluate(X + ".drawnAllocations(0)") > 0:
+                        break
+                    width /= 4
+            x, y = p.evaluate("[%s.xOf(0, %d), %s.yMid(0)]" % (X, peak, X))
+            p.evaluate("performance.clearMeasures('sd-step'), window.__sdLatency.length = 0, true")
+            lat = steps_on(p, steps, x, y, w, in_out=label != "whole run")
+            measures = p.evaluate("performance.getEntriesByName('sd-step').map(e => e.duration)")
+            out.append((label, measures, lat, p.evaluate(X + ".view(0)"), p.evaluate(X + ".drawnAllocations(0)")))
         errs = p.errors()
         if errs:
             print("  the page reported: %s" % errs[:3], file=sys.stderr)
-        return measures, lat, view, drawn
+        return out
     finally:
         b.close()
 
@@ -174,6 +196,7 @@ def main():
     ap.add_argument("--bin")
     ap.add_argument("--input")
     ap.add_argument("--memory-viz", metavar="FILE.html")
+    ap.add_argument("--page", metavar="FILE.html", help="the browser figures of an explorer page already written")
     ap.add_argument("--loads", type=int, default=5)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--runs", type=int, default=5)
@@ -187,6 +210,7 @@ def main():
                          text=True).stdout.strip()
     print("machine: %d cores, load %s; %s" % (os.cpu_count(), open("/proc/loadavg").read().split()[0], ver))
     rows = []
+    fr = None
     if a.memory_viz:
         xs, lat = memory_viz(a.memory_viz, a.loads, a.steps, a.timeout)
         rows += [("memory_viz page size", "%.1f MB" % (os.path.getsize(a.memory_viz) / 1e6)),
@@ -194,6 +218,10 @@ def main():
                  ("  all loads", " ".join("%.0f" % x for x in xs)),
                  ("input-to-frame, %d steps: median" % len(lat), ms(median(lat))),
                  ("input-to-frame, %d steps: max" % len(lat), ms(max(lat) if lat else float("nan")))]
+    elif a.page:
+        fr = first_render(a.page, a.loads, a.timeout)
+        series = explorer_steps(a.page, a.steps, a.timeout)
+        rows += [("page", "%s (%.1f MB)" % (os.path.basename(a.page), os.path.getsize(a.page) / 1e6))]
     else:
         if not (a.bin and a.input):
             ap.error("--bin and --input (or --memory-viz)")
@@ -210,21 +238,23 @@ def main():
                      ("page size", "%.1f MB" % (size / 1e6))]
             try:
                 fr = first_render(page, a.loads, a.timeout)
-                measures, lat, view, drawn = explorer_steps(page, a.steps, a.timeout)
+                series = explorer_steps(page, a.steps, a.timeout)
             except cdp.CDPError as e:
                 rows.append(("in Chromium", "failed: %s" % str(e).split("\n")[0]))
                 fr = None
         finally:
             if not a.out:
                 shutil.rmtree(work, ignore_errors=True)
-        if fr is not None:
-            rows += [("first render, sd-first-render (median of %d loads)" % len(fr), ms(median(fr))),
-                     ("  all loads", " ".join("%.0f" % x for x in fr)),
-                     ("zoom/pan step, sd-step measures (%d): median" % len(measures), ms(median(measures))),
-                     ("zoom/pan step, sd-step measures: max", ms(max(measures) if measures else float("nan"))),
-                     ("input-to-frame, %d steps: median" % len(lat), ms(median(lat))),
-                     ("input-to-frame, %d steps: max" % len(lat), ms(max(lat) if lat else float("nan"))),
-                     ("after the steps", "view(0) = [%d, %d), %d allocations drawn" % (view["e0"], view["e1"], drawn))]
+    if not a.memory_viz and fr is not None:
+        rows += [("first render, sd-first-render (median of %d loads)" % len(fr), ms(median(fr))),
+                 ("  all loads", " ".join("%.0f" % x for x in fr))]
+        for label, measures, lat, view, drawn in series:
+            rows += [("%s: %d steps" % (label, a.steps),
+                      "view(0) after: [%d, %d), %d allocations drawn" % (view["e0"], view["e1"], drawn)),
+                     ("  sd-step measures (%d): median / max" % len(measures),
+                      "%s / %s" % (ms(median(measures)), ms(max(measures) if measures else float("nan")))),
+                     ("  input-to-frame (%d): median / max" % len(lat),
+                      "%s / %s" % (ms(median(lat)), ms(max(lat) if lat else float("nan"))))]
     wid = max(len(r[0]) for r in rows)
     for k, v in rows:
         print("  %-*s  %s" % (wid, k, v))
