@@ -329,8 +329,12 @@ class Page:
             self.messages.append(("dialog." + p.get("type", ""), p.get("message", "")))
 
     def _enable(self):
-        for m in ("Runtime.enable", "Page.enable", "Log.enable"):
+        for m in ("Runtime.enable", "Page.enable", "Log.enable", "Network.enable"):
             self.send(m)
+
+    def requests(self, after=0):
+        """The URLs the page asked for (Network.requestWillBeSent), the page itself included."""
+        return [e.get("request", {}).get("url", "") for e in self.events("Network.requestWillBeSent", after)]
 
     def send(self, method, params=None, timeout=None):
         return self.browser.send(method, params, session=self.session, timeout=timeout)

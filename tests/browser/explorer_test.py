@@ -11,6 +11,7 @@ passes, 1 when one fails, 77 (skipped) when Chromium is not installed.
 
 Scenarios (docs/explorer.md; the page's API is window.snapdiffExplorer):
   open      a bundled sample and a real recording open, `ready` resolves, no console error
+            (every page opened: nothing fetched but the page itself)
   zoom      wheel events zoom run 0 to a narrow window; its drawn allocations are
             between the JSON report's live count at the window's middle and that
             count at its start plus the events in the window
@@ -126,6 +127,10 @@ class Explorer:
             raise Fail("%s: the page has no window.snapdiffExplorer (no explorer in it)" % os.path.basename(path))
         self.page.evaluate("window.snapdiffExplorer.ready.then(() => true)", timeout=timeout)
         self.no_errors("opening " + os.path.basename(path))
+        # Self-contained: nothing fetched but the page itself (data: and blob: URLs are inside it).
+        url = cdp.file_url(path)
+        fetched = [u for u in self.page.requests() if u != url and not u.startswith(("data:", "blob:"))]
+        check(not fetched, "%s fetched %s" % (os.path.basename(path), fetched[:5]))
         self.shot(shot)
 
     def js(self, expr):
