@@ -10,6 +10,7 @@
 #include "snapdiff/analysis/analysis.hpp"
 #include "snapdiff/analysis/diff.hpp"
 #include "snapdiff/report/chart.hpp"
+#include "snapdiff/report/explorer.hpp"
 #include "snapdiff/report/diff_report.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input/input.hpp"
@@ -116,11 +117,22 @@ int cmd_diff(const std::vector<std::string>& args) {
   with_render_bound(render_room(whole, detail::analysis_memory_bytes(ta) + detail::analysis_memory_bytes(tb)),
                     whole.max_memory_bytes, in[1], [&] {
                       Diff df = diff_reports(ra, rb, dopt);
+                      // The explorer: each run's peak device, A above B.
+                      std::string data;
+                      std::vector<ExplorerRun> runs;
+                      if (fmt == "html" && !ra.devices.empty() && !rb.devices.empty()) {
+                        ExplorerOptions eo;
+                        eo.site_depth = depth;
+                        runs.push_back(explorer_run(ra, ta, ra.peak_device, eo));
+                        runs.push_back(explorer_run(rb, tb, rb.peak_device, eo));
+                        data = explorer_data("diff", "snapdiff diff: " + in[0] + " vs " + in[1],
+                                             {{"A", in[0], &runs[0]}, {"B", in[1], &runs[1]}});
+                      }
                       text = fmt == "json"       ? render_diff_json(df)
                              : fmt == "markdown" ? render_diff_markdown(df)
                              : fmt == "html"     ? render_diff_html(df, [&](const ChartOptions& co) {
                                                      return chart_series_diff(ra, ta, rb, tb, co);
-                                                   })
+                                                   }, data)
                                                  : render_diff_text(df, width);
                     });
   write_output(text, vm.count("output") ? vm["output"].as<std::string>() : "");

@@ -15,6 +15,7 @@
 #include "snapdiff/analysis/analysis.hpp"
 #include "snapdiff/analysis/moment.hpp"
 #include "snapdiff/report/chart.hpp"
+#include "snapdiff/report/explorer.hpp"
 #include "snapdiff/error.hpp"
 #include "snapdiff/input/input.hpp"
 #include "snapdiff/analysis/trace_join.hpp"
@@ -155,7 +156,15 @@ int cmd_report(const std::vector<std::string>& args) {
   // 10000000 on 50,000 sites builds far more than the model).
   with_render_bound(render_room(lo, detail::analysis_memory_bytes(t)), lo.max_memory_bytes, path, [&] {
     if (fmt == "html") {
-      text = render_html(report_view(a), [&](const ChartOptions& co) { return chart_series(a, t, co); });
+      // The explorer: every device with events.
+      ExplorerOptions eo;
+      eo.site_depth = ro.site_depth;
+      std::vector<ExplorerRun> runs;
+      for (size_t i = 0; i < a.devices.size(); ++i) runs.push_back(explorer_run(a, t, i, eo));
+      std::vector<ExplorerPageRun> pr;
+      for (const ExplorerRun& er : runs) pr.push_back({"", path, &er});
+      const std::string data = explorer_data("report", "snapdiff report: " + path, pr);
+      text = render_html(report_view(a), [&](const ChartOptions& co) { return chart_series(a, t, co); }, data);
     } else {
       const Report r = report_view(std::move(a));  // the analysis is not read again
       text = fmt == "json" ? render_json(r) : fmt == "markdown" ? render_markdown(r) : render_text(r, width);

@@ -14,6 +14,7 @@
 #include "report/sections.hpp"
 #include "report/text_util.hpp"
 #include "snapdiff/report/chart.hpp"
+#include "snapdiff/report/explorer.hpp"
 
 namespace snapdiff {
 
@@ -151,16 +152,24 @@ const char* kScript = R"JS(
 })();
 )JS";
 
-std::string page_start(const std::string& title) {
+std::string page_start(const std::string& title, bool explorer) {
   return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" +
-         esc(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
+         esc(title) + "</title>\n<style>" + kStyle + (explorer ? explorer_style() : "") + "</style>\n</head>\n<body>\n";
 }
 
-std::string page_end() {
-  return "<footer>Written by snapdiff " SNAPDIFF_VERSION
-         ", offline: this page loads nothing from the network. Charts drawn with Graphviz.</footer>\n<script>" +
-         std::string(kScript) + "</script>\n</body>\n</html>\n";
+// The explorer's place in the page (its script fills it).
+const char* kExplorerDiv = "<div id=\"sd-explorer\"></div>\n";
+
+// `explorer`: the data (base64, nothing to escape) for the explorer's script.
+std::string page_end(const std::string& explorer) {
+  std::string s = "<footer>Written by snapdiff " SNAPDIFF_VERSION
+                  ", offline: this page loads nothing from the network. Charts drawn with Graphviz.</footer>\n<script>" +
+                  std::string(kScript) + "</script>\n";
+  if (!explorer.empty())
+    s += "<script type=\"application/octet-stream\" id=\"sd-explorer-data\">" + explorer + "</script>\n<script>" +
+         explorer_script() + "</script>\n";
+  return s + "</body>\n</html>\n";
 }
 
 std::string figure(const std::string& svg, const std::string& caption) {
@@ -310,7 +319,7 @@ void sites(std::ostream& o, const HtmlDevice& h) {
     << "<table class=\"sortable\"><thead><tr><th class=\"n\">bytes</th><th class=\"n\">%</th><th class=\"n\">count</th>"
        "<th>category</th><th>site (innermost user frame \xe2\x86\x90 callers)</th></tr></thead><tbody>\n";
   for (const SiteRow& s : d.sites)
-    o << "<tr>" << num_td(s.requested_bytes, human_bytes(s.requested_bytes))
+    o << "<tr data-site=\"" << esc(site_text(s.site)) << "\">" << num_td(s.requested_bytes, human_bytes(s.requested_bytes))
       << num_td(s.requested_bytes, pct_of(s.requested_bytes, d.peak_live_requested))
       << num_td(int64_t(s.count), with_commas(s.count)) << "<td>"
       << cat_cell(s.category >= 0 ? d.category_names[size_t(s.category)] : "") << "</td><td class=\"site\">"
@@ -429,7 +438,7 @@ void unknown(std::ostream& o, const HtmlDevice& h) {
     << "<table class=\"sortable\"><thead><tr><th class=\"n\">bytes</th><th class=\"n\">count</th><th>allocated in</th>"
        "<th>freed in</th><th>site</th></tr></thead><tbody>\n";
   for (const SiteRow& s : d.unknown_sites)
-    o << "<tr>" << num_td(s.requested_bytes, human_bytes(s.requested_bytes)) << num_td(int64_t(s.count), with_commas(s.count))
+    o << "<tr data-site=\"" << esc(site_text(s.site)) << "\">" << num_td(s.requested_bytes, human_bytes(s.requested_bytes)) << num_td(int64_t(s.count), with_commas(s.count))
       << "<td>" << esc(phase_words(s.alloc_phase, s.alloc_iteration)) << "</td><td>"
       << esc(s.freed ? phase_words(s.free_phase, s.free_iteration) : "never") << "</td><td class=\"site\">"
       << esc(site_text(s.site)) << "</td></tr>\n";
@@ -539,14 +548,14 @@ void warnings(std::ostream& o, const Report& r) {
 
 }  // namespace detail::as_html
 
-std::string detail::html_page_start(const std::string& title) { return page_start(title); }
-std::string detail::html_page_end() { return page_end(); }
+std::string detail::html_page_start(const std::string& title) { return page_start(title, false); }
+std::string detail::html_page_end() { return page_end(""); }
 
 // The frame: the page with its header (the input) and navigation, then the
 // sections (sections.cpp) in order.
-std::string render_html(const Report& r, const ChartSeriesSource& charts) {
+std::string render_html(const Report& r, const ChartSeriesSource& charts, const std::string& explorer) {
   std::ostringstream o;
-  o << page_start("snapdiff report: " + detail::base_name(r.input_name));
+  o << page_start("snapdiff report: " + detail::base_name(r.input_name), !explorer.empty());
   o << "<header><h1>snapdiff report</h1><p class=\"input\">" << esc(r.input_name) << "</p><p class=\"meta\">"
     << esc(r.source.format) << (r.source.format_detail.empty() ? "" : " (" + esc(r.source.format_detail) + ")")
     << (r.source.gzip ? ", gzip" : "") << ", " << esc(human_bytes(int64_t(r.source.file_bytes))) << " \xc2\xb7 "
@@ -556,7 +565,7 @@ std::string render_html(const Report& r, const ChartSeriesSource& charts) {
   if (r.kernel_launches > 0) o << " \xc2\xb7 " << with_commas(r.kernel_launches) << " kernel launches";
   o << " \xc2\xb7 history " << esc(detail::history_words(r)) << "</p></header>\n<nav>";
   nav_links(o, r);
-  o << "</nav>\n<main>\n";
+  o << "</nav>\n" << (explorer.empty() ? "" : kExplorerDiv) << "<main>\n";
   for (const detail::ReportSection& s : detail::report_sections()) {
     if (!s.per_device) {
       if (s.html) s.html(o, r);
@@ -577,24 +586,25 @@ std::string render_html(const Report& r, const ChartSeriesSource& charts) {
         if (ds.html) ds.html(o, h);
     }
   }
-  o << "</main>\n" << page_end();
+  o << "</main>\n" << page_end(explorer);
   return o.str();
 }
 
-std::string render_diff_html(const Diff& d, const ChartSeriesPairSource& charts) {
+std::string render_diff_html(const Diff& d, const ChartSeriesPairSource& charts, const std::string& explorer) {
   std::ostringstream o;
-  o << page_start("snapdiff diff: " + detail::base_name(d.a_name) + " vs " + detail::base_name(d.b_name));
+  o << page_start("snapdiff diff: " + detail::base_name(d.a_name) + " vs " + detail::base_name(d.b_name), !explorer.empty());
   o << "<header><h1>snapdiff diff</h1><p class=\"input\">A: " << esc(d.a_name) << "</p><p class=\"input\">B: "
     << esc(d.b_name) << "</p></header>\n";
   const DeviceView* da = !d.a.devices.empty() ? &d.a.devices[d.a.peak_device] : nullptr;
   const DeviceView* db = !d.b.devices.empty() ? &d.b.devices[d.b.peak_device] : nullptr;
   if (!da || !db) {
-    o << "<main><p>One of the inputs has no device data.</p></main>\n" << page_end();
+    o << "<main><p>One of the inputs has no device data.</p></main>\n" << page_end("");
     return o.str();
   }
   o << "<nav><a href=\"#peak\">Peak</a><a href=\"#findings\">Findings</a><a href=\"#flame\">Flame chart</a>"
        "<a href=\"#timeline\">Timelines</a><a href=\"#categories\">Categories</a><a href=\"#phases\">Phases</a>"
-       "<a href=\"#sites\">Sites</a><a href=\"#lifetime\">Lifetimes</a></nav>\n<main>\n";
+       "<a href=\"#sites\">Sites</a><a href=\"#lifetime\">Lifetimes</a></nav>\n"
+    << (explorer.empty() ? "" : kExplorerDiv) << "<main>\n";
   auto delta_td = [](int64_t delta, const std::string& text) {
     return "<td class=\"n " + std::string(delta > 0 ? "up" : delta < 0 ? "down" : "") + "\" data-v=\"" +
            std::to_string(delta) + "\">" + esc(text) + "</td>";
@@ -669,7 +679,11 @@ std::string render_diff_html(const Diff& d, const ChartSeriesPairSource& charts)
     const std::string badge = s.a_count == 0 ? "<span class=\"badge new\">NEW</span>"
                               : s.b_count == 0 ? "<span class=\"badge gone\">GONE</span>"
                                                : "";
-    o << "<tr>" << delta_td(s.delta(), human_delta(s.delta())) << num_td(s.a, human_bytes(s.a))
+    // data-site: the explorer's form of the site (" ← " between frames), so
+    // that a click on the row finds its allocations in both runs.
+    std::string key = s.display;
+    for (size_t p; (p = key.find(" <- ")) != std::string::npos;) key.replace(p, 4, " \xe2\x86\x90 ");
+    o << "<tr data-site=\"" << esc(key) << "\">" << delta_td(s.delta(), human_delta(s.delta())) << num_td(s.a, human_bytes(s.a))
       << num_td(s.b, human_bytes(s.b)) << "<td>" << cat_cell(s.category) << "</td><td class=\"site\">" << badge
       << esc(s.display) << "</td></tr>\n";
   }
@@ -684,7 +698,7 @@ std::string render_diff_html(const Diff& d, const ChartSeriesPairSource& charts)
     << figure(inline_svg(chart_dot_diff(charts(co), co)),
               "Each band has one scale for both runs; thin allocations are summed, lighter, on top.")
     << "</section>\n";
-  o << "</main>\n" << page_end();
+  o << "</main>\n" << page_end(explorer);
   return o.str();
 }
 

@@ -71,6 +71,7 @@ struct LiveAllocation {
   int64_t alloc_event = -1;  // -1: allocated before the recorded history
   uint32_t pool = 0;         // index into DeviceReplay::pools (0: the default pool)
   bool pending_free = false;
+  int32_t segment = -1;      // index into AllocatorState::segments (-1: outside every known one)
 };
 
 struct FreeBlockInfo {
@@ -80,6 +81,14 @@ struct FreeBlockInfo {
   uint32_t pool = 0;  // index into DeviceReplay::pools
   uint64_t stream = 0;  // its segment's: only requests on that stream can use it
   bool small = false;   // in a 2 MiB segment of the small pool (serves requests of 1 MiB or less)
+  int32_t segment = -1;  // index into AllocatorState::segments
+};
+
+// A segment mapped at that moment (expandable: the range mapped so far).
+struct SegmentInfo {
+  uint64_t addr = 0, size = 0, stream = 0;
+  uint32_t pool = 0;  // index into DeviceReplay::pools
+  bool expandable = false;
 };
 
 // Allocator state right after events[event_index] (-1: before the first).
@@ -87,6 +96,7 @@ struct AllocatorState {
   Counters counters;
   std::vector<LiveAllocation> live;       // active blocks: allocated, and pending free
   std::vector<FreeBlockInfo> free_blocks; // cached, reusable
+  std::vector<SegmentInfo> segments;      // by address; the blocks above name theirs
   uint64_t pending_free_bytes = 0;        // block bytes freed, waiting on other streams
   uint64_t pending_free_requested = 0;    // their requested bytes (part of counters.requested)
   std::vector<PoolUsage> pools;           // per pool, at this moment (same indices as DeviceReplay::pools)

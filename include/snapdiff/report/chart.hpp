@@ -64,11 +64,13 @@ std::string render_chart(const std::string& dot, ChartFormat f);
 // (chart_series(), chart_series_diff() in snapdiff/analysis/chart_data.hpp): `charts`
 // gives the series of one chart, for the kind, device and options asked.
 using ChartSeriesSource = std::function<ChartSeries(const ChartOptions&)>;
-std::string render_html(const Report& r, const ChartSeriesSource& charts);
+// `explorer`: explorer_data()'s output (snapdiff/report/explorer.hpp) for the
+// interactive explorer above the sections; "" for the static page alone.
+std::string render_html(const Report& r, const ChartSeriesSource& charts, const std::string& explorer = "");
 // The diff as HTML: peaks, findings, categories, phases, sites, the
 // differential flame chart and both timelines on one scale; `charts` gives
 // the two runs' series (flame: the differential graph).
 using ChartSeriesPairSource = std::function<ChartSeriesPair(const ChartOptions&)>;
-std::string render_diff_html(const Diff& d, const ChartSeriesPairSource& charts);
+std::string render_diff_html(const Diff& d, const ChartSeriesPairSource& charts, const std::string& explorer = "");
 
 }  // namespace snapdiff

@@ -900,19 +900,33 @@ AllocatorState Replayer::state() const {
   AllocatorState st;
   st.counters = c_;
   st.pools = pool_usage();
+  // The live segments by address, numbered in that order.
+  std::vector<int32_t> seg_index(segs_.size(), -1);
+  {
+    std::vector<uint32_t> order;
+    for (uint32_t s = 0; s < segs_.size(); ++s)
+      if (segs_[s].live) order.push_back(s);
+    std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return segs_[x].addr < segs_[y].addr; });
+    for (uint32_t s : order) {
+      seg_index[s] = int32_t(st.segments.size());
+      const RSeg& g = segs_[s];
+      st.segments.push_back({g.addr, g.size, g.stream, g.pool, g.expandable});
+    }
+  }
   for (const RBlock& b : blocks_) {
     if (!b.live) continue;
     const uint32_t pool = b.seg >= 0 ? segs_[size_t(b.seg)].pool : 0;
+    const int32_t seg = b.seg >= 0 ? seg_index[size_t(b.seg)] : -1;
     if (b.state == BS::Free) {
       const RSeg* sg = b.seg >= 0 ? &segs_[size_t(b.seg)] : nullptr;
       // PyTorch's small pool lives in 2 MiB segments (kSmallBuffer); a large
       // pool's segment is never 2 MiB (at least 10 MiB, or 20 MiB).
       st.free_blocks.push_back({b.addr, b.size, seg_expandable(b.seg), pool, sg ? sg->stream : b.stream,
-                                sg && !sg->expandable && sg->size == (uint64_t(2) << 20)});
+                                sg && !sg->expandable && sg->size == (uint64_t(2) << 20), seg});
       continue;
     }
     const bool pending = b.state == BS::Pending;
-    st.live.push_back({b.addr, b.requested, b.size, b.stream, b.stack, b.alloc_event, pool, pending});
+    st.live.push_back({b.addr, b.requested, b.size, b.stream, b.stack, b.alloc_event, pool, pending, seg});
     if (pending) {
       st.pending_free_bytes += b.size;
       st.pending_free_requested += b.requested;
