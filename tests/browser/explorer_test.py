@@ -21,6 +21,7 @@ Scenarios (docs/explorer.md; the page's API is window.snapdiffExplorer):
             category that `report --explain ADDRESS` prints for it
   search    a file name typed into #sd-search: "N allocations match" with N the
             highlighted allocations summed over runs, > 0; a nonsense string: 0
+  keys      keyboard only: Tab reaches a timeline, + zooms, arrows pan, Enter, Escape, Home
   diff      `snapdiff A B --format html`: two timelines; a click on a site row
             highlights allocations
   ranks     a rank folder's page opens and offers its ranks
@@ -601,8 +602,48 @@ def scenario_dark(b, sd, out, t):
     return "explorer background luminance %.2f, text %.2f (the page body's %.2f); dark.png" % tuple(lum)
 
 
+def scenario_keys(b, sd, out, t):
+    """Keyboard only: Tab reaches a timeline; + zooms, an arrow pans, Home resets, Enter takes
+    the moment (or pins), Escape unpins."""
+    ex = Explorer(b, sd.html("real.html", "report", REAL), out, "keys-0", timeout=t)
+    ex.js("document.activeElement && document.activeElement.blur(), window.scrollTo(0, 0), true")
+    for tabs in range(1, 61):
+        ex.page.key("Tab")
+        if ex.js("!!(document.activeElement && document.activeElement.matches('canvas.sd-timeline'))"):
+            break
+    else:
+        raise Fail("60 Tabs did not reach a timeline (canvas.sd-timeline)")
+    width = lambda v: v["e1"] - v["e0"]
+    v0 = ex.api("view(0)")
+    for _ in range(3):
+        ex.page.key("+")
+    ex.settle()
+    v1 = ex.api("view(0)")
+    check(width(v1) < width(v0), "+ x3 on the focused timeline: the window went from %s to %s" % (v0, v1))
+    ex.page.key("ArrowRight")
+    ex.settle()
+    v2 = ex.api("view(0)")
+    check(v2["e0"] > v1["e0"], "ArrowRight: the window went from %s to %s" % (v1, v2))
+    ex.page.key("Enter")
+    ex.settle()
+    took = ex.api("moment()") or ex.api("pinned()")
+    check(took, "Enter on the timeline took no moment and pinned nothing")
+    ex.shot("keys-1")
+    ex.api("pin(0, 0)")
+    ex.page.key("Escape")
+    ex.settle()
+    check(ex.api("pinned()") is None, "Escape did not unpin")
+    ex.page.key("Home")
+    ex.settle()
+    v3 = ex.api("view(0)")
+    check(abs(width(v3) - width(v0)) < 1e-6 * max(1, width(v0)), "Home: the window is %s, not the whole %s" % (v3, v0))
+    ex.no_errors("the keyboard")
+    return "Tab x%d reaches the timeline; + zooms, ArrowRight pans, Enter takes %s, Escape unpins, Home resets" % (
+        tabs, "the moment" if ex.api("moment()") else "a pin")
+
+
 SCENARIOS = [("open", scenario_open), ("zoom", scenario_zoom), ("peak", scenario_peak), ("pin", scenario_pin),
-             ("search", scenario_search), ("diff", scenario_diff), ("ranks", scenario_ranks),
+             ("search", scenario_search), ("keys", scenario_keys), ("diff", scenario_diff), ("ranks", scenario_ranks),
              ("hostile", scenario_hostile), ("dark", scenario_dark)]
 
 
