@@ -137,6 +137,22 @@ def main():
                 inside = all(s["segments"]["addr"][g] <= a and a + z <= s["segments"]["addr"][g] + s["segments"]["size"][g]
                              for g, a, z in zip(s["blocks"]["segment"], s["blocks"]["addr"], s["blocks"]["size"]) if g >= 0)
                 check(inside, f"{name}: every block lies inside its segment")
+        # The report's and the diff's site rows name sites of the page's data
+        # (a click on a row searches that exact text in every run).
+        import html as htmlmod
+        pairs = [("cat_fp8_mlp", None), ("cat_fp8_mlp", "cat_autocast_gpt2"), ("ans_gpt2_py", "ans_gpt2_cpp")]
+        for a, b in pairs:
+            page = os.path.join(tmp, "rows.html")
+            args = [os.path.join(real, a + ".pickle.gz")] + ([os.path.join(real, b + ".pickle.gz")] if b else [])
+            snapdiff(binary, "report" if not b else "diff", "--format", "html", *args, "-o", page)
+            with open(page, encoding="utf-8") as f:
+                text = f.read()
+            data = decode(text)
+            sites = {x for r in data["runs"] for x in r["sites"]}
+            rows = [htmlmod.unescape(x) for x in re.findall(r'<tr data-site="([^"]*)"', text)]
+            missing = [r for r in rows if r not in sites]
+            check(rows and not missing, f"{'diff ' + a + ' ' + b if b else 'report ' + a}: every site row ({len(rows)}) is a site of the data"
+                  + (f"; not: {missing[:2]}" if missing else ""))
     print(f"{fails} failures")
     return 1 if fails else 0
 

@@ -3,6 +3,7 @@
 
 #include <boost/program_options/options_description.hpp>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ int cmd_ranks(const std::vector<std::string>& args);
 int cmd_convert(const std::vector<std::string>& args);
 // `snapdiff chart FILE [B] --kind KIND -o OUT` (src/cli/chart_cmd.cpp).
 int cmd_chart(const std::vector<std::string>& args);
+// `snapdiff view FILE [B]` (src/cli/view_cmd.cpp): `dispatch` runs the
+// report or diff it writes (main.cpp's choice between them).
+int cmd_view(const std::vector<std::string>& args, const std::function<int(const std::vector<std::string>&)>& dispatch);
 // `snapdiff whatif RUN --alloc-conf CONF ...` (src/cli/whatif_cmd.cpp).
 int cmd_whatif(const std::vector<std::string>& args);
 

@@ -123,6 +123,7 @@ int cmd_diff(const std::vector<std::string>& args) {
                       if (fmt == "html" && !ra.devices.empty() && !rb.devices.empty()) {
                         ExplorerOptions eo;
                         eo.site_depth = depth;
+                        eo.site_shown = depth == 0 ? SIZE_MAX : depth;  // as the diff's site rows
                         runs.push_back(explorer_run(ra, ta, ra.peak_device, eo));
                         runs.push_back(explorer_run(rb, tb, rb.peak_device, eo));
                         data = explorer_data("diff", "snapdiff diff: " + in[0] + " vs " + in[1],

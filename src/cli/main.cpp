@@ -30,6 +30,8 @@ const char* kTopHelp =
     "                                     fragmentation (--format html: one page with the charts;\n"
     "                                     --format markdown: for a pull-request comment)\n"
     "  snapdiff A B                       same as `snapdiff diff A B`\n"
+    "  snapdiff view FILE [B]             the HTML explorer of a report (or of a diff), written\n"
+    "                                     to a temporary folder, opened with $BROWSER if set\n"
     "  snapdiff diff A B [options]        why B peaks where it does compared with A\n"
     "  snapdiff DIR                       many ranks: a folder of per-rank snapshots (also\n"
     "                                     several files or a pattern): a row per rank, the\n"
@@ -92,7 +94,7 @@ size_t guess_inputs(const std::vector<std::string>& args) {
 }
 
 // The commands a first word may name.
-const char* const kCommands[] = {"report", "diff", "check", "ranks", "whatif", "convert", "chart", "help"};
+const char* const kCommands[] = {"report", "diff", "view", "check", "ranks", "whatif", "convert", "chart", "help"};
 
 // Levenshtein distance, for "did you mean" (short words only).
 size_t edit_distance(const std::string& a, const std::string& b) {
@@ -154,6 +156,8 @@ int run(int argc, char** argv) {
   if (a0 == "diff") return cmd_diff(rest);
   if (a0 == "ranks") return cmd_ranks(rest);
   if (a0 == "whatif") return cmd_whatif(rest);
+  if (a0 == "view")
+    return cmd_view(rest, [](const std::vector<std::string>& a) { return guess_inputs(a) == 2 ? cmd_diff(a) : cmd_report(a); });
   // A mistyped command: one usage line, not "cannot open".
   if (const std::string near = command_suggestion(a0); !near.empty()) {
     print_error("'" + a0 + "' is neither a file nor a command; did you mean " + near + "?");

@@ -13,6 +13,7 @@
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
 #include "cli/rank_map.hpp"
+#include "snapdiff/report/explorer.hpp"
 #include "cli/pair.hpp"
 #include "cli/ranks_cmd.hpp"
 #include "snapdiff/analysis/analysis.hpp"
@@ -224,13 +225,40 @@ int report_ranks(const po::variables_map& vm, const std::vector<std::string>& in
     entries.push_back(entry_of(f));
     paths.push_back(f.path);
   }
+  // HTML to a file: each rank's explorer is a page in a folder beside it
+  // (PAGE.html -> PAGE_ranks/rank-N.html).
+  const std::string out = vm.count("output") ? vm["output"].as<std::string>() : "";
+  std::string pages_dir, pages_rel;
+  if (vm["format"].as<std::string>() == "html" && !out.empty() && out != "-") {
+    std::string stem = out;
+    if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, ".html") == 0) stem.resize(stem.size() - 5);
+    pages_dir = stem + "_ranks";
+    pages_rel = pages_dir.substr(pages_dir.rfind('/') == std::string::npos ? 0 : pages_dir.rfind('/') + 1);
+    if (::mkdir(pages_dir.c_str(), 0777) != 0 && errno != EEXIST)
+      throw OutputError(pages_dir, "cannot make the folder " + pages_dir + " for the ranks' pages: " + std::strerror(errno));
+  }
   map_ranks(
       set.files, jobs, lo,
       [&](size_t i, Trace& t) {
         ReportOptions o = base;
         o.input_name = paths[i];
         o.threads = 1;  // the ranks are the parallelism (-j 1: one thread, never one started per rank)
-        entries[i].report = report_view(analyze(t, o));
+        Analysis a = analyze(t, o);
+        if (!pages_dir.empty()) {
+          ExplorerOptions eo;
+          eo.site_depth = o.site_depth;
+          std::vector<ExplorerRun> runs;
+          for (size_t d = 0; d < a.devices.size(); ++d) runs.push_back(explorer_run(a, t, d, eo));
+          std::vector<ExplorerPageRun> pr;
+          for (const ExplorerRun& er : runs) pr.push_back({"", paths[i], &er});
+          const std::string name = (entries[i].rank >= 0 ? "rank-" + std::to_string(entries[i].rank) : "file-" + std::to_string(i)) + ".html";
+          const std::string title = entries[i].rank >= 0 ? "snapdiff: rank " + std::to_string(entries[i].rank) : "snapdiff: " + paths[i];
+          write_output(render_explorer_html(title, paths[i], "../" + out.substr(out.rfind('/') == std::string::npos ? 0 : out.rfind('/') + 1),
+                                            explorer_data("report", title, pr)),
+                       pages_dir + "/" + name);
+          entries[i].explorer_page = pages_rel + "/" + name;
+        }
+        entries[i].report = report_view(std::move(a));
         return view_memory_bytes(*entries[i].report);
       },
       [&](size_t i, const InputError& e) {

@@ -112,7 +112,7 @@ json run_json(const ExplorerPageRun& pr, Arrays& ar) {
   j["frames"] = std::move(frames);
   j["stacks"] = {{"parent", ar.i32(r.stack_parent)}, {"frame", ar.i32(r.stack_frame)}, {"site", ar.i32(r.stack_site)}};
   json sites = json::array();
-  for (const SiteFrames& s : r.sites) sites.push_back(detail::site_line(s, 3, " \xe2\x86\x90 "));
+  for (const SiteFrames& s : r.sites) sites.push_back(detail::site_line(s, r.site_shown, " \xe2\x86\x90 "));
   j["sites"] = std::move(sites);
   json ev = json::array();
   for (const ExplorerEvidence& e : r.evidences) ev.push_back({{"category", e.category}, {"rule", e.rule}, {"text", e.text}});

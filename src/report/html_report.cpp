@@ -551,6 +551,16 @@ void warnings(std::ostream& o, const Report& r) {
 std::string detail::html_page_start(const std::string& title) { return page_start(title, false); }
 std::string detail::html_page_end() { return page_end(""); }
 
+std::string render_explorer_html(const std::string& title, const std::string& input, const std::string& back,
+                                 const std::string& data) {
+  std::ostringstream o;
+  o << page_start(title, true) << "<header><h1>" << esc(title) << "</h1><p class=\"input\">" << esc(input) << "</p>";
+  if (!back.empty()) o << "<p class=\"meta\"><a href=\"" << esc(back) << "\">\xe2\x86\x90 all ranks</a></p>";
+  o << "</header>\n" << kExplorerDiv << "<main><p class=\"muted\">The full report of this rank: <code>snapdiff report "
+    << esc(input) << " --format html</code>.</p></main>\n" << page_end(data);
+  return o.str();
+}
+
 // The frame: the page with its header (the input) and navigation, then the
 // sections (sections.cpp) in order.
 std::string render_html(const Report& r, const ChartSeriesSource& charts, const std::string& explorer) {

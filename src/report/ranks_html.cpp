@@ -197,6 +197,35 @@ void rank_table(std::ostringstream& o, const RanksView& v) {
   o << "</tbody></table>\n";
 }
 
+// Each rank's explorer is a page of its own beside this one (a page holding
+// every rank's allocations would outgrow what a browser opens quickly).
+void explorer_picker(std::ostream& o, const RanksView& v) {
+  o << "<section id=\"rank-explorer\"><h2>Explorer <span class=\"dev\">one page per rank</span></h2>\n";
+  bool any = false;
+  for (const RankEntry& e : v.ranks) any = any || !e.explorer_page.empty();
+  if (!any) {
+    o << "<p class=\"muted\">Each rank's explorer is written beside this page when it goes to a file: "
+         "<code>-o ranks.html</code> (or <code>snapdiff view DIR</code>).</p></section>\n";
+    return;
+  }
+  o << "<p><label for=\"sd-rank-pick\">Open the explorer of </label><select id=\"sd-rank-pick\">"
+       "<option value=\"\">a rank\xe2\x80\xa6</option>";
+  for (size_t i = 0; i < v.ranks.size(); ++i) {
+    const RankEntry& e = v.ranks[i];
+    if (e.explorer_page.empty()) continue;
+    o << "<option value=\"" << esc(e.explorer_page) << "\">" << (e.rank >= 0 ? "rank " : "") << esc(rank_label(e.rank))
+      << (e.report ? " \xc2\xb7 peak " + human_bytes(e.report->devices.empty() ? 0 : e.report->devices[e.report->peak_device].peak_requested.bytes) : "")
+      << (i == v.worst ? " (worst)" : "") << "</option>";
+  }
+  o << "</select></p>\n<ul class=\"rank-pages\">";
+  for (const RankEntry& e : v.ranks)
+    if (!e.explorer_page.empty())
+      o << "<li><a href=\"" << esc(e.explorer_page) << "\">" << (e.rank >= 0 ? "rank " : "") << esc(rank_label(e.rank)) << "</a> <span class=\"muted\">"
+        << esc(e.name) << "</span></li>";
+  o << "</ul>\n<script>document.getElementById(\"sd-rank-pick\").addEventListener(\"change\", function (e) {"
+       " if (e.target.value) location.href = e.target.value; });</script></section>\n";
+}
+
 }  // namespace
 
 std::string render_ranks_html(const RanksView& v) {
@@ -204,12 +233,13 @@ std::string render_ranks_html(const RanksView& v) {
   o << detail::html_page_start("snapdiff report: " + std::to_string(v.ranks.size()) + (v.ranks.size() == 1 ? " rank" : " ranks"))
     << kRanksStyle;
   o << "<header><h1>snapdiff report of many ranks</h1><p class=\"meta\">" << esc(detail::ranks_counts(v)) << "</p></header>\n";
-  o << "<nav><a href=\"#ranks\">Ranks</a><a href=\"#imbalance\">Imbalance</a><a href=\"#timeline\">Timeline</a>"
+  o << "<nav><a href=\"#ranks\">Ranks</a><a href=\"#rank-explorer\">Explorer</a><a href=\"#imbalance\">Imbalance</a><a href=\"#timeline\">Timeline</a>"
        "<a href=\"#worst\">Worst against median</a></nav>\n<main>\n";
   o << "<section id=\"ranks\"><h2>Ranks <span class=\"dev\">each rank's requested peak</span></h2>\n";
   rank_table(o, v);
   if (v.worst < v.ranks.size()) o << "<p class=\"muted\">The worst rank (the highest requested peak) is highlighted.</p>\n";
   o << "</section>\n";
+  explorer_picker(o, v);
 
   o << "<section id=\"imbalance\"><h2>Imbalance</h2>\n<ul class=\"findings\">\n";
   bool any = false;

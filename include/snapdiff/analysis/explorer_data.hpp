@@ -24,8 +24,10 @@ struct DeviceAnalysis;
 // What keeps a page within its budget (docs/explorer.md, "Budgets").
 struct ExplorerOptions {
   size_t max_allocations = 700000;  // beyond: the live-at-peak ones, the peak iteration's, then the largest
-  size_t max_states = 3;            // allocator states: the peak, then OOMs
-  size_t site_depth = 3;            // frames in a site's text (the report's --depth)
+  size_t max_states = 24;           // allocator states: the peak, the OOMs, then each iteration's peak
+  size_t site_depth = 3;            // frames found for a site (the report's --depth)
+  size_t site_shown = 3;            // of them in a site's text: as the page's site tables write it
+                                    // (a report: 3; a diff: its --depth, 1 by default)
 };
 
 struct ExplorerLevel {
@@ -87,6 +89,7 @@ struct ExplorerRun {
   std::vector<FrameKind> frame_kinds;
   std::vector<int32_t> stack_parent, stack_frame, stack_site;
   std::vector<SiteFrames> sites;
+  size_t site_shown = 3;  // ExplorerOptions::site_shown
   std::vector<ExplorerEvidence> evidences;
   std::vector<std::string> kernels;
   std::vector<ExplorerState> states;

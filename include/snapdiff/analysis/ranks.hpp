@@ -27,6 +27,7 @@ struct RankEntry {
   std::string error;         // the one-line input error when it could not be read ("" = read)
   int exit_code = 0;         // that error's exit code (3)
   std::optional<Report> report;  // the view (none when error)
+  std::string explorer_page;     // HTML: the rank's explorer page, relative to the ranks page ("" = none)
 };
 
 // A metric over the ranks that were read.

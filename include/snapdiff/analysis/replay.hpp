@@ -102,6 +102,9 @@ struct AllocatorState {
   std::vector<PoolUsage> pools;           // per pool, at this moment (same indices as DeviceReplay::pools)
 };
 AllocatorState allocator_state_at(const Trace& trace, const Device& dev, int64_t event_index);
+// The states after each of `event_indices` (ascending), in one replay.
+std::vector<AllocatorState> allocator_states_at(const Trace& trace, const Device& dev,
+                                                const std::vector<int64_t>& event_indices);
 
 // PyTorch's round_size() for a request (512-byte granularity, optional
 // power-of-two divisions).

@@ -22,6 +22,12 @@ struct ExplorerPageRun {
 // kind: "report" or "diff".
 std::string explorer_data(const std::string& kind, const std::string& title, const std::vector<ExplorerPageRun>& runs);
 
+// A page with the explorer alone (a rank's, beside a ranks page): `title`
+// and `input` shown in its header, `back` a relative link to the page that
+// lists it ("" = none), `data` explorer_data()'s output.
+std::string render_explorer_html(const std::string& title, const std::string& input, const std::string& back,
+                                 const std::string& data);
+
 // The explorer's script and styles (src/report/explorer/, built in).
 const char* explorer_script();
 const char* explorer_style();

@@ -133,10 +133,9 @@ std::string evidence_text(const Analysis& a, const Attribution& at, const Alloca
   return s;
 }
 
-ExplorerState state_of(const Trace& t, const Device& dev, int64_t event, const std::string& label,
+ExplorerState state_of(const AllocatorState& st, int64_t event, const std::string& label,
                        const std::unordered_map<int64_t, int32_t>& page_of_alloc_event,
                        const std::unordered_map<uint64_t, int32_t>& page_of_pre_addr) {
-  const AllocatorState st = allocator_state_at(t, dev, event);
   ExplorerState s;
   s.label = label;
   s.event = event;
@@ -180,6 +179,7 @@ ExplorerRun explorer_run(const Analysis& a, const Trace& t, size_t device, const
   const Device* dev = t.find_device(d.device);
   ExplorerRun r;
   r.device = d.device;
+  r.site_shown = o.site_shown;
   r.events = dev ? int64_t(dev->events.size()) : 0;
   const Attribution& at = d.attr;
   r.categories = at.categories;
@@ -314,14 +314,29 @@ ExplorerRun explorer_run(const Analysis& a, const Trace& t, size_t device, const
       r.kernel.push_back(it->second);
     }
   }
-  // The allocator's state at the peak and the OOMs (replays have a block
-  // layout; profiler traces do not).
+  // The allocator's state at the peak, the OOMs and each iteration's peak
+  // (replays have a block layout; profiler traces do not), in one replay.
   if (dev && !dev->from_profiler() && o.max_states > 0) {
     std::vector<std::pair<int64_t, std::string>> moments;
     if (pe >= 0) moments.push_back({pe, "the peak"});
-    for (size_t i = 0; i < r.ooms.size() && moments.size() < o.max_states; ++i)
-      moments.push_back({r.ooms[i].event, "OOM " + std::to_string(i + 1)});
-    for (const auto& m : moments) r.states.push_back(state_of(t, *dev, m.first, m.second, page_of_alloc_event, page_of_pre_addr));
+    for (size_t i = 0; i < r.ooms.size(); ++i) moments.push_back({r.ooms[i].event, "OOM " + std::to_string(i + 1)});
+    for (const ExplorerPhase& it : r.iterations) {
+      if (it.iteration <= 0 || it.end <= it.start) continue;
+      int64_t best = it.start;
+      for (int64_t e = it.start; e < it.end && size_t(e) < rp.requested.size(); ++e)
+        if (rp.requested[size_t(e)] > rp.requested[size_t(best)]) best = e;
+      moments.push_back({best, "iteration " + std::to_string(it.iteration) + "'s peak"});
+    }
+    if (moments.size() > o.max_states) moments.resize(o.max_states);
+    std::sort(moments.begin(), moments.end());
+    moments.erase(std::unique(moments.begin(), moments.end(),
+                              [](const auto& x, const auto& y) { return x.first == y.first; }),
+                  moments.end());
+    std::vector<int64_t> at;
+    for (const auto& m : moments) at.push_back(m.first);
+    const std::vector<AllocatorState> sts = allocator_states_at(t, *dev, at);
+    for (size_t i = 0; i < moments.size(); ++i)
+      r.states.push_back(state_of(sts[i], moments[i].first, moments[i].second, page_of_alloc_event, page_of_pre_addr));
   }
   return r;
 }

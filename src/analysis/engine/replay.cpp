@@ -1163,4 +1163,23 @@ AllocatorState allocator_state_at(const Trace& trace, const Device& dev, int64_t
   return r.state();
 }
 
+std::vector<AllocatorState> allocator_states_at(const Trace& trace, const Device& dev,
+                                                const std::vector<int64_t>& event_indices) {
+  std::vector<AllocatorState> out;
+  if (dev.from_profiler()) {
+    for (int64_t e : event_indices) out.push_back(reported_state_at(dev, e));
+    return out;
+  }
+  Replayer r(trace, dev);
+  r.reconstruct_initial_state();
+  const int64_t n = int64_t(dev.events.size());
+  int64_t done = -1;  // events stepped: [0, done]
+  for (int64_t e : event_indices) {
+    const int64_t last = std::min<int64_t>(e, n - 1);
+    for (; done < last; ++done) r.step(size_t(done + 1));
+    out.push_back(r.state());
+  }
+  return out;
+}
+
 }  // namespace snapdiff
