@@ -120,7 +120,9 @@ int cmd_diff(const std::vector<std::string>& args) {
                       // The explorer: each run's peak device, A above B.
                       std::string data;
                       std::vector<ExplorerRun> runs;
-                      if (fmt == "html" && !ra.devices.empty() && !rb.devices.empty()) {
+                      const Device* dva = ra.devices.empty() ? nullptr : ta.find_device(ra.devices[ra.peak_device].device);
+                      const Device* dvb = rb.devices.empty() ? nullptr : tb.find_device(rb.devices[rb.peak_device].device);
+                      if (fmt == "html" && dva && dvb && !dva->events.empty() && !dvb->events.empty()) {
                         ExplorerOptions eo;
                         eo.site_depth = depth;
                         eo.site_shown = depth == 0 ? SIZE_MAX : depth;  // as the diff's site rows

@@ -248,7 +248,9 @@ int report_ranks(const po::variables_map& vm, const std::vector<std::string>& in
           ExplorerOptions eo;
           eo.site_depth = o.site_depth;
           std::vector<ExplorerRun> runs;
-          for (size_t d = 0; d < a.devices.size(); ++d) runs.push_back(explorer_run(a, t, d, eo));
+          for (size_t d = 0; d < a.devices.size(); ++d)
+            if (const Device* dv = t.find_device(a.devices[d].device); dv && !dv->events.empty())
+              runs.push_back(explorer_run(a, t, d, eo));
           std::vector<ExplorerPageRun> pr;
           for (const ExplorerRun& er : runs) pr.push_back({"", paths[i], &er});
           const std::string name = (entries[i].rank >= 0 ? "rank-" + std::to_string(entries[i].rank) : "file-" + std::to_string(i)) + ".html";

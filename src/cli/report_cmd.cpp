@@ -160,7 +160,9 @@ int cmd_report(const std::vector<std::string>& args) {
       ExplorerOptions eo;
       eo.site_depth = ro.site_depth;
       std::vector<ExplorerRun> runs;
-      for (size_t i = 0; i < a.devices.size(); ++i) runs.push_back(explorer_run(a, t, i, eo));
+      for (size_t i = 0; i < a.devices.size(); ++i)
+        if (const Device* dv = t.find_device(a.devices[i].device); dv && !dv->events.empty())
+          runs.push_back(explorer_run(a, t, i, eo));
       std::vector<ExplorerPageRun> pr;
       for (const ExplorerRun& er : runs) pr.push_back({"", path, &er});
       const std::string data = explorer_data("report", "snapdiff report: " + path, pr);

@@ -20,7 +20,7 @@
   }
 
   var ALIVE = 2147483647;
-  var INDIVIDUAL_MAX = 20000;        // allocations in view drawn one by one at most
+  var INDIVIDUAL_MAX = 6000;        // allocations in view drawn one by one at most
   var PLOT_H = 250;                  // a timeline canvas's CSS height
   var M = { l: 72, r: 14, t: 20, b: 40 };   // the plot's margins inside the canvas
   var SITE_ROWS = 20;
@@ -649,28 +649,36 @@
     run.last.drawn = drawn;
     // fill: per category, even and odd allocations in two shades; the search dims the rest
     var C = run.C, cat = run.aCat, dpr = window.devicePixelRatio || 1;
-    for (var pass = 0; pass < (match && !only ? 2 : 1); pass++) {
-      var wantMatch = pass === 1;
-      ctx.globalAlpha = match && !only && !wantMatch ? 0.22 : 1;
-      for (var c = 0; c < C; c++) {
-        for (var par = 0; par < 2; par++) {
-          var ga = ctx.globalAlpha;
-          ctx.fillStyle = run.cats[c].color;
-          if (par) ctx.globalAlpha = ga * 0.78;
-          for (s = 0; s < ns; s++) {
-            var id2 = segs.id[s];
-            if (cat[id2] !== c || (id2 & 1) !== par) continue;
-            if (match && !only && (match[id2] === 1) !== wantMatch) continue;
-            // edges snapped to device pixels: the stack's shared edges round
-            // alike, so each pixel row goes to one allocation (no gaps, no
-            // pale blend of many thinner-than-a-pixel allocations)
-            var y0 = Math.round(yOf(run, segs.off[s] + aS[id2]) * dpr) / dpr, y1 = Math.round(yOf(run, segs.off[s]) * dpr) / dpr;
-            if (y1 <= y0) continue;
-            var x0 = Math.round(xOfE(run, segs.es[s]) * dpr) / dpr, x1 = Math.round(xOfE(run, segs.ee[s]) * dpr) / dpr;
-            if (x1 <= x0) x1 = x0 + 1 / dpr;
-            ctx.fillRect(x0, y0, x1 - x0, y1 - y0);
-          }
-          ctx.globalAlpha = ga;
+    // the rects grouped by fill (category x parity x matching), one pass
+    // over them: a counting sort on the group key
+    var G = C * 4, gcount = new Int32Array(G + 1), order = run.orderBuf;
+    if (!order || order.length < ns) order = run.orderBuf = new Int32Array(Math.max(ns, 1024));
+    function key(id) { return ((cat[id] * 2 + (id & 1)) * 2) + (match && !only && match[id] === 1 ? 1 : 0); }
+    for (s = 0; s < ns; s++) gcount[key(segs.id[s]) + 1]++;
+    for (var g = 0; g < G; g++) gcount[g + 1] += gcount[g];
+    var fill = gcount.slice(0, G);
+    for (s = 0; s < ns; s++) order[fill[key(segs.id[s])]++] = s;
+    // dimmed (non-matching) groups first, matching ones on top
+    for (var pass = 0; pass < 2; pass++) {
+      for (g = 0; g < G; g++) {
+        var isMatch = (g & 1) === 1;
+        if ((pass === 1) !== isMatch) continue;
+        var from = gcount[g], to = gcount[g + 1];
+        if (from === to) continue;
+        var c = g >> 2, par = (g >> 1) & 1;
+        ctx.fillStyle = run.cats[c].color;
+        ctx.globalAlpha = (match && !only && !isMatch ? 0.22 : 1) * (par ? 0.78 : 1);
+        for (var k = from; k < to; k++) {
+          s = order[k];
+          var id2 = segs.id[s];
+          // edges snapped to device pixels: the stack's shared edges round
+          // alike, so each pixel row goes to one allocation (no gaps, no
+          // pale blend of many thinner-than-a-pixel allocations)
+          var y0 = Math.round(yOf(run, segs.off[s] + aS[id2]) * dpr) / dpr, y1 = Math.round(yOf(run, segs.off[s]) * dpr) / dpr;
+          if (y1 <= y0) continue;
+          var x0 = Math.round(xOfE(run, segs.es[s]) * dpr) / dpr, x1 = Math.round(xOfE(run, segs.ee[s]) * dpr) / dpr;
+          if (x1 <= x0) x1 = x0 + 1 / dpr;
+          ctx.fillRect(x0, y0, x1 - x0, y1 - y0);
         }
       }
     }
@@ -1395,7 +1403,16 @@
       if (!Array.isArray(h.runs)) throw new Error('the header has no runs');
       runs = h.runs.map(function (rh, k) { return buildRun(c, rh, k); });
       api.runs = runs.length;
-      if (!runs.length) throw new Error('the page has no device data to explore');
+      if (!runs.length) {
+        // an input without any allocation history (dumped blocks only, an
+        // empty trace): nothing to draw, which is not an error
+        while (root.firstChild) root.removeChild(root.firstChild);
+        add(root, el('p', 'sd-note', 'Nothing to explore: this input records no allocation history ' +
+          '(no trace entries). The report below says what it holds.'));
+        performance.mark('sd-first-render');
+        readyResolve(true);
+        return;
+      }
       var ref = runs[0];
       var shared = null;
       if (h.kind === 'diff') {
