@@ -417,16 +417,37 @@ def scenario_diff(b, sd, out, t):
 
 
 def scenario_ranks(b, sd, out, t):
+    """The ranks page picks a rank; the rank's explorer page (written beside it) opens
+    and its peak is that rank's own (report --format json of the rank's file)."""
     page = sd.html("ranks.html", "report", RANKS)
-    ranks = len(glob.glob(os.path.join(RANKS, "*.pickle*")))
+    ranks = sorted(glob.glob(os.path.join(RANKS, "*.pickle*")))
     ex = Explorer(b, page, out, "ranks-0", timeout=t, require=False)
-    # LOOSE (the lead may tighten it once the rank picker exists): links or options naming ranks.
-    named = ex.js(r"""[...document.querySelectorAll('a, option, button, [role=tab]')]
-        .filter(e => /\brank\s*\d+/i.test(e.textContent)).length""")
-    check(named >= ranks, "the rank page has %d links/options naming a rank, want >= %d (a rank picker)%s" %
-          (named, ranks, "" if ex.has else "; it has no explorer"))
-    return "opens%s; %d links/options name ranks (>= %d; a loose check)" % (
-        " with an explorer" if ex.has else " (no explorer in it)", named, ranks)
+    options = ex.js("[...document.querySelectorAll('#sd-rank-pick option')].filter(o => o.value).map(o => o.value)")
+    check(len(options) == len(ranks), "the rank picker offers %d ranks, want %d" % (len(options), len(ranks)))
+    if not options:
+        return "no rank picker"
+    # Pick the last rank as a person does: the select, then its change event navigates.
+    target = options[-1]
+    ex.js("(s => { s.value = %s; s.dispatchEvent(new Event('change')); })(document.getElementById('sd-rank-pick'))"
+          % json.dumps(target))
+    ex.page.wait_for("location.href.endsWith(%s) && document.readyState === 'complete'" % json.dumps(target), timeout=t)
+    ex.page.wait_for("typeof window.snapdiffExplorer === 'object'", timeout=t)
+    ex.page.evaluate("window.snapdiffExplorer.ready.then(() => true)", timeout=t)
+    ex.no_errors("opening the picked rank's page")
+    ex.shot("ranks-1-picked")
+    runs = ex.runs()
+    rank_no = int(re.search(r"rank-(\d+)\.html$", target).group(1))
+    rank_file = next(f for f in ranks if re.search(r"(^|[^0-9])%d\.pickle" % rank_no, os.path.basename(f)))
+    want = sd.json(rank_file)
+    dev = want["devices"][want.get("peak_device", 0)]
+    got = ex.js("""(() => { const s = document.getElementById('sd-jump');
+        const o = [...s.options].find(o => /peak/i.test(o.textContent));
+        s.value = o.value; s.dispatchEvent(new Event('change'));
+        return window.snapdiffExplorer.moment().total; })()""")
+    check(runs >= 1 and got == dev["peak"]["requested_bytes"],
+          "rank %d's page: %s runs, its peak %s bytes, want %s (report --format json %s)" %
+          (rank_no, runs, got, dev["peak"]["requested_bytes"], os.path.basename(rank_file)))
+    return "picker of %d ranks; rank %d's page opens with its peak %s bytes" % (len(options), rank_no, got)
 
 
 def probe_pages(sd, p, d, work, n):

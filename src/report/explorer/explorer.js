@@ -169,6 +169,7 @@
     r.aAlloc = arr(A.alloc, 'i32', n) || new Int32Array(0);
     r.aFree = arr(A.free, 'i32', n) || new Int32Array(0);
     r.aSize = arr(A.size, 'f64', n) || new Float64Array(0);
+    r.aAddr = arr(A.addr, 'f64', n);
     r.aCat = arr(A.category, 'u16', n) || new Uint16Array(0);
     r.aStack = arr(A.stack, 'i32', n) || new Int32Array(0);
     r.aEvid = arr(A.evidence, 'u16', n) || new Uint16Array(0);
@@ -901,6 +902,7 @@
       kv('share of the peak', fmtPct(run.aSize[i] / pk.requested) + " of the peak's requested bytes");
     } else if (pk) kv('share of the peak', 'not live at the peak');
     kv('allocation', '#' + i + ' of ' + fmtInt(run.n));
+    if (run.aAddr) kv('address', '0x' + run.aAddr[i].toString(16));
     // the stack, innermost first; non-user frames folded
     add(box, el('h4', null, 'Stack (innermost first)'));
     var frames = [];
@@ -1378,7 +1380,7 @@
   api.setMoment = function (r, e) { runOf(r); return setMoment(r, e); };
   api.pinned = function () { return pinned ? { run: pinned.run, index: pinned.index } : null; };
   api.pin = function (r, i) { pin(r, i); };
-  api.search = function (text) { if (ui.search) ui.search.value = text; return runSearch(text); };
+  api.search = function (text) { if (!runs.length) return 0; if (ui.search) ui.search.value = text; return runSearch(text); };
   api.searchSite = function (site) { return siteSearch(site); };
   api.highlighted = function (r) { var run = runOf(r); return run.match ? run.matchCount : 0; };
   api.stepTimes = function () { return performance.getEntriesByName('sd-step', 'measure').map(function (m) { return m.duration; }); };
