@@ -1,6 +1,7 @@
 // `snapdiff report FILE` (and `snapdiff FILE`): the report of one run, as
 // text, JSON or one HTML page.
 #include <boost/program_options.hpp>
+#include <future>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -156,17 +157,26 @@ int cmd_report(const std::vector<std::string>& args) {
   // 10000000 on 50,000 sites builds far more than the model).
   with_render_bound(render_room(lo, detail::analysis_memory_bytes(t)), lo.max_memory_bytes, path, [&] {
     if (fmt == "html") {
-      // The explorer: every device with events.
-      ExplorerOptions eo;
-      eo.site_depth = ro.site_depth;
-      std::vector<ExplorerRun> runs;
-      for (size_t i = 0; i < a.devices.size(); ++i)
-        if (const Device* dv = t.find_device(a.devices[i].device); dv && !dv->events.empty())
-          runs.push_back(explorer_run(a, t, i, eo));
-      std::vector<ExplorerPageRun> pr;
-      for (const ExplorerRun& er : runs) pr.push_back({"", path, &er});
-      const std::string data = explorer_data("report", "snapdiff report: " + path, pr);
-      text = render_html(report_view(a), [&](const ChartOptions& co) { return chart_series(a, t, co); }, data);
+      // The explorer's data (every device with events) is made on a second
+      // thread while the page's sections and charts are drawn: both only
+      // read the analysis. The page is drawn around a marker the data then
+      // replaces.
+      std::future<std::string> data = std::async(std::launch::async, [&] {
+        ExplorerOptions eo;
+        eo.site_depth = ro.site_depth;
+        std::vector<ExplorerRun> runs;
+        for (size_t i = 0; i < a.devices.size(); ++i)
+          if (const Device* dv = t.find_device(a.devices[i].device); dv && !dv->events.empty())
+            runs.push_back(explorer_run(a, t, i, eo));
+        std::vector<ExplorerPageRun> pr;
+        for (const ExplorerRun& er : runs) pr.push_back({"", path, &er});
+        return explorer_data("report", "snapdiff report: " + path, pr);
+      });
+      const std::string marker = "SDX-DATA-MARKER";  // base64 never holds '-'
+      text = render_html(report_view(a), [&](const ChartOptions& co) { return chart_series(a, t, co); }, marker);
+      const std::string d = data.get();
+      const size_t at = text.rfind(marker);
+      if (at != std::string::npos) text.replace(at, marker.size(), d);
     } else {
       const Report r = report_view(std::move(a));  // the analysis is not read again
       text = fmt == "json" ? render_json(r) : fmt == "markdown" ? render_markdown(r) : render_text(r, width);
