@@ -1,5 +1,6 @@
 // `snapdiff diff A B` (and `snapdiff A B`).
 #include <boost/program_options.hpp>
+#include <future>
 #include <sstream>
 #include <utility>
 
@@ -116,27 +117,36 @@ int cmd_diff(const std::vector<std::string>& args) {
   std::string text;
   with_render_bound(render_room(whole, detail::analysis_memory_bytes(ta) + detail::analysis_memory_bytes(tb)),
                     whole.max_memory_bytes, in[1], [&] {
-                      Diff df = diff_reports(ra, rb, dopt);
-                      // The explorer: each run's peak device, A above B.
-                      std::string data;
-                      std::vector<ExplorerRun> runs;
+                      // The explorer (each run's peak device, A above B) is made
+                      // on a second thread while the diff and its page are; the
+                      // page is drawn around a marker the data then replaces.
                       const Device* dva = ra.devices.empty() ? nullptr : ta.find_device(ra.devices[ra.peak_device].device);
                       const Device* dvb = rb.devices.empty() ? nullptr : tb.find_device(rb.devices[rb.peak_device].device);
-                      if (fmt == "html" && dva && dvb && !dva->events.empty() && !dvb->events.empty()) {
-                        ExplorerOptions eo;
-                        eo.site_depth = depth;
-                        eo.site_shown = depth == 0 ? SIZE_MAX : depth;  // as the diff's site rows
-                        runs.push_back(explorer_run(ra, ta, ra.peak_device, eo));
-                        runs.push_back(explorer_run(rb, tb, rb.peak_device, eo));
-                        data = explorer_data("diff", "snapdiff diff: " + in[0] + " vs " + in[1],
-                                             {{"A", in[0], &runs[0]}, {"B", in[1], &runs[1]}});
-                      }
+                      const bool explorer = fmt == "html" && dva && dvb && !dva->events.empty() && !dvb->events.empty();
+                      std::future<std::string> data;
+                      if (explorer)
+                        data = std::async(std::launch::async, [&] {
+                          ExplorerOptions eo;
+                          eo.site_depth = depth;
+                          eo.site_shown = depth == 0 ? SIZE_MAX : depth;  // as the diff's site rows
+                          const ExplorerRun a = explorer_run(ra, ta, ra.peak_device, eo);
+                          const ExplorerRun b = explorer_run(rb, tb, rb.peak_device, eo);
+                          return explorer_data("diff", "snapdiff diff: " + in[0] + " vs " + in[1],
+                                               {{"A", in[0], &a}, {"B", in[1], &b}});
+                        });
+                      const std::string marker = explorer ? "SDX-DATA-MARKER" : "";  // base64 never holds '-'
+                      Diff df = diff_reports(ra, rb, dopt);
                       text = fmt == "json"       ? render_diff_json(df)
                              : fmt == "markdown" ? render_diff_markdown(df)
                              : fmt == "html"     ? render_diff_html(df, [&](const ChartOptions& co) {
                                                      return chart_series_diff(ra, ta, rb, tb, co);
-                                                   }, data)
+                                                   }, marker)
                                                  : render_diff_text(df, width);
+                      if (explorer) {
+                        const std::string d = data.get();
+                        const size_t at = text.rfind(marker);
+                        if (at != std::string::npos) text.replace(at, marker.size(), d);
+                      }
                     });
   write_output(text, vm.count("output") ? vm["output"].as<std::string>() : "");
   return kExitOk;
