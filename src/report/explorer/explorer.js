@@ -513,6 +513,11 @@
     run.ooms.forEach(function (o) { vline(o.event, colors.oom, 'OOM', [3, 2], 14); });
     if (run.peak && run.peak.event >= 0) vline(run.peak.event, colors.peak, 'peak ' + fmtBytes(run.peak.requested), [], 0);
     if (moment && moment.run === run.idx) vline(moment.event, colors.cursor, '', [2, 2], 0);
+    else if (moment && runs[moment.run] && runs[moment.run].view === run.view) {
+      // a diff: the same place on the shared axis (iteration k at the same x)
+      var m = runs[moment.run];
+      vline(run.unmap(m.map(moment.event)), colors.cursor, '', [1, 4], 0);
+    }
   }
 
   function drawAxes(run, ctx, W, PH, step) {
