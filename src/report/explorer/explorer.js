@@ -908,11 +908,18 @@
     } else if (pk) kv('share of the peak', 'not live at the peak');
     kv('allocation', '#' + i + ' of ' + fmtInt(run.n));
     if (run.aAddr) kv('address', '0x' + run.aAddr[i].toString(16));
-    // the stack, innermost first; non-user frames folded
-    add(box, el('h4', null, 'Stack (innermost first)'));
     var frames = [];
     var s = run.aStack[i], guardN = 0;
     while (s > 0 && s < run.sParent.length && guardN++ < 100000) { frames.push(run.sFrame[s]); s = run.sParent[s]; }
+    // the user's own frames first (innermost first), then the whole stack
+    // with the library, native and internal runs folded
+    var mine = frames.filter(function (fr) { var f = run.frames[fr]; return f && (f.kind === 'user' || f.kind === 'scope'); });
+    if (mine.length) {
+      add(box, el('h4', null, 'Your code (innermost first)'));
+      var ml = add(box, el('ol', 'sd-stack sd-mine'));
+      mine.forEach(function (fr) { add(ml, frameItem(run.frames[fr])); });
+    }
+    add(box, el('h4', null, 'Full stack (innermost first)'));
     if (!frames.length) { add(box, el('p', 'sd-muted', 'no stack recorded')); return; }
     var list = add(box, el('ol', 'sd-stack'));
     var k = 0;
