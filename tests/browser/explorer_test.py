@@ -428,10 +428,22 @@ def scenario_ranks(b, sd, out, t):
         return "no rank picker"
     # Pick the last rank as a person does: the select, then its change event navigates.
     target = options[-1]
-    ex.js("(s => { s.value = %s; s.dispatchEvent(new Event('change')); })(document.getElementById('sd-rank-pick'))"
-          % json.dumps(target))
-    ex.page.wait_for("location.href.endsWith(%s) && document.readyState === 'complete'" % json.dumps(target), timeout=t)
-    ex.page.wait_for("typeof window.snapdiffExplorer === 'object'", timeout=t)
+    # (the change is dispatched after this evaluation returns: the navigation it starts
+    # would otherwise end the evaluation itself)
+    ex.js("(s => { s.value = %s; setTimeout(() => s.dispatchEvent(new Event('change')), 0); return true; })"
+          "(document.getElementById('sd-rank-pick'))" % json.dumps(target))
+    # While the page navigates, an evaluation can fail (its context is gone): poll past that.
+    deadline = time.monotonic() + t
+    while True:
+        try:
+            if ex.page.evaluate("location.href.endsWith(%s) && document.readyState === 'complete' && "
+                                "typeof window.snapdiffExplorer === 'object'" % json.dumps(target), timeout=t):
+                break
+        except Exception:
+            pass
+        if time.monotonic() > deadline:
+            raise Fail("picking %s on the ranks page did not open it within %d s" % (target, t))
+        time.sleep(0.1)
     ex.page.evaluate("window.snapdiffExplorer.ready.then(() => true)", timeout=t)
     ex.no_errors("opening the picked rank's page")
     ex.shot("ranks-1-picked")

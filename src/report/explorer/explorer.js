@@ -1362,7 +1362,13 @@
       tr.addEventListener('click', go);
       tr.addEventListener('keydown', function (ev) { if (ev.key === 'Enter') { ev.preventDefault(); go(); } });
     });
-    window.addEventListener('resize', function () { scheduleRender(); });
+    // a resize redraws the timelines, and the segments once it settles
+    var segTimer = 0;
+    window.addEventListener('resize', function () {
+      scheduleRender();
+      clearTimeout(segTimer);
+      segTimer = setTimeout(guard(function () { if (moment) renderSegments(); }), 150);
+    });
     if (window.matchMedia) {
       var mq = window.matchMedia('(prefers-color-scheme: dark)');
       var onScheme = guard(function () { readColors(); renderSegments(); scheduleRender(); });
