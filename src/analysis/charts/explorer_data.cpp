@@ -225,7 +225,7 @@ ExplorerRun explorer_run(const Analysis& a, const Trace& t, size_t device, const
     if (times) {
       const int64_t t0 = dev->events.front().time_us;
       for (int32_t e : r.levels.back().event)
-        r.column_time_us.push_back(e >= 0 ? double(dev->events[size_t(e)].time_us - t0) : -1.0);
+        r.column_time_us.push_back(e >= 0 ? double(dev->events[size_t(e)].time_us) - double(t0) : -1.0);  // no int64 overflow: times may span the whole range
     }
   }
 
