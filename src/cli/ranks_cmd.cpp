@@ -247,16 +247,10 @@ int report_ranks(const po::variables_map& vm, const std::vector<std::string>& in
         if (!pages_dir.empty()) {
           ExplorerOptions eo;
           eo.site_depth = o.site_depth;
-          std::vector<ExplorerRun> runs;
-          for (size_t d = 0; d < a.devices.size(); ++d)
-            if (const Device* dv = t.find_device(a.devices[d].device); dv && !dv->events.empty())
-              runs.push_back(explorer_run(a, t, d, eo));
-          std::vector<ExplorerPageRun> pr;
-          for (const ExplorerRun& er : runs) pr.push_back({"", paths[i], &er});
           const std::string name = (entries[i].rank >= 0 ? "rank-" + std::to_string(entries[i].rank) : "file-" + std::to_string(i)) + ".html";
           const std::string title = entries[i].rank >= 0 ? "snapdiff: rank " + std::to_string(entries[i].rank) : "snapdiff: " + paths[i];
           write_output(render_explorer_html(title, paths[i], "../" + out.substr(out.rfind('/') == std::string::npos ? 0 : out.rfind('/') + 1),
-                                            explorer_data("report", title, pr)),
+                                            explorer_report_data(a, t, paths[i], title, eo)),
                        pages_dir + "/" + name);
           entries[i].explorer_page = pages_rel + "/" + name;
         }

@@ -164,13 +164,7 @@ int cmd_report(const std::vector<std::string>& args) {
       std::future<std::string> data = std::async(std::launch::async, [&] {
         ExplorerOptions eo;
         eo.site_depth = ro.site_depth;
-        std::vector<ExplorerRun> runs;
-        for (size_t i = 0; i < a.devices.size(); ++i)
-          if (const Device* dv = t.find_device(a.devices[i].device); dv && !dv->events.empty())
-            runs.push_back(explorer_run(a, t, i, eo));
-        std::vector<ExplorerPageRun> pr;
-        for (const ExplorerRun& er : runs) pr.push_back({"", path, &er});
-        return explorer_data("report", "snapdiff report: " + path, pr);
+        return explorer_report_data(a, t, path, "snapdiff report: " + path, eo);
       });
       const std::string marker = "SDX-DATA-MARKER";  // base64 never holds '-'
       text = render_html(report_view(a), [&](const ChartOptions& co) { return chart_series(a, t, co); }, marker);

@@ -10,6 +10,7 @@
 #include "report/text_util.hpp"
 #include "snapdiff/report/chart.hpp"
 #include "snapdiff/report/explorer.hpp"
+#include "snapdiff/analysis/analysis.hpp"
 
 namespace snapdiff {
 
@@ -205,6 +206,17 @@ std::string explorer_data(const std::string& kind, const std::string& title, con
   c.resize(base, '\0');
   c.append(ar.bin());
   return base64(gzip(c));
+}
+
+std::string explorer_report_data(const Analysis& a, const Trace& t, const std::string& input, const std::string& title,
+                                 const ExplorerOptions& o) {
+  std::vector<ExplorerRun> runs;
+  for (size_t i = 0; i < a.devices.size(); ++i)
+    if (const Device* dv = t.find_device(a.devices[i].device); dv && !dv->events.empty())
+      runs.push_back(explorer_run(a, t, i, o));
+  std::vector<ExplorerPageRun> pr;
+  for (const ExplorerRun& er : runs) pr.push_back({"", input, &er});
+  return explorer_data("report", title, pr);
 }
 
 }  // namespace snapdiff

@@ -28,6 +28,11 @@ std::string explorer_data(const std::string& kind, const std::string& title, con
 std::string render_explorer_html(const std::string& title, const std::string& input, const std::string& back,
                                  const std::string& data);
 
+// A report's data: explorer_run() of every device of `a` with events
+// (`t` the trace it was made of), under one input name and title.
+std::string explorer_report_data(const Analysis& a, const Trace& t, const std::string& input, const std::string& title,
+                                 const ExplorerOptions& o);
+
 // The explorer's script and styles (src/report/explorer/, built in).
 const char* explorer_script();
 const char* explorer_style();
