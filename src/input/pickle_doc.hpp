@@ -112,6 +112,9 @@ struct PickleDoc {
 class Converter {
  public:
   Converter(PickleDoc& doc, Trace& trace);
+  // A frames value whose x is kDirectStack holds a StackId already (made by
+  // the reader's trace-entry fast path; never stored in the document).
+  static constexpr uint32_t kDirectStack = 1;
   StackId stack_of(const Value& frames_list);
   FrameId frame_of(const Value& frame_dict);
   // True if the key/value pairs hold a string "action" key (a trace entry).
@@ -146,6 +149,11 @@ void read_torch_pickle_fd(int fd, uint64_t size, Trace& out, const ProgressFn& p
 // as held already when it is one).
 void read_torch_pickle_bounded(const uint8_t* data, size_t size, Trace& out, const ProgressFn& progress,
                                const MemoryBudget& budget);
+
+// read_torch_pickle() with the trace-entry fast path on or off (off: the
+// general path alone, what tests compare the fast path's model with);
+// returns how many trace entries the fast path took.
+uint64_t read_torch_pickle_path(const uint8_t* data, size_t size, Trace& out, bool fast);
 
 // Builds the Trace from a parsed document (root value). Trace entries are
 // event-backed dicts already converted while parsing.

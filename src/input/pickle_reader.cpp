@@ -63,6 +63,8 @@ class VM {
       : p_(nullptr), n_(0), total_(size), fd_(fd), doc_(doc), conv_(conv), progress_(progress) {}
 
   Value run();
+  void general_only() { entry_fast_ = false; }
+  uint64_t fast_entries() const { return fast_entries_; }
   void reserve_for_input() {
     // Real snapshots: ~1 container per 100 bytes, ~1 memo entry per 64
     // bytes, ~1 event per 170 bytes. Reserving address space is free; only
@@ -362,6 +364,19 @@ class VM {
   Value make_long(std::string_view bytes);
   Value parse_decimal(std::string_view s, bool is_long);
 
+  // The trace-entry fast path (try_entry()): what one entry's bytes hold,
+  // gathered before anything is committed.
+  bool try_entry();
+  bool entry_fast_ = true;
+  uint64_t fast_entries_ = 0;
+  PodVec<Value> entry_kv_;
+  // The frames list's items: a frame dict's container (by memo), or
+  // kInlineFrame for the next of entry_inline_ (one written out).
+  static constexpr uint32_t kInlineFrame = UINT32_MAX;
+  PodVec<uint32_t> entry_frames_;
+  std::vector<Frame> entry_inline_;
+  std::vector<FrameId> entry_ids_;
+
   // The memo holds 8-byte words: the type in the top byte, the payload in the
   // low 56 bits (ids, small ints); other values spill to memo_spill_.
   static constexpr uint64_t kPayload = (uint64_t(1) << 56) - 1;
@@ -616,6 +631,394 @@ Value VM::parse_decimal(std::string_view s, bool is_long) {
   return x <= (uint64_t(1) << 63) ? make_int(int64_t(0 - x)) : make_big(true);
 }
 
+// The trace-entry fast path. Most of a snapshot is trace entries of one
+// shape: EMPTY_DICT, maybe a memo put, MARK, key/value pairs, SETITEMS, one
+// value being the entry's frames: EMPTY_LIST, maybe a memo put, then frame
+// dicts by memo (BINGET) or written out (EMPTY_DICT MARK pairs SETITEMS)
+// in APPENDS batches. Called just after an EMPTY_DICT (at op_off_), it reads
+// that shape ahead without a stack, a container per frame dict or a pool
+// item, and then leaves exactly the state the general path would have
+// left: the entry's dict as an event-backed container on the stack, the
+// memo slots the bytes put (same values), strings, frames and the stack
+// interned in the same order, the frames list (when memoized) frozen with
+// its stack. Containers nobody can name again are not made: a frames list
+// or a frame dict without a memo put.
+//
+// Anything else (another opcode, a memo index out of order, a memoized frame
+// dict written out, a value that is a new container, bytes beyond run_end_,
+// a full events array) and it returns false having changed nothing the
+// general path can see (it may have interned strings the general path then
+// interns again, in the same order): the general path takes the bytes from
+// the EMPTY_DICT on, with its own checks and messages.
+bool VM::try_entry() {
+  const uint8_t* const p = p_;
+  const size_t lim = run_end_;
+  size_t q = pos_;
+  const uint64_t dict_off = op_off_;
+  const size_t memo0 = memo_.size();
+  const uint64_t c0 = doc_.conts.size();  // the entry's dict, when committed
+  uint64_t next_c = c0 + 1;
+  bool list_memoized = false;
+  uint64_t list_off = 0;
+  size_t frames_at = SIZE_MAX;  // index in entry_kv_ of the frames value
+  entry_kv_.clear();
+  entry_frames_.clear();
+  entry_inline_.clear();
+  auto bail = [&] {
+    memo_.resize(memo0);
+    return false;
+  };
+  // A memo put at q, if one is there, of `v`: only puts that append to the
+  // dense memo and need no spill are taken. 1 taken, 0 none there, -1 not
+  // one this path takes.
+  auto put = [&](const Value& v) -> int {
+    if (q >= lim) return 0;
+    const uint8_t o = p[q];
+    uint64_t idx;
+    size_t len;
+    if (o == 0x94) {
+      idx = memo_.size();
+      len = 1;
+    } else if (o == 'q') {
+      if (q + 2 > lim) return -1;
+      idx = p[q + 1];
+      len = 2;
+    } else if (o == 'r') {
+      if (q + 5 > lim) return -1;
+      uint32_t w;
+      std::memcpy(&w, p + q + 1, 4);
+      idx = w;
+      len = 5;
+    } else {
+      return 0;
+    }
+    if (idx != memo_.size() || sparse_memo_.size()) return -1;
+    if (uint8_t(v.t) < uint8_t(VT::Str) && v.t != VT::None && v.t != VT::Bool &&
+        !(v.t == VT::Int && v.i() >= -(int64_t(1) << 55) && v.i() < (int64_t(1) << 55)))
+      return -1;  // would spill
+    memo_.push_back(memo_word(v));
+    q += len;
+    return 1;
+  };
+  // The readers below return their value in registers (an out-parameter
+  // written field by field and read back whole stalled on store
+  // forwarding); kNo's type says the bytes are not what this path takes.
+  constexpr VT kNo = VT(0xff);
+  auto no = [] {
+    Value v;
+    v.t = kNo;
+    return v;
+  };
+  // A BINGET/LONG_BINGET at q: the slot's value. Containers made in this
+  // entry (ids from c0 on) do not exist yet: not taken.
+  auto get = [&]() -> Value {
+    const uint8_t o = p[q];
+    uint64_t idx;
+    if (o == 'h') {
+      if (q + 2 > lim) return no();
+      idx = p[q + 1];
+      q += 2;
+    } else {
+      if (q + 5 > lim) return no();
+      uint32_t w;
+      std::memcpy(&w, p + q + 1, 4);
+      idx = w;
+      q += 5;
+    }
+    if (idx >= memo_.size()) return no();
+    const uint64_t w = memo_[size_t(idx)];
+    if (w == kAbsentWord) return no();
+    const Value v = memo_value(w);
+    if (uint8_t(v.t) >= uint8_t(VT::List) && v.v >= c0) return no();
+    return v;
+  };
+  // A string at q (SHORT_BINUNICODE, BINUNICODE).
+  auto str = [&]() -> Value {
+    const uint8_t o = p[q];
+    uint64_t len;
+    if (o == 0x8c) {
+      if (q + 2 > lim) return no();
+      len = p[q + 1];
+      q += 2;
+    } else {
+      if (q + 5 > lim) return no();
+      uint32_t w;
+      std::memcpy(&w, p + q + 1, 4);
+      len = w;
+      q += 5;
+    }
+    if (len >= kLongString || len > lim - q) return no();
+    const Value v = make_str(std::string_view(reinterpret_cast<const char*>(p + q), size_t(len)));
+    q += size_t(len);
+    return v;
+  };
+  // A scalar value at q (a string, an int, None, a bool, or one by memo),
+  // with its memo put.
+  auto scalar = [&]() -> Value {
+    if (q >= lim) return no();
+    Value v;
+    switch (p[q]) {
+      case 'h': case 'j': v = get(); break;
+      case 0x8c: case 'X': v = str(); break;
+      case 'K':
+        if (q + 2 > lim) return no();
+        v = make_int(p[q + 1]);
+        q += 2;
+        break;
+      case 'M': {
+        if (q + 3 > lim) return no();
+        uint16_t w;
+        std::memcpy(&w, p + q + 1, 2);
+        v = make_int(w);
+        q += 3;
+        break;
+      }
+      case 'J': {
+        if (q + 5 > lim) return no();
+        uint32_t w;
+        std::memcpy(&w, p + q + 1, 4);
+        v = make_int(int32_t(w));
+        q += 5;
+        break;
+      }
+      case 0x8a: {
+        if (q + 2 > lim) return no();
+        const size_t len = p[q + 1];
+        if (len > 8 || q + 2 + len > lim) return no();
+        v = make_long(std::string_view(reinterpret_cast<const char*>(p + q + 2), len));
+        q += 2 + len;
+        break;
+      }
+      case 'N': q += 1; break;
+      case 0x88: case 0x89:
+        v.t = VT::Bool;
+        v.v = p[q] == 0x88;
+        q += 1;
+        break;
+      default: return no();
+    }
+    if (v.t == kNo || put(v) < 0) return no();
+    return v;
+  };
+  // A string key (written, or by memo) with its memo put.
+  auto key = [&]() -> Value {
+    if (q >= lim) return no();
+    const uint8_t o = p[q];
+    Value k;
+    if (o == 'h' || o == 'j') {
+      k = get();
+      if (k.t != VT::Str) return no();
+    } else if (o == 0x8c || o == 'X') {
+      k = str();
+    } else {
+      return no();
+    }
+    if (k.t == kNo || put(k) < 0) return no();
+    return k;
+  };
+  // A frame dict written out, at q just after its EMPTY_DICT: MARK, pairs
+  // with string keys, SETITEMS. Not memoized (else false): nothing can
+  // name it again, so it is only its frame. Read as frame_of() reads it: a
+  // repeated key's last value counts.
+  auto frame_dict = [&](Frame* f) -> bool {
+    if (q >= lim || p[q] != '(') return false;
+    ++q;
+    Value name, file, line;
+    for (int pairs = 0;; ++pairs) {
+      if (q >= lim || pairs > 16) return false;
+      if (p[q] == 'u') {
+        ++q;
+        break;
+      }
+      const Value k = key();
+      if (k.t == kNo) return false;
+      const Value v = scalar();
+      if (v.t == kNo) return false;
+      if (k.v == conv_.k_name) name = v;
+      else if (k.v == conv_.k_filename) file = v;
+      else if (k.v == conv_.k_line) line = v;
+    }
+    if (name.t == VT::Str) f->name = StrId(name.v);
+    if (file.t == VT::Str) f->file = StrId(file.v);
+    if (line.t == VT::Int && line.i() >= 0) f->line = line.i();
+    return true;
+  };
+  // One item of a frames list at q.
+  auto frame_item = [&]() -> bool {
+    if (q >= lim || entry_frames_.size() >= 4096) return false;
+    const uint8_t o = p[q];
+    if (o == 'h' || o == 'j') {
+      const Value ref = get();
+      if (ref.t != VT::Dict) return false;
+      entry_frames_.push_back(uint32_t(ref.v));
+    } else if (o == '}') {
+      ++q;
+      if (q < lim && (p[q] == 0x94 || p[q] == 'q' || p[q] == 'r')) return false;
+      Frame f;
+      if (!frame_dict(&f)) return false;
+      entry_inline_.push_back(f);
+      entry_frames_.push_back(kInlineFrame);
+    } else {
+      return false;
+    }
+    return true;
+  };
+  // A run of frame dicts by memo at q (most of a snapshot's bytes), in a
+  // loop of its own: each a set dense slot holding a dict made before this
+  // entry. Stops at anything else (frame_item() then takes it) and where an
+  // opcode might not lie whole before lim.
+  auto frame_refs = [&]() -> bool {
+    const uint64_t* memo = memo_.data();
+    const uint64_t nmemo = memo_.size();
+    size_t n = entry_frames_.size();
+    entry_frames_.resize(4096);
+    uint32_t* out = entry_frames_.data();
+    bool ok = true;
+    // BINGET ('h', 1-byte index) and LONG_BINGET ('j', 4 bytes) mix in no
+    // order a branch predicts: the index and length are picked without one.
+    while (q + 5 <= lim && n < 4096) {
+      const uint8_t o = p[q];
+      const bool h = o == 'h';
+      if (!h && o != 'j') break;
+      uint32_t w4;
+      std::memcpy(&w4, p + q + 1, 4);
+      const uint64_t idx = h ? (w4 & 0xffu) : w4;
+      q += h ? 2 : 5;
+      if (idx >= nmemo) {
+        ok = false;
+        break;
+      }
+      const uint64_t w = memo[idx];
+      // The tag byte is the dict's (not absent, not spilled) and the id
+      // one made before.
+      if ((w >> 56) != uint64_t(VT::Dict) || (w & kPayload) >= c0) {
+        ok = false;
+        break;
+      }
+      out[n++] = uint32_t(w & kPayload);
+    }
+    entry_frames_.resize(n);
+    return ok;
+  };
+  // The frames list, at q just after its EMPTY_LIST (at list_off).
+  auto frames_list = [&]() -> bool {
+    Value lv;
+    lv.t = VT::List;
+    lv.v = next_c;
+    const int r = put(lv);
+    if (r < 0) return false;
+    if (r == 1) list_memoized = true, ++next_c;
+    for (;;) {
+      if (q >= lim) return false;
+      const uint8_t o = p[q];
+      if (o == '(') {
+        ++q;
+        for (;;) {
+          if (q >= lim) return false;
+          if (!frame_refs()) return false;
+          if (q >= lim) return false;
+          if (p[q] == 'e') {
+            ++q;
+            break;
+          }
+          if (!frame_item()) return false;
+        }
+      } else if (o == '}' || ((o == 'h' || o == 'j') && q + (o == 'h' ? 2 : 5) < lim && p[q + (o == 'h' ? 2 : 5)] == 'a')) {
+        // One item and APPEND (a list of one, or the last of a batch).
+        // A BINGET not followed by APPEND is the entry's next key.
+        if (!frame_item() || q >= lim || p[q] != 'a') return false;
+        ++q;
+      } else {
+        return true;  // the next key, or the dict's SETITEMS
+      }
+    }
+  };
+
+  // The entry's dict: its memo put, MARK, pairs, SETITEMS.
+  {
+    Value dv;
+    dv.t = VT::Dict;
+    dv.v = c0;
+    if (put(dv) < 0) return bail();
+  }
+  if (q >= lim || p[q] != '(') return bail();
+  ++q;
+  for (;;) {
+    if (q >= lim) return bail();
+    if (p[q] == 'u') {
+      ++q;
+      break;
+    }
+    const Value k = key();
+    if (k.t == kNo) return bail();
+    Value v;
+    // A list written out is taken only as the entry's one 'frames' value
+    // (a list under another key is never interned by the general path).
+    if (q < lim && p[q] == ']' && k.v == conv_.k_frames && frames_at == SIZE_MAX) {
+      list_off = base_ + q;
+      ++q;
+      if (!frames_list()) return bail();
+      frames_at = entry_kv_.size() + 1;
+      v.t = VT::List;
+    } else {
+      v = scalar();
+      if (v.t == kNo) return bail();
+    }
+    entry_kv_.push_back(k);
+    entry_kv_.push_back(v);
+  }
+  const size_t pairs = entry_kv_.size() / 2;
+  if (!conv_.has_action(entry_kv_.data(), pairs)) return bail();
+  if (doc_.events.size() == doc_.events.capacity() || next_c >= UINT32_MAX - 1) return bail();
+
+  // Commit: as the general path leaves it.
+  Container e = Container::make(VT::Dict, dict_off);
+  e.set(Container::kEventBacked);
+  e.off = uint32_t(doc_.events.size());
+  doc_.conts.push_back(e);
+  if (frames_at != SIZE_MAX) {
+    // Frames as stack_of() makes them: in list order, frame_of() for one
+    // by memo (cached after its first use), then the stack.
+    const size_t n = entry_frames_.size();
+    entry_ids_.resize(n);
+    const Container* conts = doc_.conts.data();
+    size_t next_inline = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t id = entry_frames_[i];
+      if (id == kInlineFrame) {
+        entry_ids_[i] = conv_.trace().intern_frame(entry_inline_[next_inline++]);
+      } else if (conts[id].has(Container::kFrameCached)) {
+        entry_ids_[i] = conts[id].cached;
+      } else {
+        Value fv;
+        fv.t = VT::Dict;
+        fv.v = id;
+        entry_ids_[i] = conv_.frame_of(fv);
+        conts = doc_.conts.data();
+      }
+    }
+    const StackId sid = conv_.trace().stacks.intern(entry_ids_.data(), entry_ids_.size());
+    if (list_memoized) {
+      Container l = Container::make(VT::List, list_off);
+      l.cached = sid;
+      l.set(Container::kStackCached);
+      l.set(Container::kFrozen);
+      doc_.conts.push_back(l);
+    }
+    Value& fv = entry_kv_[frames_at];
+    fv.x = Converter::kDirectStack;
+    fv.v = sid;
+  }
+  conv_.apply_entry_items(entry_kv_.data(), pairs, dict_off, doc_.events.emplace_back());
+  Value dv;
+  dv.t = VT::Dict;
+  dv.v = c0;
+  push(dv);
+  pos_ = q;
+  ++fast_entries_;
+  return true;
+}
+
 Value VM::run() {
   if (total_ == 0) fail(0, "empty input");
   next_budget_ = doc_.budget.bounded() ? 0 : UINT64_MAX;
@@ -645,7 +1048,11 @@ Value VM::run() {
         return stack_.back();
       }
       case '(': marks_.push_back(stack_.size()); break;
-      case '}': push(new_container(VT::Dict)); break;
+      case '}':
+        // A trace entry in one go where its bytes have the usual shape.
+        if (entry_fast_ && try_entry()) break;
+        push(new_container(VT::Dict));
+        break;
       case ']': push(new_container(VT::List)); break;
       case ')': push(make_tuple(nullptr, 0)); break;
       case 'd': {  // DICT
@@ -829,26 +1236,32 @@ namespace detail {
 namespace {
 // `source`: the VM's input (a file descriptor and size, or bytes and size).
 template <class... Source>
-void read_torch_pickle(Trace& out, const ProgressFn& progress, const MemoryBudget& budget, Source... source) {
+uint64_t read_torch_pickle(bool fast, Trace& out, const ProgressFn& progress, const MemoryBudget& budget, Source... source) {
   PickleDoc doc;
   doc.budget = budget;
   Converter conv(doc, out);
   VM vm(source..., doc, conv, progress);
+  if (!fast) vm.general_only();
   vm.reserve_for_input();
   doc.root = vm.run();
   out.source.format = "torch-pickle";
   out.source.format_detail = "pickle protocol " + std::to_string(doc.protocol);
   build_trace_from_doc(doc, conv, out);
+  return vm.fast_entries();
 }
 }  // namespace
 
 void read_torch_pickle_fd(int fd, uint64_t size, Trace& out, const ProgressFn& progress, const MemoryBudget& budget) {
-  read_torch_pickle(out, progress, budget, fd, size);
+  read_torch_pickle(true, out, progress, budget, fd, size);
 }
 
 void read_torch_pickle_bounded(const uint8_t* data, size_t size, Trace& out, const ProgressFn& progress,
                                const MemoryBudget& budget) {
-  read_torch_pickle(out, progress, budget, data, size);
+  read_torch_pickle(true, out, progress, budget, data, size);
+}
+
+uint64_t read_torch_pickle_path(const uint8_t* data, size_t size, Trace& out, bool fast) {
+  return read_torch_pickle(fast, out, ProgressFn(), MemoryBudget(), data, size);
 }
 }  // namespace detail
 

@@ -127,6 +127,7 @@ FrameId Converter::frame_of(const Value& fv) {
 
 StackId Converter::stack_of(const Value& lv) {
   if (lv.t == VT::None) return 0;
+  if (lv.x == kDirectStack && lv.t == VT::List) return StackId(lv.v);
   if (lv.t != VT::List && lv.t != VT::Tuple)
     throw InputError(uint64_t(0), std::string("'frames' is a ") + vt_name(lv.t) + ", expected list");
   Container& l = doc_.conts[lv.v];
