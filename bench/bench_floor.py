@@ -20,12 +20,23 @@ import sys
 import time
 
 
-def wall(cmd):
+# command name -> peak resident set sizes (bytes), one per run: the child's
+# ru_maxrss, which starts from this Python process's ~15 MB at the fork, so
+# figures below that are this script's, not the command's.
+RSS = {}
+
+
+def wall(cmd, name=None):
     t = time.perf_counter()
-    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = p.stderr.read()
+    _, status, usage = os.wait4(p.pid, 0)
     dt = time.perf_counter() - t
-    if r.returncode != 0:
-        sys.exit("%s: exit %d: %s" % (" ".join(cmd), r.returncode, r.stderr.decode(errors="replace")[-300:]))
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        sys.exit("%s: exit %d: %s" % (" ".join(cmd), p.returncode, err.decode(errors="replace")[-300:]))
+    if name:
+        RSS.setdefault(name, []).append(usage.ru_maxrss * 1024)  # Linux: KiB
     return dt
 
 
@@ -51,15 +62,17 @@ def main():
         for c in cmds.values():  # warm the page cache
             wall(c)
         times = {k: [] for k in cmds}
+        RSS.clear()
         for _ in range(a.rounds):
             for k, c in cmds.items():
-                times[k].append(wall(c))
+                times[k].append(wall(c, k))
         med = {k: statistics.median(v) for k, v in times.items()}
         ops = subprocess.run([a.skim, f], capture_output=True, text=True).stdout.split()[0]
         print("\n%s: %.1f MB, %s opcodes; .snap %.1f MB; median of %d rounds" %
               (os.path.basename(f), os.path.getsize(f) / 1e6, format(int(ops), ","), os.path.getsize(snap) / 1e6, a.rounds))
         for k in cmds:
-            print("  %-14s %8.3f s   (min %.3f, max %.3f)" % (k, med[k], min(times[k]), max(times[k])))
+            print("  %-14s %8.3f s   (min %.3f, max %.3f)   peak RSS %7.1f MB" %
+                  (k, med[k], min(times[k]), max(times[k]), max(RSS[k]) / 1e6))
         print("  report / skim        %.2fx   (issue 40: <= 1.5x)" % (med["report"] / med["skim"]))
         print("  report .snap / skim  %.2fx   (<= 1.0x)" % (med["report .snap"] / med["skim"]))
         print("  diff A A / report    %.2fx   (<= 1.2x)" % (med["diff A A"] / med["report"]))

@@ -574,7 +574,10 @@ class Model {
   }
 
   void garbage_collect() {
-    const uint64_t threshold = uint64_t(conf_.garbage_collection_threshold * double(limit_));
+    // The threshold comes from the file (allocator_settings) as any double:
+    // the product is clamped to the uint64 range (NaN, negative: 0).
+    const double t = conf_.garbage_collection_threshold * double(limit_);
+    const uint64_t threshold = !(t > 0) ? 0 : t >= 18446744073709551615.0 ? UINT64_MAX : uint64_t(t);
     if (reserved_ <= threshold) return;
     const uint64_t target = reserved_ - threshold;
     const std::set<Key>& p = whole_[0];  // the large pool's whole free segments, in the pool's order
