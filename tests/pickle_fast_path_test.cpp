@@ -1,11 +1,15 @@
 // The reader's trace-entry fast path (pickle_reader.cpp, VM::try_entry)
-// against its general path: on every real recording and on hand-made shapes
+// against its general path, and its read-ahead against reading in place: on every real recording and on hand-made shapes
 // at and just beyond the fast path's edges, the model built with it is the
 // model built without it, field for field (the .snap JSON of the whole
 // Trace: strings, frames, stacks in id order, events, segments). Errors are
 // the general path's (same message, same offset).
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 
 #include "input/file_source.hpp"
@@ -212,5 +216,102 @@ TEST_CASE("fast path: entries of every shape it takes or hands back", "[input][p
     cut.resize(cut.size() - 8);
     CHECK(!error_of(cut, true).empty());
     CHECK(error_of(cut, true) == error_of(cut, false));
+  }
+}
+
+// ---- reading ahead (ReadAhead: the file read on a thread of its own, parsed
+// in place in its chunks) against reading on the parsing thread --------------
+
+namespace {
+
+// A file holding `bytes`, removed when it goes.
+struct TempFile {
+  std::string path;
+  explicit TempFile(const std::string& bytes, const std::string& tag) {
+    path = (std::filesystem::temp_directory_path() /
+            ("snapdiff-ahead-" + tag + "-" + std::to_string(::getpid()) + ".pickle"))
+               .string();
+    std::ofstream(path, std::ios::binary) << bytes;
+  }
+  ~TempFile() { std::filesystem::remove(path); }
+};
+
+// The model (or the error) of `size` bytes of the file read through its
+// descriptor, ahead or not.
+std::string fd_outcome(const std::string& path, uint64_t size, bool ahead) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  std::string r;
+  try {
+    Trace t;
+    detail::read_torch_pickle_fd(fd, size, t, ProgressFn(), detail::MemoryBudget(), ahead);
+    r = write_snap_json(t);
+  } catch (const InputError& e) {
+    r = "error " + std::to_string(e.offset()) + ": " + e.describe();
+  }
+  ::close(fd);
+  return r;
+}
+
+void same_read(const std::string& bytes, const std::string& tag) {
+  TempFile f(bytes, tag);
+  const std::string ahead = fd_outcome(f.path, bytes.size(), true);
+  CHECK(ahead.rfind("error", 0) != 0);
+  CHECK(ahead == fd_outcome(f.path, bytes.size(), false));
+  CHECK(ahead == model_of(bytes, true));
+}
+
+}  // namespace
+
+TEST_CASE("read-ahead: the model of a file read ahead is the one read in place", "[input][pickle][ahead]") {
+  SECTION("real recordings, and the million-entry one (650 chunks)") {
+    for (const char* name : {"small_oom.pickle", "fsdp2_gpt2.pickle.gz", "ans_gpt2_cpp.pickle.gz"}) {
+      const auto path = std::filesystem::path(test::real_data(name));
+      std::string bytes = test::read_file(path.string());
+      if (std::string(name).ends_with(".gz")) {
+        auto raw = detail::gunzip(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), uint64_t(1) << 32);
+        bytes.assign(raw.begin(), raw.end());
+      }
+      INFO(name);
+      same_read(bytes, "real");
+    }
+    const std::string xxl = test::unpacked_data("xxl_fp8.pickle");
+    const uint64_t size = std::filesystem::file_size(xxl);
+    const std::string ahead = fd_outcome(xxl, size, true);
+    CHECK(ahead == fd_outcome(xxl, size, false));
+  }
+  SECTION("strings longer than a chunk, and text lines, across chunk boundaries") {
+    for (size_t long_len : {size_t(100), size_t(300) << 10, size_t(700) << 10}) {
+      std::string bytes = snapshot([&](PickleWriter& w) {
+        for (int i = 0; i < 4000; ++i) {
+          w.empty_dict().mark().sstr("action").sstr("alloc").sstr("addr").int4(64 * (i + 1));
+          // Protocol 0 text lines (read line by line) and, now and then, a
+          // long user_metadata string (BINUNICODE).
+          w.sstr("size").bytes("I" + std::to_string(1000 + i) + "\n");
+          if (i % 1000 == 999) w.sstr("user_metadata").ustr(std::string(long_len, char('a' + i % 26)));
+          w.setitems();
+        }
+      });
+      INFO(long_len);
+      same_read(bytes, "long");
+    }
+  }
+  SECTION("a file shorter than its size said: the same truncation, at the same offset") {
+    std::string bytes = snapshot([](PickleWriter& w) {
+      for (int i = 0; i < 20000; ++i)
+        w.empty_dict().mark().sstr("action").sstr("alloc").sstr("addr").int4(64 * (i + 1)).sstr("size").int2(8).setitems();
+    });
+    TempFile f(bytes, "short");
+    for (uint64_t more : {uint64_t(1), uint64_t(300) << 10}) {
+      const std::string ahead = fd_outcome(f.path, bytes.size() + more, true);
+      INFO(ahead);
+      CHECK(ahead.rfind("error", 0) != 0);  // STOP is reached before the end the size said
+      CHECK(ahead == fd_outcome(f.path, bytes.size() + more, false));
+    }
+    // Cut before STOP: the general path's message from both.
+    TempFile cut(bytes.substr(0, bytes.size() - 700), "cut");
+    const std::string ahead = fd_outcome(cut.path, bytes.size(), true);
+    CHECK(ahead.rfind("error", 0) == 0);
+    CHECK(ahead == fd_outcome(cut.path, bytes.size(), false));
   }
 }

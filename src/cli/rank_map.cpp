@@ -154,7 +154,7 @@ void map_ranks(const std::vector<RankFile>& files, unsigned jobs, const LoadOpti
     LoadOptions lo = whole;
     lo.progress = nullptr;
     if (whole.max_memory_bytes != 0) lo.max_memory_bytes = kept.share(sharing);
-    if (sharing > 1) lo.trace_reader_workers = 0;  // the ranks are the parallelism
+    if (sharing > 1) lo.trace_reader_workers = 0, lo.pickle_read_ahead = 0;  // the ranks are the parallelism
     uint64_t bytes = 0;
     try {
       Trace t = load_trace(files[i].path, lo);

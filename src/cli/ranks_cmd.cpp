@@ -431,7 +431,7 @@ int diff_ranks(const po::variables_map& vm, const std::vector<std::string>& a_in
         RankPair& p = pairs[i];
         LoadOptions lo = whole;
         lo.progress = nullptr;
-        if (threads > 1) lo.trace_reader_workers = 0;
+        if (threads > 1) lo.trace_reader_workers = 0, lo.pickle_read_ahead = 0;
         if (whole.max_memory_bytes != 0) lo.max_memory_bytes = std::max<uint64_t>(1, kept.share(threads) / 2);
         auto load = [&](const RankFile& f, std::string& err) -> std::optional<Trace> {
           try {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
+#include <thread>
 
 #include "input/detect.hpp"
 #include "input/json_stream.hpp"
@@ -54,8 +55,11 @@ void read_pickle_file(Source& src, const LoadOptions& opts, Trace& out) {
   out.source.file_bytes = src.size();
   out.source.decoded_bytes = src.size();
   detail::check_memory(predicted_memory_bytes(src.size(), false), opts);
+  const bool ahead = opts.pickle_read_ahead > 0 ||
+                     (opts.pickle_read_ahead < 0 && src.size() >= (uint64_t(4) << 20) &&
+                      std::thread::hardware_concurrency() >= 2);
   detail::read_torch_pickle_fd(src.fd(), src.size(), out, opts.progress,
-                               detail::MemoryBudget(opts, 0, detail::kProgramMemoryBytes));
+                               detail::MemoryBudget(opts, 0, detail::kProgramMemoryBytes), ahead);
 }
 
 // A .snap is parsed into a JSON DOM: refused first when the DOM would pass

@@ -143,8 +143,11 @@ class Converter {
 };
 
 // read_torch_pickle() for `size` bytes read from `fd` in chunks (a plain
-// file: no mapping, no copy of the whole input), held to `budget`.
-void read_torch_pickle_fd(int fd, uint64_t size, Trace& out, const ProgressFn& progress, const MemoryBudget& budget);
+// file: no mapping, no copy of the whole input), held to `budget`; with
+// `read_ahead`, the chunks are read on a thread of their own and parsed in
+// place.
+void read_torch_pickle_fd(int fd, uint64_t size, Trace& out, const ProgressFn& progress, const MemoryBudget& budget,
+                          bool read_ahead = false);
 // read_torch_pickle() held to `budget` (which counts the input's buffer
 // as held already when it is one).
 void read_torch_pickle_bounded(const uint8_t* data, size_t size, Trace& out, const ProgressFn& progress,

@@ -13,10 +13,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
+#include <condition_variable>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 
 #include "input/file_source.hpp"
@@ -53,6 +57,110 @@ const char* opcode_name(uint8_t op) {
   }
 }
 
+// Reads a file ahead of the VM on a thread of its own, into a few chunk
+// buffers the VM parses in place: the kernel's copy of the bytes (about a
+// seventh of a plain pickle's load) leaves the parsing thread. Each buffer
+// has room before its chunk for the bytes of an opcode cut by the chunk's
+// start (kBridge), copied there by the VM, so the bytes in view stay one
+// run. It reads exactly `size` bytes, or up to the end of a file that shrank,
+// in order; an error ends the chunks with its errno and offset.
+class ReadAhead {
+ public:
+  static constexpr size_t kChunk = size_t(256) << 10;
+  static constexpr size_t kBridge = size_t(4) << 10;
+  static constexpr size_t kSlots = 4;
+  struct Chunk {
+    uint8_t* data = nullptr;  // kBridge writable bytes before it
+    size_t len = 0;           // 0: the end (or `err`)
+    int err = 0;
+    uint64_t off = 0;         // file offset of data[0]
+  };
+  ReadAhead(int fd, uint64_t size) : fd_(fd), size_(size) {
+    for (auto& b : buf_) b.resize(kBridge + kChunk);
+    thread_ = std::thread([this] { produce(); });
+  }
+  ~ReadAhead() {
+    {
+      std::lock_guard<std::mutex> l(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  ReadAhead(const ReadAhead&) = delete;
+  ReadAhead& operator=(const ReadAhead&) = delete;
+  static constexpr uint64_t bytes() { return kSlots * (kBridge + kChunk); }
+  // The next chunk, in order (waits for it). Chunks handed out stay the
+  // VM's until release_before_last() or release_all().
+  Chunk next() {
+    std::unique_lock<std::mutex> l(m_);
+    cv_.wait(l, [&] { return filled_ > handed_; });
+    const size_t i = size_t(handed_ % kSlots);
+    ++handed_;
+    Chunk c = meta_[i];
+    c.data = buf_[i].data() + kBridge;
+    return c;
+  }
+  // Gives back every chunk handed out but the last.
+  void release_before_last() { release(handed_ ? handed_ - 1 : 0); }
+  void release_all() { release(handed_); }
+
+ private:
+  void release(uint64_t upto) {
+    {
+      std::lock_guard<std::mutex> l(m_);
+      if (upto <= released_) return;
+      released_ = upto;
+    }
+    cv_.notify_all();
+  }
+  void produce() {
+    uint64_t off = 0;
+    for (;;) {
+      size_t i;
+      {
+        std::unique_lock<std::mutex> l(m_);
+        cv_.wait(l, [&] { return stop_ || filled_ - released_ < kSlots; });
+        if (stop_) return;
+        i = size_t(filled_ % kSlots);
+      }
+      const size_t want = size_t(std::min<uint64_t>(kChunk, size_ - off));
+      size_t len = 0;
+      int err = 0;
+      while (len < want) {
+        const ssize_t r = ::read(fd_, buf_[i].data() + kBridge + len, want - len);
+        if (r < 0) {
+          if (errno == EINTR) continue;
+          err = errno;
+          break;
+        }
+        if (r == 0) break;  // the file shrank since it was sized
+        len += size_t(r);
+      }
+      {
+        std::lock_guard<std::mutex> l(m_);
+        meta_[i].len = len;
+        meta_[i].err = err;
+        meta_[i].off = off;
+        ++filled_;
+      }
+      cv_.notify_all();
+      off += len;
+      if (err || len == 0) return;  // the VM meets the end or the error
+    }
+  }
+
+  const int fd_;
+  const uint64_t size_;
+  std::array<PodVec<uint8_t>, kSlots> buf_;
+  std::array<Chunk, kSlots> meta_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  uint64_t filled_ = 0, handed_ = 0, released_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
 class VM {
  public:
   VM(const uint8_t* data, size_t size, PickleDoc& doc, Converter& conv, const ProgressFn& progress)
@@ -61,6 +169,11 @@ class VM {
   // through a small reused buffer: the input is never mapped or held whole.
   VM(int fd, uint64_t size, PickleDoc& doc, Converter& conv, const ProgressFn& progress)
       : p_(nullptr), n_(0), total_(size), fd_(fd), doc_(doc), conv_(conv), progress_(progress) {}
+  // The file read ahead on a thread of its own (ReadAhead) rather than on
+  // the parsing one.
+  void read_ahead() {
+    if (fd_ >= 0 && !ahead_) ahead_ = std::make_unique<ReadAhead>(fd_, total_);
+  }
 
   Value run();
   void general_only() { entry_fast_ = false; }
@@ -91,6 +204,7 @@ class VM {
   // input holds them. False for in-memory input (all of it is in view).
   [[gnu::noinline]] bool fill(size_t k) {
     if (fd_ < 0 || k > left()) return false;
+    if (ahead_) return fill_ahead(k);
     size_t have = n_ - pos_;
     size_t need_cap = std::max(k, kChunk);
     if (buf_.size() < need_cap) {
@@ -126,6 +240,55 @@ class VM {
       }
       n_ += size_t(r);
       unread -= uint64_t(r);
+    }
+    set_run_end();
+    return n_ - pos_ >= k;
+  }
+  // fill() from the chunks read ahead. The bytes in view are parsed where
+  // they lie in a chunk; the few left of one (an opcode cut by its end) are
+  // copied before the next chunk, into its bridge. More than the bridge
+  // holds (a long string across chunks) is assembled in buf_ as fill() does.
+  bool fill_ahead(size_t k) {
+    for (;;) {
+      const size_t have = n_ - pos_;
+      if (have >= k || ahead_end_) break;
+      ReadAhead::Chunk c = ahead_->next();
+      if (c.err) throw InputError(c.off + c.len, std::string("read failed: ") + std::strerror(c.err));
+      if (c.len == 0) {  // the end: the file shrank since it was sized
+        total_ = base_ + n_;
+        ahead_->release_before_last();
+        ahead_end_ = true;
+        break;
+      }
+      base_ += pos_;
+      if (have <= ReadAhead::kBridge && k - have <= c.len) {
+        std::memcpy(c.data - have, p_ + pos_, have);
+        p_ = c.data - have;
+        n_ = have + c.len;
+        pos_ = 0;
+        ahead_->release_before_last();
+        continue;
+      }
+      // Assembled in buf_: what is in view, then this chunk (and the next
+      // ones, by the loop) appended.
+      const size_t need_cap = have + c.len;
+      if (buf_.size() < need_cap) {
+        if (need_cap > kChunk) {
+          account();
+          doc_.check_memory(conv_.trace(), op_off_, std::max(need_cap, 2 * buf_.size()));
+        }
+        PodVec<uint8_t> nb;
+        nb.resize(std::max(need_cap, 2 * buf_.size()));
+        if (have) std::memcpy(nb.data(), p_ + pos_, have);
+        buf_.swap(nb);
+      } else if (have) {
+        std::memmove(buf_.data(), p_ + pos_, have);
+      }
+      std::memcpy(buf_.data() + have, c.data, c.len);
+      p_ = buf_.data();
+      n_ = have + c.len;
+      pos_ = 0;
+      ahead_->release_all();
     }
     set_run_end();
     return n_ - pos_ >= k;
@@ -519,7 +682,8 @@ class VM {
                     uint64_t(sparse_memo_.size()) * kSparseMemoNodeBytes +
                     uint64_t(sparse_memo_.bucket_count()) * sizeof(void*) +
                     beyond(uint64_t(stack_.capacity()) * sizeof(Value), kStackReserve * sizeof(Value)) +
-                    uint64_t(marks_.capacity()) * sizeof(size_t) + beyond(buf_.size(), kChunk);
+                    uint64_t(marks_.capacity()) * sizeof(size_t) + beyond(buf_.size(), kChunk) +
+                    (ahead_ ? ReadAhead::bytes() : 0);
     doc_.check_memory(conv_.trace(), op_off_);
   }
   // Progress and the memory check, due when the input position reaches
@@ -563,6 +727,8 @@ class VM {
   uint64_t total_;
   int fd_ = -1;
   PodVec<uint8_t> buf_;
+  std::unique_ptr<ReadAhead> ahead_;
+  bool ahead_end_ = false;  // ReadAhead gave its last chunk
   uint64_t op_off_ = 0;
   PickleDoc& doc_;
   Converter& conv_;
@@ -1236,12 +1402,14 @@ namespace detail {
 namespace {
 // `source`: the VM's input (a file descriptor and size, or bytes and size).
 template <class... Source>
-uint64_t read_torch_pickle(bool fast, Trace& out, const ProgressFn& progress, const MemoryBudget& budget, Source... source) {
+uint64_t read_torch_pickle(bool fast, bool ahead, Trace& out, const ProgressFn& progress, const MemoryBudget& budget,
+                           Source... source) {
   PickleDoc doc;
   doc.budget = budget;
   Converter conv(doc, out);
   VM vm(source..., doc, conv, progress);
   if (!fast) vm.general_only();
+  if (ahead) vm.read_ahead();
   vm.reserve_for_input();
   doc.root = vm.run();
   out.source.format = "torch-pickle";
@@ -1251,17 +1419,18 @@ uint64_t read_torch_pickle(bool fast, Trace& out, const ProgressFn& progress, co
 }
 }  // namespace
 
-void read_torch_pickle_fd(int fd, uint64_t size, Trace& out, const ProgressFn& progress, const MemoryBudget& budget) {
-  read_torch_pickle(true, out, progress, budget, fd, size);
+void read_torch_pickle_fd(int fd, uint64_t size, Trace& out, const ProgressFn& progress, const MemoryBudget& budget,
+                          bool read_ahead) {
+  read_torch_pickle(true, read_ahead, out, progress, budget, fd, size);
 }
 
 void read_torch_pickle_bounded(const uint8_t* data, size_t size, Trace& out, const ProgressFn& progress,
                                const MemoryBudget& budget) {
-  read_torch_pickle(true, out, progress, budget, data, size);
+  read_torch_pickle(true, false, out, progress, budget, data, size);
 }
 
 uint64_t read_torch_pickle_path(const uint8_t* data, size_t size, Trace& out, bool fast) {
-  return read_torch_pickle(fast, out, ProgressFn(), MemoryBudget(), data, size);
+  return read_torch_pickle(fast, false, out, ProgressFn(), MemoryBudget(), data, size);
 }
 }  // namespace detail
 

@@ -31,6 +31,11 @@ struct LoadOptions {
   // from the machine and the input's size; 0 parses on the reading thread
   // only (tests and benchmarks set it).
   int trace_reader_workers = -1;
+  // A plain pickle file read ahead on a thread of its own while it is
+  // parsed: -1 when the machine has two cores or more and the file is at
+  // least 4 MiB; 0 never (the CLI sets it when it reads several inputs at
+  // once: they are the parallelism); 1 always (tests).
+  int pickle_read_ahead = -1;
   // The max_entries the history was recorded with
   // (_record_memory_history(max_entries=N)), for files that do not record
   // it (-1: unknown). A truncated history with fewer entries per device
