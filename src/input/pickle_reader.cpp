@@ -20,6 +20,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 
@@ -171,8 +172,13 @@ class VM {
       : p_(nullptr), n_(0), total_(size), fd_(fd), doc_(doc), conv_(conv), progress_(progress) {}
   // The file read ahead on a thread of its own (ReadAhead) rather than on
   // the parsing one.
+  // No thread to be had (std::system_error): read on this one.
   void read_ahead() {
-    if (fd_ >= 0 && !ahead_) ahead_ = std::make_unique<ReadAhead>(fd_, total_);
+    if (fd_ < 0 || ahead_) return;
+    try {
+      ahead_ = std::make_unique<ReadAhead>(fd_, total_);
+    } catch (const std::system_error&) {
+    }
   }
 
   Value run();
