@@ -268,7 +268,7 @@ class VM {
       }
       base_ += pos_;
       if (have <= ReadAhead::kBridge && k - have <= c.len) {
-        std::memcpy(c.data - have, p_ + pos_, have);
+        if (have) std::memcpy(c.data - have, p_ + pos_, have);
         p_ = c.data - have;
         n_ = have + c.len;
         pos_ = 0;
